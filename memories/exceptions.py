@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+from memoryhub.lib.errors import Conflict, InvalidInput, NotFound
+
+
+class MemoryNotFound(NotFound):
+    pass
+
+
+class MemoryExists(Conflict):
+    """An active entry exists under the key and no supersede reason was given."""
+
+    code = "conflict"
+
+
+class UnknownMemoryType(InvalidInput):
+    code = "unknown_type"
+
+
+class ContentTooLarge(InvalidInput):
+    code = "content_too_large"

@@ -1,0 +1,97 @@
+"""The six canonical memory types, their aliases, and a non-blocking type hint."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from django.db import models
+
+
+class MemoryType(models.TextChoices):
+    IDENTITY = "identity"
+    LESSON = "lesson"
+    DECISION = "decision"
+    CONTEXT = "context"
+    REFERENCE = "reference"
+    HISTORICAL = "historical"
+
+
+DEFAULT_TYPE = MemoryType.CONTEXT
+
+ALIASES: dict[str, MemoryType] = {
+    "core": MemoryType.IDENTITY,
+    "self": MemoryType.IDENTITY,
+    "warning": MemoryType.LESSON,
+    "insight": MemoryType.LESSON,
+    "learning": MemoryType.LESSON,
+    "commitment": MemoryType.DECISION,
+    "choice": MemoryType.DECISION,
+    "active": MemoryType.CONTEXT,
+    "background": MemoryType.CONTEXT,
+    "pointer": MemoryType.REFERENCE,
+    "link": MemoryType.REFERENCE,
+    "archive": MemoryType.HISTORICAL,
+    "past": MemoryType.HISTORICAL,
+}
+
+ACCEPTED_TYPE_NAMES = sorted([*MemoryType.values, *ALIASES])
+
+
+def resolve_type(name: str | None) -> MemoryType | None:
+    """Canonical type for a name or alias (case-insensitive); None if unknown."""
+    if name is None or name == "":
+        return DEFAULT_TYPE
+    lowered = name.strip().lower()
+    if lowered in MemoryType.values:
+        return MemoryType(lowered)
+    return ALIASES.get(lowered)
+
+
+@dataclass(frozen=True)
+class TypeHint:
+    suggested_type: MemoryType
+    reason: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"suggested_type": self.suggested_type.value, "reason": self.reason}
+
+
+# Ordered: the first matching rule wins. Cheap regular expressions only: a hint is
+# advice shown to the agent, never a reason to reject a save.
+_HINT_RULES: list[tuple[MemoryType, re.Pattern[str], str]] = [
+    (
+        MemoryType.LESSON,
+        re.compile(r"^\s*(never|always|don't|do not|avoid|lesson:|warning:|gotcha:)\b", re.I),
+        "reads like a rule learned from experience",
+    ),
+    (
+        MemoryType.DECISION,
+        re.compile(r"\b(we|i|team) (decided|chose|agreed|will use|are going with)\b|^\s*decision:", re.I),
+        "records a choice that was made",
+    ),
+    (
+        MemoryType.IDENTITY,
+        re.compile(r"^\s*(i am|you are|my name is|our team is|we are a)\b", re.I),
+        "describes who the agent or team is",
+    ),
+    (
+        MemoryType.REFERENCE,
+        re.compile(r"^\s*(see|docs?:|reference:|link:)?\s*https?://\S+\s*$", re.I),
+        "is mostly a pointer to somewhere else",
+    ),
+    (
+        MemoryType.HISTORICAL,
+        re.compile(r"^\s*(in|on|back in) (19|20)\d\d\b|^\s*(previously|formerly|used to)\b", re.I),
+        "describes something in the past",
+    ),
+]
+
+
+def suggest_type(content: str, chosen: MemoryType) -> TypeHint | None:
+    for memory_type, pattern, reason in _HINT_RULES:
+        if pattern.search(content):
+            if memory_type == chosen:
+                return None
+            return TypeHint(memory_type, f"content {reason}; consider type '{memory_type.value}'")
+    return None

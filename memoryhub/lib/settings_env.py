@@ -1,0 +1,53 @@
+"""Small typed helpers for reading settings from the environment."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+import environ
+from cryptography.fernet import Fernet
+
+
+class SettingError(RuntimeError):
+    pass
+
+
+def read_secret(env: environ.Env, name: str, *, generated_in: Path, fernet: bool = False) -> str:
+    """Read a secret from NAME, else from the file named by NAME_FILE, else from a
+    value generated once and kept (mode 0600) at `generated_in` for local installs."""
+    value = env.str(name, default="")
+    file_name = env.str(f"{name}_FILE", default="")
+    if value and file_name:
+        raise SettingError(f"set {name} or {name}_FILE, not both")
+    if file_name:
+        try:
+            value = Path(file_name).read_text().strip()
+        except OSError as exc:
+            raise SettingError(f"{name}_FILE could not be read: {exc}") from exc
+    if not value:
+        value = _generated(generated_in, fernet=fernet)
+    if fernet:
+        try:
+            for key in value.split(","):
+                Fernet(key.strip().encode())
+        except (ValueError, TypeError) as exc:
+            raise SettingError(
+                f"{name} must be one or more comma-separated Fernet keys (32 url-safe base64-encoded bytes)"
+            ) from exc
+    return value
+
+
+def _generated(path: Path, *, fernet: bool) -> str:
+    if path.exists():
+        return path.read_text().strip()
+    value = Fernet.generate_key().decode() if fernet else secrets.token_urlsafe(50)
+    # O_EXCL: when two processes race, one writes and the other reads its value.
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_text().strip()
+    with os.fdopen(fd, "w") as handle:
+        handle.write(value)
+    return value

@@ -1,0 +1,30 @@
+from django.contrib import admin
+from django.http import HttpRequest, JsonResponse
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.routers import SimpleRouter
+
+from memories.api import MemoryViewSet
+from teams.api import VaultViewSet
+
+router = SimpleRouter()
+router.register("memories", MemoryViewSet, basename="memory")
+router.register("vault", VaultViewSet, basename="vault")
+
+
+def health(request: HttpRequest) -> JsonResponse:
+    return JsonResponse({"status": "ok"})
+
+
+urlpatterns = [
+    path("api/v1/teams/<str:team>/", include(router.urls)),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("healthz", health, name="health"),
+    path("admin/", admin.site.urls),
+]
+
+handler400 = "memoryhub.api_errors.json_400"
+handler403 = "memoryhub.api_errors.json_403"
+handler404 = "memoryhub.api_errors.json_404"
+handler500 = "memoryhub.api_errors.json_500"

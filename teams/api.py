@@ -1,0 +1,87 @@
+"""The vault API: a team's configuration values and secrets, apart from memory."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import status
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from memoryhub.lib.errors import InvalidInput
+from memoryhub.pagination import KeysetPagination
+from teams import selectors, services
+from teams.authentication import acting_name
+from teams.serializers import (
+    VaultEntryInputSerializer,
+    VaultEntryOutputSerializer,
+    VaultEntryRevealSerializer,
+)
+from teams.validators import KEY_PATTERN, is_key
+from teams.viewsets import TEAM_PATH_PARAMETER, TeamScopedViewSet
+
+KEY_PATH_PARAMETER = OpenApiParameter("key", str, OpenApiParameter.PATH, pattern=KEY_PATTERN)
+
+
+class VaultPagination(KeysetPagination):
+    ordering = "key"
+
+
+@extend_schema_view(
+    list=extend_schema(parameters=[TEAM_PATH_PARAMETER], responses=VaultEntryOutputSerializer(many=True)),
+    retrieve=extend_schema(
+        parameters=[TEAM_PATH_PARAMETER, KEY_PATH_PARAMETER],
+        responses=VaultEntryRevealSerializer,
+        description="The one response that shows a secret's value; secrets need the admin scope.",
+    ),
+    update=extend_schema(
+        parameters=[TEAM_PATH_PARAMETER, KEY_PATH_PARAMETER],
+        request=VaultEntryInputSerializer,
+        responses={200: VaultEntryOutputSerializer, 201: VaultEntryOutputSerializer},
+    ),
+    destroy=extend_schema(parameters=[TEAM_PATH_PARAMETER, KEY_PATH_PARAMETER], responses={204: None}),
+)
+class VaultViewSet(TeamScopedViewSet):
+    lookup_field = "key"
+    lookup_value_regex = "[^/]+"
+
+    def list(self, request: Request, team: str) -> Response:
+        entries = selectors.list_vault_entries(team=self.get_team())
+        paginator = VaultPagination()
+        page = paginator.paginate_queryset(entries, request, view=self)
+        return paginator.get_paginated_response(VaultEntryOutputSerializer(page, many=True).data)
+
+    def retrieve(self, request: Request, team: str, key: str) -> Response:
+        _check_key(key)
+        entry = selectors.get_vault_entry(team=self.get_team(), key=key)
+        if entry.is_secret and not request.auth.grants("admin"):
+            raise PermissionDenied("revealing a secret needs a token with the 'admin' scope")
+        self.reveals_secret = True
+        revealed = selectors.reveal_vault_value(entry)
+        return Response(VaultEntryRevealSerializer(entry, context={"revealed_value": revealed}).data)
+
+    def update(self, request: Request, team: str, key: str) -> Response:
+        _check_key(key)
+        payload = VaultEntryInputSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        entry, created = services.set_vault_entry(
+            team=self.get_team(),
+            key=key,
+            value=payload.validated_data["value"],
+            is_secret=payload.validated_data["is_secret"],
+            updated_by=acting_name(request),
+        )
+        return Response(
+            VaultEntryOutputSerializer(entry).data,
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        )
+
+    def destroy(self, request: Request, team: str, key: str) -> Response:
+        _check_key(key)
+        services.delete_vault_entry(team=self.get_team(), key=key, deleted_by=acting_name(request))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+def _check_key(key: str) -> None:
+    if not is_key(key):
+        raise InvalidInput("malformed key", field="key")

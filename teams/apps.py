@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class TeamsConfig(AppConfig):
+    name = "teams"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,78 @@
+"""Agents authenticate with `Authorization: Bearer <token>`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.db.models import Q
+from django.utils import timezone
+from rest_framework import exceptions
+from rest_framework.authentication import BaseAuthentication, get_authorization_header
+from rest_framework.request import Request
+
+from teams.models import AgentToken
+from teams.scope import token_lookup_scope
+
+# Recording every use would turn every read into a write; a minute is precise enough.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+@dataclass(frozen=True)
+class AgentPrincipal:
+    """request.user for an agent: the token's name is who wrote a change."""
+
+    token: AgentToken
+    is_authenticated: bool = True
+    is_anonymous: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.token.name
+
+    def __str__(self) -> str:
+        return self.token.name
+
+
+class AgentTokenAuthentication(BaseAuthentication):
+    def authenticate(self, request: Request) -> tuple[AgentPrincipal, AgentToken] | None:
+        parts = get_authorization_header(request).split()
+        if not parts:
+            return None
+        if parts[0].lower() != b"bearer" or len(parts) != 2:
+            raise exceptions.AuthenticationFailed("use 'Authorization: Bearer <token>'")
+        try:
+            raw = parts[1].decode("ascii")
+        except UnicodeDecodeError:
+            raise exceptions.AuthenticationFailed("invalid token") from None
+        token = _find_live_token(raw)
+        return AgentPrincipal(token), token
+
+    def authenticate_header(self, request: Request) -> str:
+        return 'Bearer realm="memoryhub"'
+
+
+def _find_live_token(raw: str) -> AgentToken:
+    token_hash = AgentToken.hash_token(raw)
+    with token_lookup_scope(token_hash):
+        token = AgentToken.objects.select_related("team").filter(token_hash=token_hash).first()
+        if token is None:
+            raise exceptions.AuthenticationFailed("invalid token")
+        if token.is_revoked:
+            raise exceptions.AuthenticationFailed("this token has been revoked")
+        now = timezone.now()
+        AgentToken.objects.filter(pk=token.pk).filter(
+            Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
+        ).update(last_used_at=now)
+    return token
+
+
+def acting_name(request: Any) -> str:
+    """Who a change is attributed to: the token's name, plus the agent session if the
+    client sent X-MemoryHub-Session."""
+    name = request.user.name
+    session = request.headers.get("X-MemoryHub-Session", "").strip()
+    if session:
+        return f"{name}/{session[:64]}"
+    return name

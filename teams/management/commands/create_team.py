@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from memoryhub.lib.errors import DomainError
+from teams import services
+
+
+class Command(BaseCommand):
+    help = "Create a team."
+
+    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+        parser.add_argument("slug", help="lowercase letters, digits and '-'")
+        parser.add_argument("--name", default="", help="display name (default: the slug)")
+
+    def handle(self, *args, slug: str, name: str, **options) -> None:  # type: ignore[no-untyped-def]
+        try:
+            team = services.create_team(slug=slug, name=name)
+        except DomainError as exc:
+            raise CommandError(exc.detail) from None
+        self.stdout.write(f"created team {team.slug} ({team.name})")

@@ -1,0 +1,23 @@
+from __future__ import annotations
+
+from django.core.management.base import CommandError
+
+from memoryhub.lib.errors import DomainError
+from teams import services
+from teams.management.commands._base import TeamCommand
+
+
+class Command(TeamCommand):
+    help = "Revoke a team's live token by name; requests with it then answer 401."
+
+    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+        super().add_arguments(parser)
+        parser.add_argument("--name", required=True)
+
+    def handle(self, *args, slug: str, name: str, **options) -> None:  # type: ignore[no-untyped-def]
+        team = self.team(slug)
+        try:
+            token = services.revoke_token(team=team, name=name)
+        except DomainError as exc:
+            raise CommandError(exc.detail) from None
+        self.stdout.write(f"revoked token '{token.name}' ({token.prefix}…) of team {team.slug}")

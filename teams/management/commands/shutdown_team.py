@@ -1,0 +1,22 @@
+from __future__ import annotations
+
+from django.core.management.base import CommandError
+
+from teams import services
+from teams.management.commands._base import TeamCommand
+
+
+class Command(TeamCommand):
+    help = "Delete a team and every row it owns (memories, vault, tokens). Irreversible."
+
+    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+        super().add_arguments(parser)
+        parser.add_argument("--yes", action="store_true", help="confirm the deletion")
+
+    def handle(self, *args, slug: str, yes: bool, **options) -> None:  # type: ignore[no-untyped-def]
+        if not yes:
+            raise CommandError("this deletes the whole team and cannot be undone; add --yes")
+        team = self.team(slug)
+        counts = services.shutdown_team(team=team)
+        summary = ", ".join(f"{n} {what}" for what, n in counts.items())
+        self.stdout.write(f"team {slug} shut down: deleted {summary}")

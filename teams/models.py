@@ -1,0 +1,128 @@
+from __future__ import annotations
+
+import hashlib
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.db import models
+from django.db.models import Q
+
+from teams.validators import validate_key, validate_team_slug
+
+
+class Team(models.Model):
+    """The tenant. Its own table is not team-scoped; every table below it is."""
+
+    slug = models.CharField(max_length=63, unique=True, validators=[validate_team_slug])
+    name = models.CharField(max_length=200)
+    injection_max_entries = models.PositiveIntegerField(default=50)
+    injection_max_tokens = models.PositiveIntegerField(default=2000)
+    decay_half_life_days = models.FloatField(default=30.0)
+    hybrid_vector_weight = models.FloatField(default=0.7)
+    hybrid_keyword_weight = models.FloatField(default=0.3)
+    embedding_profile = models.CharField(max_length=64, default="local")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(slug__regex=r"^[a-z0-9][a-z0-9-]{0,62}$"), name="team_slug_format"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        OWNER = "owner"
+        ADMIN = "admin"
+        MEMBER = "member"
+        VIEWER = "viewer"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["team", "user"], name="membership_once")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.team} ({self.role})"
+
+
+class AgentToken(models.Model):
+    """An agent's credential. Only the SHA-256 of the token is stored: tokens are
+    256-bit random values, so a fast hash is enough and lookups stay indexed."""
+
+    class Scope(models.TextChoices):
+        READ = "read"
+        WRITE = "write"
+        ADMIN = "admin"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="tokens")
+    name = models.CharField(max_length=100)
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    prefix = models.CharField(max_length=16, editable=False)
+    scopes = ArrayField(models.CharField(max_length=16, choices=Scope.choices))
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["team", "name"],
+                condition=Q(revoked_at__isnull=True),
+                name="token_name_unique_while_live",
+            )
+        ]
+        indexes = [models.Index(fields=["team", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @staticmethod
+    def hash_token(raw: str) -> str:
+        return hashlib.sha256(raw.encode()).hexdigest()
+
+    @property
+    def is_revoked(self) -> bool:
+        return self.revoked_at is not None
+
+    def grants(self, scope: str) -> bool:
+        # admin implies write and read; write implies read.
+        order = [self.Scope.READ, self.Scope.WRITE, self.Scope.ADMIN]
+        needed = order.index(self.Scope(scope))
+        return any(order.index(self.Scope(s)) >= needed for s in self.scopes)
+
+
+class VaultEntry(models.Model):
+    """A team's configuration value or secret, kept apart from memory.
+
+    Secret values live only in `ciphertext` (Fernet); `value` is empty for them.
+    """
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="vault_entries")
+    key = models.CharField(max_length=200, validators=[validate_key])
+    value = models.TextField(blank=True, default="")
+    ciphertext = models.TextField(blank=True, default="")
+    is_secret = models.BooleanField(default=False)
+    updated_by = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["team", "key"], name="vault_key_once_per_team"),
+            models.CheckConstraint(
+                condition=Q(is_secret=False, ciphertext="") | Q(is_secret=True, value=""),
+                name="vault_secret_never_in_plain_column",
+            ),
+        ]
+        verbose_name_plural = "vault entries"
+
+    def __str__(self) -> str:
+        return f"{self.team_id}:{self.key}"

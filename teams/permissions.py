@@ -1,0 +1,18 @@
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework.permissions import SAFE_METHODS, BasePermission
+from rest_framework.request import Request
+
+
+class HasTokenScope(BasePermission):
+    """read for safe methods, write for changes; a view may ask for more per action
+    through `required_scopes = {"action": "admin"}`."""
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        needed = getattr(view, "required_scopes", {}).get(getattr(view, "action", None))
+        if needed is None:
+            needed = "read" if request.method in SAFE_METHODS else "write"
+        self.message = f"this token lacks the '{needed}' scope"
+        return bool(request.auth and request.auth.grants(needed))

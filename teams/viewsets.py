@@ -1,0 +1,93 @@
+"""The base of every team-scoped API viewset.
+
+A request reaches an action only after, in this order: a valid token (401),
+the URL's team being the token's team (404, so the API never reveals that another
+team exists), and the token's scope (403). The whole request runs in one
+transaction bound to that team by row-level security.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from django.db import transaction
+from django.http import HttpRequest
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter
+from rest_framework import exceptions
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.viewsets import ViewSet
+
+from memoryhub.lib.errors import InvalidInput, NotFound
+from teams.authentication import AgentTokenAuthentication
+from teams.models import Team
+from teams.permissions import HasTokenScope
+from teams.scope import reset_request_team, set_request_team
+from teams.selectors import team_secret_values
+from teams.validators import TEAM_SLUG_PATTERN, is_team_slug
+
+TEAM_PATH_PARAMETER = OpenApiParameter(
+    "team",
+    OpenApiTypes.STR,
+    OpenApiParameter.PATH,
+    pattern=TEAM_SLUG_PATTERN,
+    description="The team's slug; a token works only for its own team.",
+)
+
+
+class TeamScopedViewSet(ViewSet):
+    authentication_classes = [AgentTokenAuthentication]
+    permission_classes = [HasTokenScope]
+    required_scopes: ClassVar[dict[str, str]] = {}
+    # Set per request: the team from the URL, its secrets (for the response scrubber),
+    # and whether this response is the one place a secret may be shown.
+    team: Team | None = None
+    team_secrets: list[str] | None = None
+    reveals_secret = False
+    _previous_team_binding = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in ("get_queryset", "get_object", "dispatch", "initial"):
+            if name in cls.__dict__:
+                raise TypeError(
+                    f"{cls.__name__} must not override {name}: team scoping lives in "
+                    "TeamScopedViewSet; read through selectors that take the team"
+                )
+
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Response:
+        with transaction.atomic():
+            response = super().dispatch(request, *args, **kwargs)
+            if self.team is not None:
+                self.team_secrets = team_secret_values(team_id=self.team.id)
+            # Render inside the transaction, while the team scope still lets the
+            # scrubber read the team's secrets.
+            response.render()
+            if self.team is not None:
+                # The transaction ends here anyway; restoring matters only when an
+                # outer transaction (a test) goes on after the request.
+                reset_request_team(self._previous_team_binding)
+        return response
+
+    def check_permissions(self, request: Request) -> None:
+        # Team resolution sits between authentication and scope checks, so a token
+        # of another team gets 404 whatever its scopes.
+        if request.auth is None:
+            raise exceptions.NotAuthenticated("send 'Authorization: Bearer <token>'")
+        slug = self.kwargs.get("team", "")
+        if not is_team_slug(slug):
+            raise InvalidInput("malformed team slug", field="team")
+        if request.auth.team.slug != slug:
+            raise NotFound("not found")
+        self.team = request.auth.team
+        self._previous_team_binding = set_request_team(self.team.id)
+        super().check_permissions(request)
+
+    def get_team(self) -> Team:
+        if self.team is None:
+            raise RuntimeError("the team is resolved before any action runs")
+        return self.team
+
+    def serialize_error_extra(self, name: str, value: Any) -> Any:
+        return value

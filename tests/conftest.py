@@ -1,0 +1,69 @@
+"""The cast: a team with its agents (write, read-only, admin) and an outsider team."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import pytest
+from rest_framework.test import APIClient
+
+from teams import services
+from teams.models import Team
+from teams.scope import dangerously_bypass_team_scope
+from tests.factories import TeamFactory
+
+
+@dataclass
+class Agent:
+    team: Team
+    token: str
+    client: APIClient
+
+    def url(self, path: str = "", team: str | None = None) -> str:
+        return f"/api/v1/teams/{team or self.team.slug}/{path}"
+
+
+def make_agent(team: Team, name: str, scopes: list[str]) -> Agent:
+    issued = services.create_token(team=team, name=name, scopes=scopes)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {issued.raw}")
+    return Agent(team=team, token=issued.raw, client=client)
+
+
+@pytest.fixture
+def team(db: None) -> Team:
+    return TeamFactory(slug="alpha", name="Alpha")
+
+
+@pytest.fixture
+def other_team(db: None) -> Team:
+    return TeamFactory(slug="bravo", name="Bravo")
+
+
+@pytest.fixture
+def member(team: Team) -> Agent:
+    return make_agent(team, "writer-bot", ["read", "write"])
+
+
+@pytest.fixture
+def readonly_member(team: Team) -> Agent:
+    return make_agent(team, "reader-bot", ["read"])
+
+
+@pytest.fixture
+def admin_member(team: Team) -> Agent:
+    return make_agent(team, "admin-bot", ["admin"])
+
+
+@pytest.fixture
+def outsider(other_team: Team) -> Agent:
+    return make_agent(other_team, "bravo-bot", ["read", "write", "admin"])
+
+
+@contextmanager
+def operator_view() -> Iterator[None]:
+    """See every team's rows, for assertions about database state."""
+    with dangerously_bypass_team_scope(reason="test assertion"):
+        yield
