@@ -27,7 +27,7 @@ def list_memories(
 def get_active_memory(*, team: Team, key: str) -> Memory:
     memory = Memory.objects.for_team(team.id).active().filter(key=key).first()
     if memory is None:
-        raise MemoryNotFound(f"no active memory '{key}'")
+        raise MemoryNotFound("no active memory under this key")
     return memory
 
 
@@ -45,7 +45,7 @@ def memory_history(*, team: Team, key: str) -> list[HistoryEvent]:
     its own event, so a key deleted and saved again reads as one continuous story."""
     versions = list(Memory.objects.for_team(team.id).filter(key=key).order_by("-created_at"))
     if not versions:
-        raise MemoryNotFound(f"no memory '{key}'")
+        raise MemoryNotFound("no memory was ever saved under this key")
     events: list[HistoryEvent] = []
     for version in versions:
         if version.deleted_at is not None:

@@ -4,18 +4,22 @@ from typing import Any
 
 from rest_framework import serializers
 
-from memories.models import MAX_CONTENT_BYTES, Memory
+from memories.models import MAX_CONTENT_BYTES, Memory, SupersedeKind
 from memories.services import MAX_REASON_LENGTH
-from memories.types import ACCEPTED_TYPE_NAMES, resolve_type
-from teams.serializers import StrictInputSerializer
+from memories.types import ACCEPTED_TYPE_NAMES, MemoryType, resolve_type
+from memoryhub.api_errors import ErrorSerializer
+from teams.serializers import StrictCharField, StrictInputSerializer, StrictRegexField
 from teams.validators import KEY_PATTERN
 
 
 class MemoryCreateInputSerializer(StrictInputSerializer):
-    key = serializers.RegexField(KEY_PATTERN, max_length=200)
+    """Save a memory: a new key, or a new version of a key when `supersede_reason` is
+    given. Unknown fields are rejected."""
+
+    key = StrictRegexField(KEY_PATTERN, max_length=200)
     # The byte limit is checked by the service; this bound only stops absurd input early.
-    content = serializers.CharField(max_length=MAX_CONTENT_BYTES, trim_whitespace=False)
-    type = serializers.CharField(
+    content = StrictCharField(max_length=MAX_CONTENT_BYTES, trim_whitespace=False)
+    type = StrictCharField(
         required=False,
         allow_null=True,
         allow_blank=True,
@@ -23,11 +27,11 @@ class MemoryCreateInputSerializer(StrictInputSerializer):
         help_text=f"One of: {', '.join(ACCEPTED_TYPE_NAMES)}. Aliases resolve to the six "
         "canonical types. Default: context.",
     )
-    supersede_reason = serializers.CharField(
+    supersede_reason = StrictCharField(
         required=False, allow_null=True, allow_blank=True, max_length=MAX_REASON_LENGTH
     )
-    project = serializers.CharField(required=False, allow_blank=True, max_length=200, default="")
-    metadata = serializers.DictField(required=False, default=dict)
+    project = StrictCharField(required=False, allow_blank=True, max_length=200)
+    metadata = serializers.DictField(required=False)
 
 
 class MemoryListQuerySerializer(serializers.Serializer):
@@ -43,7 +47,10 @@ class MemoryListQuerySerializer(serializers.Serializer):
 
 class MemoryOutputSerializer(serializers.ModelSerializer):
     supersedes_id = serializers.UUIDField(allow_null=True, read_only=True)
-    state = serializers.CharField(read_only=True)
+    state = serializers.ChoiceField(choices=["active", "superseded", "deleted"], read_only=True)
+    metadata = serializers.DictField(read_only=True)
+    # Declared so that the schema says what the column holds: empty unless superseded.
+    supersede_kind = serializers.ChoiceField(choices=["", *SupersedeKind.values], read_only=True)
 
     class Meta:
         model = Memory
@@ -69,7 +76,7 @@ class MemoryOutputSerializer(serializers.ModelSerializer):
 
 
 class TypeHintSerializer(serializers.Serializer):
-    suggested_type = serializers.CharField()
+    suggested_type = serializers.ChoiceField(choices=MemoryType.values)
     reason = serializers.CharField()
 
 
@@ -100,16 +107,10 @@ class MemoryHistoryOutputSerializer(serializers.Serializer):
     history = HistoryEventSerializer(many=True)
 
 
-class ConflictErrorSerializer(serializers.Serializer):
-    error = serializers.CharField()
-    detail = serializers.CharField()
+class ConflictErrorSerializer(ErrorSerializer):
+    """409: the key already has an active entry, shown in `current`."""
+
     current = MemoryOutputSerializer()
-
-
-class ErrorSerializer(serializers.Serializer):
-    error = serializers.CharField()
-    detail = serializers.CharField()
-    fields = serializers.DictField(required=False)
 
 
 def saved_payload(result: Any) -> dict[str, Any]:

@@ -9,6 +9,7 @@ always sees the previous writer's committed row.
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,11 +56,14 @@ def save_memory(
     updated_by: str,
     type_name: str | None = None,
     supersede_reason: str | None = None,
-    project: str = "",
+    project: str | None = None,
     metadata: dict[str, Any] | None = None,
 ) -> SaveResult:
     """Insert a memory, or supersede the active one under the key when a reason is
-    given. Raises MemoryExists (409) when an active entry exists and no reason is."""
+    given. Raises MemoryExists (409) when an active entry exists and no reason is.
+
+    On a supersede, a type, project or metadata left out (None) carries over from
+    the entry being replaced: a correction of the text keeps what the entry is."""
     type_given = bool(type_name and type_name.strip())
     memory_type = resolve_type(type_name) if type_given else DEFAULT_TYPE
     if memory_type is None:
@@ -78,15 +82,12 @@ def save_memory(
     reason = (supersede_reason or "").strip()
     if len(reason) > MAX_REASON_LENGTH:
         raise InvalidInput(f"supersede_reason is limited to {MAX_REASON_LENGTH} characters")
-    metadata = metadata or {}
-    if len(repr(metadata).encode()) > MAX_METADATA_BYTES:
+    if metadata is not None and len(json.dumps(metadata).encode()) > MAX_METADATA_BYTES:
         raise InvalidInput(f"metadata is limited to {MAX_METADATA_BYTES} bytes", field="metadata")
 
     with transaction.atomic():
         secrets = team_secret_values(team_id=team.id)
         scrubbed = scrub(content, secrets)
-        metadata, metadata_redactions = _scrub_json(metadata, secrets)
-        scrubbed.redactions.update(metadata_redactions.redactions)
 
         _lock_key(team.id, key)
         current = (
@@ -100,17 +101,23 @@ def save_memory(
         kind = ""
         if current is not None:
             if not type_given:
-                memory_type = MemoryType(current.type)  # a correction keeps its type
+                memory_type = MemoryType(current.type)
+            if project is None:
+                project = current.project
+            if metadata is None:
+                metadata = current.metadata
             current.is_active = False
             current.save(update_fields=["is_active", "updated_at"])
             is_soft = reason.lower() == SOFT_SUPERSEDE_REASON
             kind = SupersedeKind.SOFT if is_soft else SupersedeKind.HARD
+        metadata, metadata_scrub = _scrub_json(metadata or {}, secrets)
+        scrubbed.redactions.update(metadata_scrub.redactions)
         memory = Memory.objects.create(
             team=team,
             key=key,
             content=scrubbed.text,
             type=memory_type,
-            project=project,
+            project=project or "",
             metadata=metadata,
             supersedes=current,
             supersede_reason=reason if current is not None else "",
@@ -137,7 +144,7 @@ def delete_memory(*, team: Team, key: str, deleted_by: str) -> Memory:
             Memory.objects.select_for_update(no_key=True).filter(team=team, key=key, is_active=True).first()
         )
         if current is None:
-            raise MemoryNotFound(f"no active memory '{key}'")
+            raise MemoryNotFound("no active memory under this key")
         current.is_active = False
         current.deleted_at = timezone.now()
         current.deleted_by = deleted_by

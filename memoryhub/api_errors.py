@@ -1,18 +1,25 @@
-"""One JSON error shape for every 4xx: {"error": code, "detail": message, ...extra}.
+"""One JSON error shape for every 4xx: {"error": code, "detail": message, ...extra},
+and its OpenAPI description.
 
-Also the strict JSON parser: bounded body size, valid UTF-8, no NUL bytes or lone
-surrogates anywhere (PostgreSQL text cannot hold them, so they would otherwise
-surface as 500s deep in a write)."""
+Also the strict JSON parser: bounded body size and nesting depth, valid UTF-8, finite
+numbers, no NUL bytes or lone surrogates anywhere (PostgreSQL cannot hold them, and
+deep nesting exhausts the stack of every recursive step after parsing, so each would
+otherwise surface as a 500 deep in a write or a render)."""
 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.http import Http404, JsonResponse
+from django.core.exceptions import RequestDataTooBig
+from django.http import Http404, HttpResponse, JsonResponse
+from django.views import defaults
+from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions as drf
+from rest_framework import serializers
 from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
@@ -34,6 +41,14 @@ class ForbiddenCharacters(drf.ParseError):
     default_code = "invalid_characters"
 
 
+class NestedTooDeeply(drf.ParseError):
+    default_code = "too_deeply_nested"
+
+
+# Objects and arrays inside one another; memory metadata needs a handful at most.
+MAX_JSON_DEPTH = 32
+
+
 def check_clean_text(value: str, where: str = "input") -> None:
     if "\x00" in value:
         raise ForbiddenCharacters(f"NUL bytes are not allowed in {where}")
@@ -43,20 +58,34 @@ def check_clean_text(value: str, where: str = "input") -> None:
         raise ForbiddenCharacters(f"{where} contains characters that are not valid UTF-8") from None
 
 
-def _check_json_strings(node: Any) -> None:
+def _check_json_strings(node: Any, depth: int = 0) -> None:
     if isinstance(node, str):
         check_clean_text(node)
-    elif isinstance(node, dict):
+        return
+    if not isinstance(node, dict | list):
+        return
+    if depth >= MAX_JSON_DEPTH:
+        raise NestedTooDeeply(f"JSON is limited to {MAX_JSON_DEPTH} levels of nesting")
+    if isinstance(node, dict):
         for key, value in node.items():
             check_clean_text(key)
-            _check_json_strings(value)
-    elif isinstance(node, list):
+            _check_json_strings(value, depth + 1)
+    else:
         for value in node:
-            _check_json_strings(value)
+            _check_json_strings(value, depth + 1)
 
 
 def _reject_constant(name: str) -> None:
     raise ValueError(f"{name} is not valid JSON")
+
+
+def _parse_finite_float(text: str) -> float:
+    # json accepts 1e400 and gives inf, which neither PostgreSQL's jsonb nor a strict
+    # JSON renderer can take back.
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text[:32]} is out of range")
+    return value
 
 
 class StrictJSONParser(JSONParser):
@@ -66,11 +95,15 @@ class StrictJSONParser(JSONParser):
         if len(raw) > limit:
             raise RequestTooLarge(f"request body is larger than {limit} bytes")
         try:
-            data = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+            data = json.loads(
+                raw.decode("utf-8"), parse_constant=_reject_constant, parse_float=_parse_finite_float
+            )
         except UnicodeDecodeError:
             raise MalformedJSON("request body is not valid UTF-8") from None
         except ValueError as exc:
             raise MalformedJSON(f"malformed JSON: {exc}") from None
+        except RecursionError:
+            raise NestedTooDeeply(f"JSON is limited to {MAX_JSON_DEPTH} levels of nesting") from None
         _check_json_strings(data)
         return data
 
@@ -78,6 +111,7 @@ class StrictJSONParser(JSONParser):
 _DRF_CODES: list[tuple[type[Exception], str]] = [
     (MalformedJSON, "malformed_json"),
     (ForbiddenCharacters, "invalid_characters"),
+    (NestedTooDeeply, "too_deeply_nested"),
     (RequestTooLarge, "body_too_large"),
     (drf.ValidationError, "invalid"),
     (drf.ParseError, "malformed_json"),
@@ -101,6 +135,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     headers: dict[str, str] = {}
     if isinstance(exc, DomainError):
         extra = {name: _serialize_extra(view, name, value) for name, value in exc.extra.items()}
+        # A domain error about one field reads like a validation error of that field.
+        if "field" in extra:
+            extra["fields"] = {extra.pop("field"): [exc.detail]}
         set_rollback()
         return Response(error_body(exc.code, exc.detail, **extra), status=exc.status)
     if isinstance(exc, Http404):
@@ -114,7 +151,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     extra: dict[str, Any] = {}
     if isinstance(exc, drf.ValidationError):
         detail = "the request did not validate"
-        extra["fields"] = exc.detail
+        # Always an object: a bare message (a list) is about the input as a whole.
+        fields = exc.detail
+        extra["fields"] = fields if isinstance(fields, dict) else {"non_field_errors": fields}
     else:
         detail = str(exc.detail)
     if getattr(exc, "auth_header", None):
@@ -130,7 +169,10 @@ def _serialize_extra(view: Any, name: str, value: Any) -> Any:
     return serialize(name, value) if serialize else value
 
 
-def json_404(request: Any, exception: Exception | None = None) -> JsonResponse:
+def json_404(request: Any, exception: Exception | None = None) -> HttpResponse:
+    # People browsing the admin get Django's page; API clients get the error shape.
+    if not request.path.startswith("/api/"):
+        return defaults.page_not_found(request, exception or Http404())
     return JsonResponse(error_body("not_found", "not found"), status=404)
 
 
@@ -139,8 +181,46 @@ def json_500(request: Any) -> JsonResponse:
 
 
 def json_400(request: Any, exception: Exception | None = None) -> JsonResponse:
+    if isinstance(exception, RequestDataTooBig):
+        return JsonResponse(error_body("body_too_large", "request body is too large"), status=413)
     return JsonResponse(error_body("bad_request", "bad request"), status=400)
 
 
 def json_403(request: Any, exception: Exception | None = None) -> JsonResponse:
     return JsonResponse(error_body("forbidden", "forbidden"), status=403)
+
+
+class ErrorSerializer(serializers.Serializer):
+    """Every 4xx body. More members may follow `detail`, as named by the operation."""
+
+    error = serializers.CharField(help_text="A short, stable code, e.g. `not_found` or `invalid`.")
+    detail = serializers.CharField(help_text="What went wrong, for a person or an agent to read.")
+    field = serializers.CharField(required=False, help_text="The one input the error is about.")
+    fields = serializers.DictField(
+        required=False, help_text="Validation messages per input field (`non_field_errors`: the whole body)."
+    )
+
+
+ERROR_DESCRIPTIONS = {
+    400: "Invalid input: a body, query parameter or path parameter that does not validate, "
+    "malformed JSON, a bad cursor or limit.",
+    401: "No token, or an unknown or revoked one.",
+    403: "The token lacks the scope this action needs.",
+    404: "No such object, or the team in the URL is not the token's team.",
+    409: "The request conflicts with the current state.",
+    413: "The request body is larger than the limit.",
+    415: "The request body is not JSON.",
+}
+
+# What every team-scoped operation may answer, whatever it does.
+TEAM_SCOPED_ERRORS = (400, 401, 403, 404)
+# And what every operation that reads a body may answer as well.
+BODY_ERRORS = (413, 415)
+
+
+def error_responses(*statuses: int) -> dict[int, OpenApiResponse]:
+    """OpenAPI responses for error statuses, all in the one error shape."""
+    return {
+        status: OpenApiResponse(ErrorSerializer, description=ERROR_DESCRIPTIONS[status])
+        for status in statuses
+    }

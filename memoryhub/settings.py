@@ -97,6 +97,7 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = DATA_DIR / "static"
+STATIC_ROOT.mkdir(exist_ok=True)  # filled by collectstatic in images; empty locally
 # Serve static files (the admin, the vendored Swagger UI) straight from the apps,
 # so `make run` needs no collectstatic step and nothing is fetched from a CDN.
 WHITENOISE_USE_FINDERS = True
@@ -124,7 +125,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
-    "SCHEMA_PATH_PREFIX": r"/api/v1",
+    # Tags and operation ids from what follows the team: memories_list, vault_update...
+    "SCHEMA_PATH_PREFIX": r"/api/v1/teams/\{team\}",
+    "ENUM_NAME_OVERRIDES": {"MemoryTypeEnum": "memories.types.MemoryType"},
 }
 
 REDIS_URL = env.str("REDIS_URL", default="")

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import status
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from memoryhub.api_errors import BODY_ERRORS, TEAM_SCOPED_ERRORS, error_responses
 from memoryhub.lib.errors import InvalidInput
 from memoryhub.pagination import KeysetPagination
 from teams import selectors, services
@@ -20,7 +21,10 @@ from teams.serializers import (
 from teams.validators import KEY_PATTERN, is_key
 from teams.viewsets import TEAM_PATH_PARAMETER, TeamScopedViewSet
 
-KEY_PATH_PARAMETER = OpenApiParameter("key", str, OpenApiParameter.PATH, pattern=KEY_PATTERN)
+KEY_PATH_PARAMETER = OpenApiParameter(
+    "key", str, OpenApiParameter.PATH, pattern=KEY_PATTERN, description="The vault entry's key."
+)
+ERRORS = error_responses(*TEAM_SCOPED_ERRORS)
 
 
 class VaultPagination(KeysetPagination):
@@ -28,26 +32,43 @@ class VaultPagination(KeysetPagination):
 
 
 @extend_schema_view(
-    list=extend_schema(parameters=[TEAM_PATH_PARAMETER], responses=VaultEntryOutputSerializer(many=True)),
+    list=extend_schema(
+        summary="List vault entries",
+        description="Entries by key, a page at a time; secret values are masked.",
+        parameters=[TEAM_PATH_PARAMETER],
+        responses={200: VaultEntryOutputSerializer(many=True), **ERRORS},
+    ),
     retrieve=extend_schema(
-        parameters=[TEAM_PATH_PARAMETER, KEY_PATH_PARAMETER],
-        responses=VaultEntryRevealSerializer,
+        summary="Get one vault entry",
         description="The one response that shows a secret's value; secrets need the admin scope.",
+        parameters=[TEAM_PATH_PARAMETER, KEY_PATH_PARAMETER],
+        responses={200: VaultEntryRevealSerializer, **ERRORS},
     ),
     update=extend_schema(
+        summary="Set a vault entry",
         parameters=[TEAM_PATH_PARAMETER, KEY_PATH_PARAMETER],
         request=VaultEntryInputSerializer,
-        responses={200: VaultEntryOutputSerializer, 201: VaultEntryOutputSerializer},
+        responses={
+            200: OpenApiResponse(VaultEntryOutputSerializer, description="The entry was replaced."),
+            201: OpenApiResponse(VaultEntryOutputSerializer, description="The entry was created."),
+            **ERRORS,
+            **error_responses(*BODY_ERRORS),
+        },
     ),
-    destroy=extend_schema(parameters=[TEAM_PATH_PARAMETER, KEY_PATH_PARAMETER], responses={204: None}),
+    destroy=extend_schema(
+        summary="Delete a vault entry",
+        parameters=[TEAM_PATH_PARAMETER, KEY_PATH_PARAMETER],
+        responses={204: OpenApiResponse(description="Deleted."), **ERRORS},
+    ),
 )
 class VaultViewSet(TeamScopedViewSet):
     lookup_field = "key"
     lookup_value_regex = "[^/]+"
+    pagination_class = VaultPagination
 
     def list(self, request: Request, team: str) -> Response:
         entries = selectors.list_vault_entries(team=self.get_team())
-        paginator = VaultPagination()
+        paginator = self.pagination_class()
         page = paginator.paginate_queryset(entries, request, view=self)
         return paginator.get_paginated_response(VaultEntryOutputSerializer(page, many=True).data)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -12,6 +13,7 @@ from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.request import Request
 
+from memoryhub.lib.errors import InvalidInput
 from teams.models import AgentToken
 from teams.scope import token_lookup_scope
 
@@ -68,11 +70,19 @@ def _find_live_token(raw: str) -> AgentToken:
     return token
 
 
+SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,63}$")
+
+
 def acting_name(request: Any) -> str:
     """Who a change is attributed to: the token's name, plus the agent session if the
     client sent X-MemoryHub-Session."""
     name = request.user.name
     session = request.headers.get("X-MemoryHub-Session", "").strip()
-    if session:
-        return f"{name}/{session[:64]}"
-    return name
+    if not session:
+        return name
+    if not SESSION_ID.fullmatch(session):
+        raise InvalidInput(
+            "X-MemoryHub-Session is 1-64 characters: letters, digits and . _ : @ -",
+            field="X-MemoryHub-Session",
+        )
+    return f"{name}/{session}"

@@ -28,7 +28,7 @@ def get_vault_entry(*, team: Team, key: str) -> VaultEntry:
     try:
         return VaultEntry.objects.get(team=team, key=key)
     except VaultEntry.DoesNotExist:
-        raise NotFound(f"no vault entry '{key}'") from None
+        raise NotFound("no vault entry under this key") from None
 
 
 def reveal_vault_value(entry: VaultEntry) -> str:

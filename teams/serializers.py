@@ -11,6 +11,29 @@ MAX_VAULT_VALUE_LENGTH = 16 * 1024
 MASK = "********"
 
 
+class StrictCharField(serializers.CharField):
+    """A string field that refuses numbers and booleans instead of converting them."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictRegexField(serializers.RegexField):
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return data
+
+
 class StrictInputSerializer(serializers.Serializer):
     """Input serializer that rejects fields it does not know, so a typo such as
     `supersede_reson` fails loudly instead of silently dropping the reason."""
@@ -26,26 +49,30 @@ class StrictInputSerializer(serializers.Serializer):
 
 
 class VaultEntryInputSerializer(StrictInputSerializer):
-    value = serializers.CharField(max_length=MAX_VAULT_VALUE_LENGTH, trim_whitespace=False, allow_blank=False)
-    is_secret = serializers.BooleanField(default=False)
+    """Set a value; `is_secret` stores it encrypted and masks it everywhere but the GET
+    of its key. Unknown fields are rejected."""
+
+    value = StrictCharField(max_length=MAX_VAULT_VALUE_LENGTH, trim_whitespace=False, allow_blank=False)
+    is_secret = StrictBooleanField(default=False)
 
 
 class VaultEntryOutputSerializer(serializers.Serializer):
     """The listing form: a secret's value is always masked."""
 
     key = serializers.RegexField(KEY_PATTERN)
-    value = serializers.SerializerMethodField()
+    # Not `get_value`: that name is Field.get_value, which reads input.
+    value = serializers.SerializerMethodField(method_name="render_value")
     is_secret = serializers.BooleanField()
     updated_by = serializers.CharField()
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
 
-    def get_value(self, entry: VaultEntry) -> str:
+    def render_value(self, entry: VaultEntry) -> str:
         return MASK if entry.is_secret else entry.value
 
 
 class VaultEntryRevealSerializer(VaultEntryOutputSerializer):
     """The explicit GET of one key: the only response that carries a secret value."""
 
-    def get_value(self, entry: VaultEntry) -> str:
+    def render_value(self, entry: VaultEntry) -> str:
         return self.context["revealed_value"]

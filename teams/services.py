@@ -130,5 +130,5 @@ def delete_vault_entry(*, team: Team, key: str, deleted_by: str) -> None:
     with transaction.atomic():
         deleted, _ = VaultEntry.objects.filter(team=team, key=key).delete()
     if not deleted:
-        raise NotFound(f"no vault entry '{key}'")
+        raise NotFound("no vault entry under this key")
     logger.info("vault entry %s deleted for team %s by %s", key, team.slug, deleted_by)

@@ -1,0 +1,147 @@
+"""Every team-scoped endpoint, called by another team: 404, and no byte of the
+other team in any body."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import URLPattern, URLResolver, get_resolver, resolve
+
+from memories.models import Memory
+from teams.models import VaultEntry
+from teams.scope import team_scope
+from teams.services import set_vault_entry
+from tests.conftest import Agent, operator_view
+
+ALPHA_MARKERS = [
+    "alpha",  # the team's slug and name
+    "Alpha",
+    "alpha-plan-7",  # memory key
+    "launch on the ninth",  # memory content
+    "alpha-vault-3",  # vault key
+    "vault-value-ninety",  # vault value
+]
+
+# (method, path under /api/v1/teams/<team>/, body)
+ENDPOINTS = [
+    ("get", "memories/", None),
+    ("post", "memories/", {"key": "alpha-plan-7", "content": "x", "supersede_reason": "take over"}),
+    ("get", "memories/alpha-plan-7/", None),
+    ("delete", "memories/alpha-plan-7/", None),
+    ("get", "memories/alpha-plan-7/history/", None),
+    ("get", "vault/", None),
+    ("get", "vault/alpha-vault-3/", None),
+    ("put", "vault/alpha-vault-3/", {"value": "overwritten"}),
+    ("delete", "vault/alpha-vault-3/", None),
+]
+
+
+@pytest.fixture
+def alpha_data(member: Agent) -> None:
+    member.client.post(
+        member.url("memories/"),
+        {"key": "alpha-plan-7", "content": "launch on the ninth"},
+        format="json",
+    )
+    with team_scope(member.team.id):
+        set_vault_entry(
+            team=member.team,
+            key="alpha-vault-3",
+            value="vault-value-ninety",
+            is_secret=False,
+            updated_by="t",
+        )
+
+
+def assert_alpha_untouched(member: Agent) -> None:
+    with operator_view():
+        memory = Memory.objects.get(team=member.team, key="alpha-plan-7")
+        vault = VaultEntry.objects.get(team=member.team, key="alpha-vault-3")
+    assert memory.is_active and memory.content == "launch on the ninth"
+    assert vault.value == "vault-value-ninety"
+
+
+def assert_no_alpha_bytes(body: bytes) -> None:
+    for marker in ALPHA_MARKERS:
+        assert marker.encode() not in body, marker
+
+
+def test_endpoint_list_covers_every_team_route_and_method() -> None:
+    """A new team-scoped endpoint must be added to ENDPOINTS, or this fails."""
+
+    def walk(patterns: list, prefix: str = "") -> list[tuple[str, object]]:  # type: ignore[type-arg]
+        found = []
+        for pattern in patterns:
+            if isinstance(pattern, URLResolver):
+                found += walk(pattern.url_patterns, prefix + str(pattern.pattern))
+            elif isinstance(pattern, URLPattern):
+                found.append((prefix + str(pattern.pattern), pattern.callback))
+        return found
+
+    routed = {
+        (route, method)
+        for route, callback in walk(get_resolver().url_patterns)
+        if route.startswith("api/v1/teams/")
+        for method in getattr(callback, "actions", {})
+        if method != "head"  # answered like get
+    }
+    tested = set()
+    for method, path, _ in ENDPOINTS:
+        match = resolve(f"/api/v1/teams/alpha/{path}")
+        # resolve() reports the route without the regex anchors the router adds.
+        tested.add((match.route, method))
+    routed = {(route.replace("/^", "/"), method) for route, method in routed}
+    assert routed and routed == tested
+
+
+@pytest.mark.parametrize(("method", "path", "body"), ENDPOINTS)
+def test_outsider_token_on_alpha_urls_gets_404_and_nothing_of_alpha(
+    alpha_data: None, member: Agent, outsider: Agent, method: str, path: str, body: dict | None
+) -> None:
+    response = getattr(outsider.client, method)(member.url(path), body, format="json")
+
+    assert response.status_code == 404
+    assert response.json() == {"error": "not_found", "detail": "not found"}
+    assert_no_alpha_bytes(response.content)
+    assert_alpha_untouched(member)
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [(m, p) for m, p, _ in ENDPOINTS if "alpha" in p and m in ("get", "delete")],
+)
+def test_outsider_using_alpha_keys_in_own_team_gets_404_and_nothing_of_alpha(
+    alpha_data: None, member: Agent, outsider: Agent, method: str, path: str
+) -> None:
+    response = getattr(outsider.client, method)(outsider.url(path))
+
+    assert response.status_code == 404
+    assert_no_alpha_bytes(response.content)
+    assert_alpha_untouched(member)
+
+
+def test_outsider_lists_show_nothing_of_alpha(alpha_data: None, outsider: Agent) -> None:
+    for path in ("memories/", "vault/"):
+        response = outsider.client.get(outsider.url(path))
+        assert response.status_code == 200
+        assert response.json()["results"] == []
+        assert_no_alpha_bytes(response.content)
+
+
+def test_outsider_writing_alpha_key_creates_only_its_own_entry(
+    alpha_data: None, member: Agent, outsider: Agent
+) -> None:
+    response = outsider.client.post(
+        outsider.url("memories/"), {"key": "alpha-plan-7", "content": "bravo's own"}, format="json"
+    )
+
+    assert response.status_code == 201
+    assert response.json()["supersedes_id"] is None
+    assert_alpha_untouched(member)
+
+
+def test_unknown_team_and_other_team_answer_alike(alpha_data: None, outsider: Agent) -> None:
+    existing = outsider.client.get("/api/v1/teams/alpha/memories/")
+    missing = outsider.client.get("/api/v1/teams/no-such-team/memories/")
+
+    assert existing.status_code == missing.status_code == 404
+    assert existing.content == missing.content
