@@ -76,7 +76,7 @@ class MemoryOutputSerializer(serializers.ModelSerializer):
 
 
 class TypeHintSerializer(serializers.Serializer):
-    suggested_type = serializers.ChoiceField(choices=MemoryType.values)
+    suggested_type = serializers.ChoiceField(choices=MemoryType.choices)
     reason = serializers.CharField()
 
 

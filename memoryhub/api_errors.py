@@ -195,7 +195,6 @@ class ErrorSerializer(serializers.Serializer):
 
     error = serializers.CharField(help_text="A short, stable code, e.g. `not_found` or `invalid`.")
     detail = serializers.CharField(help_text="What went wrong, for a person or an agent to read.")
-    field = serializers.CharField(required=False, help_text="The one input the error is about.")
     fields = serializers.DictField(
         required=False, help_text="Validation messages per input field (`non_field_errors`: the whole body)."
     )

@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+import pytest
+
+from teams.scrubber import scrub
+
+PRIVATE_KEY = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7\nabc\n-----END RSA PRIVATE KEY-----"
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "secret_part"),
+    [
+        ("key AKIAIOSFODNN7EXAMPLE here", "aws_access_key", "AKIAIOSFODNN7EXAMPLE"),
+        ("OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwx", "openai_key", "abcdefghijklmnopqrstuvwx"),
+        ("sk-ant-api03-abcdefghijklmnopqrstuvwxyz", "anthropic_key", "abcdefghijklmnopqrstuvwxyz"),
+        ("token ghp_" + "A" * 36, "github_token", "A" * 36),
+        ("xoxb-1234567890-abcdefghij", "slack_token", "1234567890-abcdefghij"),
+        ("Authorization: Bearer abc.def-ghi_jkl/mno+pqr", "bearer_token", "abc.def-ghi_jkl/mno+pqr"),
+        ("postgres://app:hunter2pass@db:5432/x", "url_password", "hunter2pass"),
+        (PRIVATE_KEY, "private_key", "MIIEpAIBAAKCAQEA7"),
+        ("password = 'Tr0ub4dor&3'", "password_assignment", "Tr0ub4dor&3"),
+        ("mh_" + "x" * 40, "memoryhub_token", "x" * 40),
+    ],
+)
+def test_credential_shapes_are_redacted(text: str, kind: str, secret_part: str) -> None:
+    result = scrub(text)
+
+    assert secret_part not in result.text
+    assert f"[REDACTED:{kind}]" in result.text
+    assert result.redactions[kind] == 1
+
+
+def test_context_around_a_credential_is_kept() -> None:
+    result = scrub("connect to postgres://app:hunter2pass@db:5432/x now")
+
+    assert result.text == "connect to postgres://app:[REDACTED:url_password]@db:5432/x now"
+
+
+def test_vault_secrets_are_redacted_longest_first() -> None:
+    result = scrub("a=abcdef123 b=abcdef123456", ["abcdef123", "abcdef123456"])
+
+    assert result.text == "a=[REDACTED:vault_secret] b=[REDACTED:vault_secret]"
+    assert result.redactions["vault_secret"] == 2
+
+
+def test_short_secrets_are_not_used_to_redact_ordinary_words() -> None:
+    assert scrub("set it to true", ["true"]).text == "set it to true"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Never deploy on Fridays.",
+        "The password policy requires rotation.",
+        "See https://example.com/docs for details",
+        "user@example.com wrote the decision",
+        "skip-the-tests is a bad idea",
+    ],
+)
+def test_ordinary_text_is_left_alone(text: str) -> None:
+    result = scrub(text)
+    assert result.text == text and not result.redactions
