@@ -28,6 +28,7 @@ from memories.types import (
     suggest_type,
 )
 from memoryhub.lib.errors import InvalidInput
+from search.tasks import index_after_commit
 from teams.models import Team
 from teams.scrubber import ScrubResult, scrub
 from teams.selectors import team_secret_values
@@ -125,6 +126,7 @@ def save_memory(
             updated_by=updated_by,
             content_hash=Memory.hash_content(scrubbed.text),
         )
+        index_after_commit(team.id, memory.id)
     if scrubbed.redactions:
         logger.warning("redacted %s from memory %s of team %s", dict(scrubbed.redactions), key, team.slug)
     return SaveResult(

@@ -79,6 +79,8 @@ else:
     from memoryhub import embedded_postgres
 
     DATABASES = {"default": embedded_postgres.ensure_running(DATA_DIR)}
+    # Another database on the same embedded server (the test suite's worker uses this).
+    DATABASES["default"]["NAME"] = env.str("MEMORYHUB_DATABASE_NAME", default=DATABASES["default"]["NAME"])
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 
@@ -156,3 +158,25 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_TIME_LIMIT = 300
 CELERY_TASK_SOFT_TIME_LIMIT = 240
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_DEFAULT_QUEUE = env.str("MEMORYHUB_QUEUE", default="memoryhub")
+# How long a task a dead worker had taken stays invisible before Redis hands it out again.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env.int("MEMORYHUB_BROKER_VISIBILITY_TIMEOUT", default=3600)
+}
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_BEAT_SCHEDULE = {
+    "reconcile-index-states": {
+        "task": "search.reconcile_index_states",
+        "schedule": env.float("MEMORYHUB_RECONCILE_EVERY_SECONDS", default=60.0),
+    },
+}
+
+# Search and embeddings: the deployment's default profile (a team may name its own),
+# and a YAML file of more profiles (see docs/operations.md).
+MEMORYHUB_EMBEDDING_PROFILE = env.str("MEMORYHUB_EMBEDDING_PROFILE", default="local")
+MEMORYHUB_EMBEDDING_PROFILES_FILE = env.str("MEMORYHUB_EMBEDDING_PROFILES_FILE", default="")
+MEMORYHUB_RECONCILE_AFTER_SECONDS = env.int("MEMORYHUB_RECONCILE_AFTER_SECONDS", default=120)
+MEMORYHUB_RECONCILE_BATCH = env.int("MEMORYHUB_RECONCILE_BATCH", default=500)
+# ONNX threads per process for the local model (more did not help on 2 cores).
+MEMORYHUB_EMBEDDING_THREADS = env.int("MEMORYHUB_EMBEDDING_THREADS", default=1)

@@ -5,11 +5,13 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import SimpleRouter
 
 from memories.api import MemoryViewSet
+from search.api import SearchViewSet
 from teams.api import VaultViewSet
 
 router = SimpleRouter()
 router.register("memories", MemoryViewSet, basename="memory")
 router.register("vault", VaultViewSet, basename="vault")
+router.register("search", SearchViewSet, basename="search")
 
 
 def health(request: HttpRequest) -> JsonResponse:

@@ -84,9 +84,12 @@ def shutdown_team(*, team: Team) -> dict[str, int]:
     """Delete every row of one team. Runs inside that team's scope, so row-level
     security guarantees no other team's row can be touched even by a bug here."""
     from memories.models import Memory
+    from search.models import Chunk, ChunkEmbedding
 
     with team_scope(team.id):
         counts = {
+            "chunk_embeddings": ChunkEmbedding.objects.filter(team=team).delete()[0],
+            "chunks": Chunk.objects.filter(team=team).delete()[0],
             "memories": _delete_memories(Memory, team),
             "vault_entries": VaultEntry.objects.filter(team=team).delete()[0],
             "tokens": AgentToken.objects.filter(team=team).delete()[0],

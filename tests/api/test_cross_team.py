@@ -32,6 +32,7 @@ ENDPOINTS = [
     ("get", "vault/alpha-vault-3/", None),
     ("put", "vault/alpha-vault-3/", {"value": "overwritten"}),
     ("delete", "vault/alpha-vault-3/", None),
+    ("post", "search/", {"query": "launch on the ninth alpha-plan-7", "explain": True}),
 ]
 
 

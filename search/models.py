@@ -1,0 +1,93 @@
+"""What search reads: chunks of memory content, their embeddings, and a cache of
+embeddings by content so that only text never seen before goes to a provider.
+
+Everything here is derived from `Memory` rows and can be rebuilt by re-indexing.
+"""
+
+from __future__ import annotations
+
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.db import models
+from pgvector.django import VectorField
+
+from memories.models import Memory
+from teams.models import Team
+
+# The text search configuration of the stored tsvector and of every keyword query.
+SEARCH_CONFIG = "english"
+
+
+class Chunk(models.Model):
+    """A piece of one memory version, about 400 tokens, with its stored tsvector."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="chunks")
+    chunk_index = models.PositiveIntegerField()
+    text = models.TextField()
+    token_count = models.PositiveIntegerField()
+    content_hash = models.CharField(max_length=64)
+    search_vector = models.GeneratedField(
+        expression=SearchVector("text", config=SEARCH_CONFIG),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["memory", "chunk_index"], name="one_chunk_per_memory_index"),
+        ]
+        indexes = [
+            GinIndex(fields=["search_vector"], name="chunk_search_vector"),
+            models.Index(fields=["team", "memory"], name="chunk_team_memory"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.memory_id}#{self.chunk_index}"
+
+
+class ChunkEmbedding(models.Model):
+    """The vector of one chunk under one embedding model.
+
+    One row per (chunk, model), so that switching a team to another model (even of
+    other dimensions) fills the new model's rows beside the old ones, and search keeps
+    working on the old model until the switch is complete. The column has no fixed
+    dimensions; each model gets its own partial HNSW index on `embedding::vector(n)`
+    (see search.vector_index)."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="embeddings")
+    model = models.CharField(max_length=200)
+    embedding = VectorField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["chunk", "model"], name="one_embedding_per_chunk_model"),
+        ]
+        indexes = [models.Index(fields=["team", "model"], name="chunk_embedding_team_model")]
+
+    def __str__(self) -> str:
+        return f"{self.chunk_id} @ {self.model}"
+
+
+class EmbeddingCache(models.Model):
+    """(content_hash, model) → vector, shared by every team.
+
+    It holds no text, only the vector of a SHA-256-addressed piece of (already
+    scrubbed) text, so sharing it leaks nothing readable between teams and saves
+    embedding the same text twice."""
+
+    content_hash = models.CharField(max_length=64)
+    model = models.CharField(max_length=200)
+    dimensions = models.PositiveIntegerField()
+    embedding = VectorField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["content_hash", "model"], name="one_cached_embedding_per_model"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.content_hash[:12]} @ {self.model}"
