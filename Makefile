@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test lint format migrate shell bench install system-deps db-stop clean
+.PHONY: run test lint format migrate shell bench install system-deps browser-deps db-stop clean
 
 $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory system-deps
@@ -43,7 +43,18 @@ run: migrate
 	@echo ""
 	$(BIN)/gunicorn memoryhub.wsgi --bind $(HOST):$(PORT) --workers 2 --access-logfile -
 
-test: install
+# The browser tests drive Debian's chromium; playwright never downloads a browser of its own.
+CHROMIUM ?= /usr/bin/chromium
+browser-deps:
+	@if [ ! -x "$(CHROMIUM)" ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			apt-get update -q && apt-get install -y -q chromium; \
+		else \
+			echo "The browser tests need Chromium at $(CHROMIUM) (Debian/Ubuntu: sudo apt-get install chromium)"; exit 1; \
+		fi; \
+	fi
+
+test: install browser-deps
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python manage.py makemigrations --check --dry-run

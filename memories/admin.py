@@ -16,7 +16,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
 from memories.exceptions import MemoryNotFound
-from memories.models import Memory
+from memories.models import Annotation, Memory
 from memories.selectors import memory_history
 from teams.models import Team
 
@@ -38,6 +38,9 @@ class MemoryStateFilter(admin.SimpleListFilter):
         if self.value() == "deleted":
             return queryset.filter(deleted_at__isnull=False)
         return queryset
+
+
+TEAM_AUDIT_ROWS = 200
 
 
 def audit_url(*, team_id: int, key: str) -> str:
@@ -68,11 +71,13 @@ class MemoryAdmin(admin.ModelAdmin):
                     "supersedes",
                     "supersede_kind",
                     "supersede_reason",
+                    "restored_from",
                     "deleted_at",
                     "deleted_by",
                 ]
             },
         ),
+        ("Quality signals", {"fields": ["access_count", "last_accessed_at", "upvotes", "downvotes"]}),
     ]
     readonly_fields = [field for _, options in fieldsets for field in options["fields"]]
 
@@ -103,7 +108,50 @@ class MemoryAdmin(admin.ModelAdmin):
             self.admin_site.admin_view(self.audit_view),
             name="memories_memory_audit",
         )
-        return [audit, *super().get_urls()]
+        team_audit = path(
+            "audit/<int:team_id>/",
+            self.admin_site.admin_view(self.team_audit_view),
+            name="memories_memory_team_audit",
+        )
+        return [team_audit, audit, *super().get_urls()]
+
+    def team_audit_view(self, request: HttpRequest, team_id: int) -> TemplateResponse:
+        """A team's newest supersedes, unsupersedes and deletions, each linking to the
+        audit of its key: the way into the supersede audit from a team."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        team = Team.objects.filter(pk=team_id).first()
+        if team is None:
+            raise Http404("no such team")
+        memories = Memory.objects.for_team(team.id)
+        changes = memories.exclude(supersede_kind="").order_by("-created_at")[:TEAM_AUDIT_ROWS]
+        deletions = memories.filter(deleted_at__isnull=False).order_by("-deleted_at")[:TEAM_AUDIT_ROWS]
+        rows = [
+            {
+                "at": m.created_at,
+                "key": m.key,
+                "kind": m.supersede_kind,
+                "by": m.updated_by,
+                "why": m.supersede_reason,
+            }
+            for m in changes
+        ] + [
+            {"at": m.deleted_at, "key": m.key, "kind": "deleted", "by": m.deleted_by, "why": ""}
+            for m in deletions
+        ]
+        rows.sort(key=lambda row: row["at"], reverse=True)
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": f"Supersede audit: team {team.slug}",
+            "team": team,
+            "rows": [
+                {**row, "url": audit_url(team_id=team.id, key=row["key"])} for row in rows[:TEAM_AUDIT_ROWS]
+            ],
+            "limit": TEAM_AUDIT_ROWS,
+            "team_memories_url": f"{reverse('admin:memories_memory_changelist')}?team__id__exact={team.id}",
+        }
+        return TemplateResponse(request, "admin/memories/team_audit.html", context)
 
     def audit_view(self, request: HttpRequest, team_id: int, key: str) -> TemplateResponse:
         """Every version of one (team, key), newest first: who changed it, when, why and how."""
@@ -126,3 +174,30 @@ class MemoryAdmin(admin.ModelAdmin):
             "team_memories_url": f"{reverse('admin:memories_memory_changelist')}?team__id__exact={team.id}",
         }
         return TemplateResponse(request, "admin/memories/supersede_audit.html", context)
+
+
+@admin.register(Annotation)
+class AnnotationAdmin(admin.ModelAdmin):
+    """Notes agents wrote on memories, read-only like the memories themselves."""
+
+    list_display = ["memory_key", "team", "created_by", "created_at"]
+    list_filter = ["team"]
+    list_select_related = ["team", "memory"]
+    search_fields = ["note", "memory__key"]
+    ordering = ["-created_at"]
+    show_full_result_count = False
+    fields = ["id", "team", "memory", "note", "created_by", "created_at"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Annotation | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Annotation | None = None) -> bool:
+        return False
+
+    @admin.display(description="key", ordering="memory__key")
+    def memory_key(self, annotation: Annotation) -> str:
+        return annotation.memory.key

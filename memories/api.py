@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import status
 from rest_framework.decorators import action
@@ -11,14 +13,25 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from memories import selectors, services
+from memories.extraction import parse_filter_param
 from memories.models import Memory
 from memories.serializers import (
+    AnnotationCreatedOutputSerializer,
+    AnnotationInputSerializer,
+    AnnotationOutputSerializer,
     ConflictErrorSerializer,
     MemoryCreateInputSerializer,
+    MemoryDetailOutputSerializer,
+    MemoryDuplicateOutputSerializer,
     MemoryHistoryOutputSerializer,
     MemoryListQuerySerializer,
     MemoryOutputSerializer,
+    MemoryRetrieveQuerySerializer,
     MemorySavedOutputSerializer,
+    NoPreviousVersionErrorSerializer,
+    RateInputSerializer,
+    UnsupersedeInputSerializer,
+    duplicate_payload,
     saved_payload,
 )
 from memoryhub.api_errors import BODY_ERRORS, TEAM_SCOPED_ERRORS, error_responses
@@ -31,39 +44,67 @@ from teams.viewsets import TEAM_PATH_PARAMETER, TeamScopedViewSet
 KEY_PATH_PARAMETER = OpenApiParameter(
     "key", str, OpenApiParameter.PATH, pattern=KEY_PATTERN, description="The memory's key."
 )
+VERSION_PATH_PARAMETER = OpenApiParameter(
+    "version_id",
+    OpenApiTypes.UUID,
+    OpenApiParameter.PATH,
+    description="The id of one version of the key (from history, search or `superseded_by`).",
+)
 ERRORS = error_responses(*TEAM_SCOPED_ERRORS)
+WRITE_ERRORS = error_responses(*TEAM_SCOPED_ERRORS, *BODY_ERRORS)
 
 
 class MemoryPagination(KeysetPagination):
     ordering = ("-created_at", "-id")
 
 
+class AnnotationPagination(KeysetPagination):
+    ordering = ("-created_at", "-id")
+
+
 @extend_schema_view(
     list=extend_schema(
         summary="List active memories",
-        description="Active memories, newest first, a page at a time.",
+        description="Active memories, newest first, a page at a time. With `as_of`, the versions "
+        "that were active at that time (superseded ones say what replaced them in `superseded_by`).",
         parameters=[TEAM_PATH_PARAMETER, MemoryListQuerySerializer],
         responses={200: MemoryOutputSerializer(many=True), **ERRORS},
     ),
     create=extend_schema(
         summary="Save a memory",
-        description="Insert a new key, or supersede the active entry when `supersede_reason` is given.",
+        description="Insert a new key, or supersede the active entry when `supersede_reason` is given. "
+        "A new key whose text an active entry of the team already holds (the same text, or a cosine "
+        "similarity of at least the team's `dedup_threshold`, 0.92 by default) is a duplicate: a longer "
+        "text supersedes that entry (201, `replaced_duplicate`); otherwise nothing is written (200, "
+        "`duplicate_of`). `allow_duplicate: true` skips the check. `skill_trigger` makes the entry a skill.",
         parameters=[TEAM_PATH_PARAMETER],
         request=MemoryCreateInputSerializer,
         responses={
-            201: MemorySavedOutputSerializer,
+            201: OpenApiResponse(
+                MemorySavedOutputSerializer,
+                description="Saved: a new key, a new version of the key, or a longer duplicate that "
+                "superseded another key's entry (`replaced_duplicate`).",
+            ),
+            200: OpenApiResponse(
+                MemoryDuplicateOutputSerializer,
+                description="Not saved: an active entry already holds this text and the new text is not "
+                "longer. `duplicate_of` is that entry.",
+            ),
             **ERRORS,
             409: OpenApiResponse(
                 ConflictErrorSerializer,
-                description="The key has an active entry and no `supersede_reason` was given.",
+                description="`conflict`: the key has an active entry and no `supersede_reason` was given. "
+                "`skill_exists`: another active entry carries the skill's name. `current` is that entry.",
             ),
             **error_responses(*BODY_ERRORS),
         },
     ),
     retrieve=extend_schema(
         summary="Get the active entry of a key",
-        parameters=[TEAM_PATH_PARAMETER, KEY_PATH_PARAMETER],
-        responses={200: MemoryOutputSerializer, **ERRORS},
+        description="The active entry with the notes of its key; with `as_of`, the version that was "
+        "active at that time (404 if none was). Counts as an access of the entry returned.",
+        parameters=[TEAM_PATH_PARAMETER, KEY_PATH_PARAMETER, MemoryRetrieveQuerySerializer],
+        responses={200: MemoryDetailOutputSerializer, **ERRORS},
     ),
     destroy=extend_schema(
         summary="Delete the active entry of a key",
@@ -73,9 +114,44 @@ class MemoryPagination(KeysetPagination):
     ),
     history=extend_schema(
         summary="Every version of a key",
-        description="Created, superseded and deleted events, newest first.",
+        description="Created, superseded, unsuperseded and deleted events, newest first.",
         parameters=[TEAM_PATH_PARAMETER, KEY_PATH_PARAMETER],
         responses={200: MemoryHistoryOutputSerializer, **ERRORS},
+    ),
+    version=extend_schema(
+        summary="Get one version of a key by id",
+        description="Any version, active, superseded or deleted, with the notes of its key. A "
+        "superseded version says where the truth moved to in `superseded_by`. Counts as an access.",
+        parameters=[TEAM_PATH_PARAMETER, KEY_PATH_PARAMETER, VERSION_PATH_PARAMETER],
+        responses={200: MemoryDetailOutputSerializer, **ERRORS},
+    ),
+    unsupersede=extend_schema(
+        summary="Restore the previous version of a key",
+        description="The version the active entry replaced becomes the active one again, as a new "
+        "version (kind `unsupersede`, with the reason) so that history is never rewritten. "
+        "Undoing an unsupersede brings back what it undid. When the active entry was saved under this "
+        "key as a longer duplicate of another key's entry, that entry comes back under its own key "
+        "(the answer's `key`) and this key is left without an active entry.",
+        parameters=[TEAM_PATH_PARAMETER, KEY_PATH_PARAMETER],
+        request=UnsupersedeInputSerializer,
+        responses={
+            201: MemoryDetailOutputSerializer,
+            **WRITE_ERRORS,
+            409: OpenApiResponse(
+                NoPreviousVersionErrorSerializer,
+                description="`no_previous_version`: the active entry replaced nothing. `conflict`: the "
+                "entry it replaced belongs to another key (a duplicate) that has an active entry again. "
+                "`skill_exists`: another active entry carries the restored version's skill name. "
+                "`current` is the entry in the way.",
+            ),
+        },
+    ),
+    rate=extend_schema(
+        summary="Rate the active entry of a key",
+        description="One vote up or down. The net score (`rating`) gives a small boost or penalty in search.",
+        parameters=[TEAM_PATH_PARAMETER, KEY_PATH_PARAMETER],
+        request=RateInputSerializer,
+        responses={200: MemoryOutputSerializer, **WRITE_ERRORS},
     ),
 )
 class MemoryViewSet(TeamScopedViewSet):
@@ -90,10 +166,17 @@ class MemoryViewSet(TeamScopedViewSet):
             team=self.get_team(),
             memory_type=query.validated_data.get("type"),
             project=query.validated_data.get("project"),
+            as_of=query.validated_data.get("as_of"),
+            tags=parse_filter_param(query.validated_data.get("tags")),
+            people=parse_filter_param(query.validated_data.get("people")),
         )
         paginator = self.pagination_class()
-        page = paginator.paginate_queryset(memories, request, view=self)
-        return paginator.get_paginated_response(MemoryOutputSerializer(page, many=True).data)
+        page = paginator.paginate_queryset(memories, request, view=self) or []
+        successors = selectors.successors_of(
+            team_id=self.get_team().id, memory_ids=[m.id for m in page if not m.is_active]
+        )
+        data = MemoryOutputSerializer(page, many=True, context={"successors": successors}).data
+        return paginator.get_paginated_response(data)
 
     def create(self, request: Request, team: str) -> Response:
         payload = MemoryCreateInputSerializer(data=request.data)
@@ -107,14 +190,24 @@ class MemoryViewSet(TeamScopedViewSet):
             supersede_reason=data.get("supersede_reason"),
             project=data.get("project"),
             metadata=data.get("metadata"),
+            skill_trigger=data.get("skill_trigger", services.UNSET),
+            allow_duplicate=data["allow_duplicate"],
             updated_by=acting_name(request),
         )
+        if not result.saved:
+            return Response(duplicate_payload(result), status=status.HTTP_200_OK)
         return Response(saved_payload(result), status=status.HTTP_201_CREATED)
 
     def retrieve(self, request: Request, team: str, key: str) -> Response:
         _check_key(key)
-        memory = selectors.get_active_memory(team=self.get_team(), key=key)
-        return Response(MemoryOutputSerializer(memory).data)
+        query = MemoryRetrieveQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        as_of = query.validated_data.get("as_of")
+        if as_of is None:
+            memory = selectors.get_active_memory(team=self.get_team(), key=key)
+        else:
+            memory = selectors.get_memory_as_of(team=self.get_team(), key=key, as_of=as_of)
+        return Response(self._detail(memory, as_of=as_of, count_access=True))
 
     def destroy(self, request: Request, team: str, key: str) -> Response:
         _check_key(key)
@@ -125,12 +218,100 @@ class MemoryViewSet(TeamScopedViewSet):
     def history(self, request: Request, team: str, key: str) -> Response:
         _check_key(key)
         events = selectors.memory_history(team=self.get_team(), key=key)
-        return Response(MemoryHistoryOutputSerializer({"key": key, "history": events}).data)
+        context = {"successors": selectors.history_successors(events, team_id=self.get_team().id)}
+        return Response(MemoryHistoryOutputSerializer({"key": key, "history": events}, context=context).data)
+
+    @action(detail=True, methods=["get"], url_path=r"versions/(?P<version_id>[^/]+)")
+    def version(self, request: Request, team: str, key: str, version_id: str) -> Response:
+        _check_key(key)
+        try:
+            parsed_id = uuid.UUID(version_id)
+        except ValueError:
+            raise InvalidInput("malformed version id", field="version_id") from None
+        memory = selectors.get_memory_version(team=self.get_team(), key=key, version_id=parsed_id)
+        return Response(self._detail(memory, count_access=True))
+
+    @action(detail=True, methods=["post"])
+    def unsupersede(self, request: Request, team: str, key: str) -> Response:
+        _check_key(key)
+        payload = UnsupersedeInputSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        memory = services.unsupersede_memory(
+            team=self.get_team(),
+            key=key,
+            reason=payload.validated_data["reason"],
+            updated_by=acting_name(request),
+        )
+        return Response(self._detail(memory), status=status.HTTP_201_CREATED)
+
+    @action(detail=True, methods=["post"])
+    def rate(self, request: Request, team: str, key: str) -> Response:
+        _check_key(key)
+        payload = RateInputSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        memory = services.rate_memory(
+            team=self.get_team(),
+            key=key,
+            direction=payload.validated_data["direction"],
+            rated_by=acting_name(request),
+        )
+        return Response(MemoryOutputSerializer(memory).data)
+
+    @extend_schema(
+        methods=["GET"],
+        summary="Every note on a key",
+        description="Notes written on any version of the key, newest first, a page at a time.",
+        parameters=[TEAM_PATH_PARAMETER, KEY_PATH_PARAMETER],
+        responses={200: AnnotationOutputSerializer(many=True), **ERRORS},
+    )
+    @extend_schema(
+        methods=["POST"],
+        summary="Add a note to the active entry of a key",
+        description="A persistent note, scrubbed of credentials like content. It is shown with "
+        "every version of the key (and says which version it was written on).",
+        parameters=[TEAM_PATH_PARAMETER, KEY_PATH_PARAMETER],
+        request=AnnotationInputSerializer,
+        responses={201: AnnotationCreatedOutputSerializer, **WRITE_ERRORS},
+    )
+    @action(detail=True, methods=["get", "post"], pagination_class=AnnotationPagination)
+    def annotations(self, request: Request, team: str, key: str) -> Response:
+        _check_key(key)
+        if request.method == "GET":
+            notes = selectors.list_annotations(team=self.get_team(), key=key)
+            paginator = AnnotationPagination()
+            page = paginator.paginate_queryset(notes, request, view=self)
+            return paginator.get_paginated_response(AnnotationOutputSerializer(page, many=True).data)
+        payload = AnnotationInputSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        result = services.annotate_memory(
+            team=self.get_team(),
+            key=key,
+            note=payload.validated_data["note"],
+            created_by=acting_name(request),
+        )
+        annotation = result.annotation
+        annotation.redactions = result.redactions  # type: ignore[attr-defined]
+        return Response(AnnotationCreatedOutputSerializer(annotation).data, status=status.HTTP_201_CREATED)
 
     def serialize_error_extra(self, name: str, value: Any) -> Any:
         if isinstance(value, Memory):
             return MemoryOutputSerializer(value).data
         return value
+
+    def _detail(self, memory: Memory, *, as_of: Any = None, count_access: bool = False) -> dict[str, Any]:
+        """One version with where the truth moved to and the notes of its key. A read
+        that hands the entry to an agent counts as an access (one UPDATE)."""
+        team = self.get_team()
+        if count_access:
+            # Show this read in the answer too.
+            memory.last_accessed_at = services.record_access(team=team, memory_ids=[memory.id])
+            memory.access_count += 1
+        replaced = [] if memory.is_active else [memory.id]
+        context = {
+            "successors": selectors.successors_of(team_id=team.id, memory_ids=replaced),
+            "annotations": selectors.annotations_for(team.id, [memory.id], as_of=as_of),
+        }
+        return MemoryDetailOutputSerializer(memory, context=context).data
 
 
 def _check_key(key: str) -> None:

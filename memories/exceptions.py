@@ -19,3 +19,15 @@ class UnknownMemoryType(InvalidInput):
 
 class ContentTooLarge(InvalidInput):
     code = "content_too_large"
+
+
+class NoPreviousVersion(Conflict):
+    """Unsupersede of an entry that replaced nothing: there is no belief to go back to."""
+
+    code = "no_previous_version"
+
+
+class SkillNameTaken(Conflict):
+    """Another active entry of the team carries a skill of that name."""
+
+    code = "skill_exists"

@@ -2,9 +2,12 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from datetime import datetime
 
+from django.contrib.postgres.indexes import GinIndex
 from django.db import models
-from django.db.models import Q
+from django.db.models import Exists, F, OuterRef, Q
+from django.db.models.fields.json import KT
 
 from memories.types import DEFAULT_TYPE, MemoryType
 from teams.models import Team
@@ -16,6 +19,9 @@ MAX_CONTENT_BYTES = 64 * 1024
 class SupersedeKind(models.TextChoices):
     HARD = "hard"
     SOFT = "soft"
+    # A new row that restores the content of the version the active one replaced
+    # (services.unsupersede_memory): history is appended to, never rewritten.
+    UNSUPERSEDE = "unsupersede"
 
 
 class IndexState(models.TextChoices):
@@ -30,6 +36,20 @@ class MemoryQuerySet(models.QuerySet["Memory"]):
 
     def active(self) -> MemoryQuerySet:
         return self.filter(is_active=True)
+
+    def active_at(self, when: datetime) -> MemoryQuerySet:
+        """Versions that were the active one at `when`: created by then, not deleted by
+        then, and not yet replaced by then. A version stops being active when its
+        successor (the row whose `supersedes` is it) is created, so the end of each
+        version is derived in SQL (NOT EXISTS over the successor) rather than stored."""
+        replaced = self.model.objects.filter(
+            team_id=OuterRef("team_id"), supersedes_id=OuterRef("pk"), created_at__lte=when
+        )
+        return (
+            self.filter(created_at__lte=when)
+            .filter(Q(deleted_at__isnull=True) | Q(deleted_at__gt=when))
+            .exclude(Exists(replaced))
+        )
 
 
 class Memory(models.Model):
@@ -59,12 +79,31 @@ class Memory(models.Model):
         related_name="successors",
     )
     supersede_reason = models.TextField(blank=True, default="")
-    supersede_kind = models.CharField(max_length=8, choices=SupersedeKind.choices, blank=True, default="")
+    supersede_kind = models.CharField(max_length=16, choices=SupersedeKind.choices, blank=True, default="")
+    # On an unsupersede row: the version whose content it brought back.
+    restored_from = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
     updated_by = models.CharField(max_length=200, blank=True, default="")
     content_hash = models.CharField(max_length=64, editable=False)
     index_state = models.CharField(max_length=16, choices=IndexState.choices, default=IndexState.PENDING)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # Quality signals. Changed only by UPDATE statements (services.record_access,
+    # services.rate_memory), never by Model.save(), so they never move updated_at:
+    # reading or rating an entry does not change it.
+    access_count = models.PositiveBigIntegerField(default=0)
+    last_accessed_at = models.DateTimeField(null=True, blank=True)
+    upvotes = models.PositiveIntegerField(default=0)
+    downvotes = models.PositiveIntegerField(default=0)
+    # A skill: {name, keywords, projects, always_on}, normalised by memories.skills. The
+    # active entry carrying a name is loaded by GET skills/{name}/, fires in search when a
+    # keyword is in the query, and is injected when always_on. Null: not a skill.
+    skill_trigger = models.JSONField(null=True, blank=True, default=None)
 
     objects = MemoryQuerySet.as_manager()
 
@@ -80,6 +119,17 @@ class Memory(models.Model):
                 name="deleted_memory_is_inactive",
             ),
             models.CheckConstraint(condition=Q(type__in=MemoryType.values), name="memory_type_is_canonical"),
+            # One active skill of a name per team; superseded and deleted skills give it up.
+            models.UniqueConstraint(
+                F("team"),
+                KT("skill_trigger__name"),
+                condition=Q(is_active=True, skill_trigger__isnull=False),
+                name="one_active_skill_per_team_name",
+            ),
+            models.CheckConstraint(
+                condition=Q(skill_trigger__isnull=True) | Q(skill_trigger__has_key="name"),
+                name="skill_trigger_has_name",
+            ),
         ]
         indexes = [
             models.Index(fields=["team", "key", "-created_at"], name="memory_team_key_recent"),
@@ -87,6 +137,13 @@ class Memory(models.Model):
                 fields=["team", "type", "-created_at"],
                 condition=Q(is_active=True),
                 name="memory_team_active_type",
+            ),
+            GinIndex(fields=["metadata"], name="memory_metadata_gin", opclasses=["jsonb_path_ops"]),
+            # Exact-duplicate check of a save (services.save_memory).
+            models.Index(
+                fields=["team", "content_hash"],
+                condition=Q(is_active=True),
+                name="memory_team_active_hash",
             ),
         ]
 
@@ -98,7 +155,40 @@ class Memory(models.Model):
         return hashlib.sha256(content.encode()).hexdigest()
 
     @property
+    def rating(self) -> int:
+        """Net score: upvotes minus downvotes."""
+        return self.upvotes - self.downvotes
+
+    @property
     def state(self) -> str:
         if self.deleted_at is not None:
             return "deleted"
         return "active" if self.is_active else "superseded"
+
+
+MAX_NOTE_LENGTH = 2000
+
+
+class Annotation(models.Model):
+    """A persistent note on a memory, written on the version that was active then.
+
+    Notes belong to the key's story: reads show the notes of every version of the key
+    (each says which version it was written on), so a correction does not lose them."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="annotations")
+    note = models.TextField()
+    created_by = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["team", "memory", "-created_at"], name="annotation_team_memory_recent"),
+        ]
+        constraints = [
+            models.CheckConstraint(condition=~Q(note=""), name="annotation_note_not_empty"),
+        ]
+
+    def __str__(self) -> str:
+        return f"note on {self.memory_id}"

@@ -2,25 +2,41 @@
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.db.models import QuerySet
 
 from memories.exceptions import MemoryNotFound
-from memories.models import Memory
+from memories.extraction import metadata_filter_q
+from memories.models import Annotation, Memory
 from teams.models import Team
+
+# Notes shown with an entry (GET of a key, search results, injection): the newest this
+# many of the key. All of them are listed by GET memories/{key}/annotations/.
+MAX_ANNOTATIONS_SHOWN = 20
 
 
 def list_memories(
-    *, team: Team, memory_type: str | None = None, project: str | None = None
+    *,
+    team: Team,
+    memory_type: str | None = None,
+    project: str | None = None,
+    as_of: datetime | None = None,
+    tags: list[str] | None = None,
+    people: list[str] | None = None,
 ) -> QuerySet[Memory]:
-    """Active memories, newest first."""
-    rows = Memory.objects.for_team(team.id).active()
+    """Active memories, newest first; with `as_of`, the versions that were active then."""
+    rows = Memory.objects.for_team(team.id)
+    rows = rows.active_at(as_of) if as_of is not None else rows.active()
     if memory_type:
         rows = rows.filter(type=memory_type)
     if project is not None:
         rows = rows.filter(project=project)
+    rows = rows.filter(metadata_filter_q(tags, people))
     return rows.order_by("-created_at", "-id")
 
 
@@ -31,9 +47,95 @@ def get_active_memory(*, team: Team, key: str) -> Memory:
     return memory
 
 
+def get_memory_as_of(*, team: Team, key: str, as_of: datetime) -> Memory:
+    """The version of the key that was active at `as_of` (what the team believed then)."""
+    memory = Memory.objects.for_team(team.id).active_at(as_of).filter(key=key).first()
+    if memory is None:
+        raise MemoryNotFound("no version of this key was active at that time")
+    return memory
+
+
+def get_memory_version(*, team: Team, key: str, version_id: uuid.UUID) -> Memory:
+    """One version of a key by id, whatever its state (history shows them all too)."""
+    memory = Memory.objects.for_team(team.id).filter(key=key, id=version_id).first()
+    if memory is None:
+        raise MemoryNotFound("no such version of this key")
+    return memory
+
+
+def successors_of(*, team_id: int, memory_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, dict[str, Any]]:
+    """Where the truth moved to, for superseded versions: {version id: the row that
+    replaced it (id, key, reason, kind, is_active)}. One query; versions that were not
+    replaced (active or deleted) have no entry."""
+    ids = list(memory_ids)
+    if not ids:
+        return {}
+    rows = Memory.objects.for_team(team_id).filter(supersedes_id__in=ids)
+    return {row.supersedes_id: successor_payload(row) for row in rows}  # type: ignore[misc]
+
+
+def successor_payload(successor: Memory) -> dict[str, Any]:
+    return {
+        "id": str(successor.id),
+        "key": successor.key,
+        "reason": successor.supersede_reason,
+        "kind": successor.supersede_kind,
+        "is_active": successor.is_active,
+    }
+
+
+def annotations_for(
+    team_id: int,
+    memory_ids: Iterable[uuid.UUID],
+    *,
+    as_of: datetime | None = None,
+    limit: int = MAX_ANNOTATIONS_SHOWN,
+) -> dict[uuid.UUID, list[Annotation]]:
+    """The notes to show with each given memory version, newest first, in ONE query.
+
+    Notes belong to the key, not only to the version they were written on: every
+    version of a key shows the newest `limit` notes written on any version of that key
+    (each Annotation's `memory_id` says which). With `as_of`, only notes written by
+    then. Every given id is a key of the answer; one without notes (or unknown to this
+    team) maps to []."""
+    ids = list(dict.fromkeys(memory_ids))
+    if not ids:
+        return {}
+    when = "AND a.created_at <= %s" if as_of is not None else ""
+    sql = f"""
+        SELECT ranked.id, ranked.team_id, ranked.memory_id, ranked.note, ranked.created_by,
+               ranked.created_at, wanted.id AS wanted_id
+        FROM memories_memory wanted
+        JOIN (
+            SELECT a.*, m.key,
+                   row_number() OVER (PARTITION BY m.key ORDER BY a.created_at DESC, a.id DESC) AS position
+            FROM memories_annotation a JOIN memories_memory m ON m.id = a.memory_id AND m.team_id = a.team_id
+            WHERE a.team_id = %s {when}
+              AND m.key IN (SELECT key FROM memories_memory WHERE team_id = %s AND id = ANY(%s))
+        ) ranked ON ranked.key = wanted.key
+        WHERE wanted.team_id = %s AND wanted.id = ANY(%s) AND ranked.position <= %s
+        ORDER BY ranked.created_at DESC, ranked.id DESC
+    """  # noqa: S608 (the one fragment is a constant; values are parameters)
+    params: list[Any] = [team_id, *([as_of] if as_of is not None else []), team_id, ids, team_id, ids, limit]
+    notes: dict[uuid.UUID, list[Annotation]] = {memory_id: [] for memory_id in ids}
+    for annotation in Annotation.objects.raw(sql, params):
+        notes[annotation.wanted_id].append(annotation)
+    return notes
+
+
+def list_annotations(*, team: Team, key: str) -> QuerySet[Annotation]:
+    """Every note on any version of the key, newest first. Raises MemoryNotFound when
+    no memory was ever saved under the key."""
+    if not Memory.objects.for_team(team.id).filter(key=key).exists():
+        raise MemoryNotFound("no memory was ever saved under this key")
+    return Annotation.objects.filter(team_id=team.id, memory__team_id=team.id, memory__key=key).order_by(
+        "-created_at", "-id"
+    )
+
+
 @dataclass(frozen=True)
 class HistoryEvent:
-    kind: str  # created / hard / soft / deleted
+    kind: str  # created / hard / soft / unsupersede / deleted
     memory: Memory
     reason: str
     by: str
@@ -42,7 +144,8 @@ class HistoryEvent:
 
 def memory_history(*, team: Team, key: str) -> list[HistoryEvent]:
     """Every version ever saved under the key, as events, newest first. A deletion is
-    its own event, so a key deleted and saved again reads as one continuous story."""
+    its own event, so a key deleted and saved again reads as one continuous story.
+    An unsupersede is a version of its own (kind "unsupersede"), never an edit."""
     versions = list(Memory.objects.for_team(team.id).filter(key=key).order_by("-created_at"))
     if not versions:
         raise MemoryNotFound("no memory was ever saved under this key")
@@ -61,3 +164,15 @@ def memory_history(*, team: Team, key: str) -> list[HistoryEvent]:
         )
     events.sort(key=lambda event: event.at, reverse=True)
     return events
+
+
+def history_successors(events: list[HistoryEvent], *, team_id: int) -> dict[uuid.UUID, dict[str, Any]]:
+    """successors_of for a key's history, in one query. Not derived from the versions
+    loaded: a version may be replaced by a version of another key (a longer duplicate
+    saved under a new key, or an unsupersede restoring an entry of another key)."""
+    return successors_of(
+        team_id=team_id,
+        memory_ids=dict.fromkeys(
+            e.memory.id for e in events if e.kind != "deleted" and not e.memory.is_active
+        ),
+    )

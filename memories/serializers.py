@@ -1,15 +1,54 @@
 from __future__ import annotations
 
+import datetime as dt
+import re
 from typing import Any
 
+from django.utils.dateparse import parse_datetime
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from memories.models import MAX_CONTENT_BYTES, Memory, SupersedeKind
-from memories.services import MAX_REASON_LENGTH
+from memories.models import MAX_CONTENT_BYTES, MAX_NOTE_LENGTH, Annotation, Memory, SupersedeKind
+from memories.services import MAX_REASON_LENGTH, SaveResult
+from memories.skills import (
+    MAX_KEYWORD_CHARS,
+    MAX_KEYWORDS,
+    MAX_PROJECT_CHARS,
+    MAX_PROJECTS,
+    SKILL_NAME_PATTERN,
+)
 from memories.types import ACCEPTED_TYPE_NAMES, MemoryType, resolve_type
 from memoryhub.api_errors import ErrorSerializer
-from teams.serializers import StrictCharField, StrictInputSerializer, StrictRegexField
+from teams.serializers import StrictBooleanField, StrictCharField, StrictInputSerializer, StrictRegexField
 from teams.validators import KEY_PATTERN
+
+
+class SkillTriggerInputSerializer(StrictInputSerializer):
+    """Makes the memory a skill. Unknown fields are rejected."""
+
+    name = StrictRegexField(
+        SKILL_NAME_PATTERN,
+        max_length=63,
+        help_text="Unique among the team's active entries: lowercase letters, digits and '-'. "
+        "`GET skills/{name}/` loads the entry.",
+    )
+    keywords = serializers.ListField(
+        child=StrictCharField(max_length=MAX_KEYWORD_CHARS),
+        max_length=MAX_KEYWORDS,
+        default=list,
+        help_text="Words or phrases; the skill fires in a search whose query contains one as a whole "
+        "word or phrase (case and spacing ignored).",
+    )
+    projects = serializers.ListField(
+        child=StrictCharField(max_length=MAX_PROJECT_CHARS),
+        max_length=MAX_PROJECTS,
+        default=list,
+        help_text="Fire only where one of these is the project asked for (search and injection `project`). "
+        "Empty: everywhere.",
+    )
+    always_on = StrictBooleanField(
+        default=False, help_text="Injected in every prompt injection (Skills section), within the budget."
+    )
 
 
 class MemoryCreateInputSerializer(StrictInputSerializer):
@@ -32,11 +71,70 @@ class MemoryCreateInputSerializer(StrictInputSerializer):
     )
     project = StrictCharField(required=False, allow_blank=True, max_length=200)
     metadata = serializers.DictField(required=False)
+    skill_trigger = SkillTriggerInputSerializer(
+        required=False,
+        allow_null=True,
+        help_text="Makes the entry a skill. Left out on a supersede: carried over; null: no skill.",
+    )
+    allow_duplicate = StrictBooleanField(
+        default=False,
+        help_text="Save a new key even when an active entry already holds the same text "
+        "(skips the duplicate check).",
+    )
+
+
+# A "+" sent unencoded in a query string arrives as a space: "...T12:00:00 02:00".
+_PLUS_AS_SPACE = re.compile(r"^(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?) (\d{2}(?::?\d{2})?)$")
+
+
+class AwareDateTimeField(serializers.DateTimeField):
+    """An ISO 8601 date and time that names its time zone (Z or an offset): a point in
+    time, never a wall-clock time in some zone the server would have to guess."""
+
+    default_error_messages = {
+        "invalid": "an ISO 8601 date and time with a time zone, e.g. 2026-01-31T12:00:00Z",
+        "naive": "give a time zone (Z or an offset such as +02:00)",
+        "overflow": "date and time out of range",
+    }
+
+    def to_internal_value(self, value: Any) -> dt.datetime:
+        if not isinstance(value, str) or len(value) > 64 or "\x00" in value:
+            self.fail("invalid")
+        text = _PLUS_AS_SPACE.sub(r"\1+\2", value.strip())
+        try:
+            parsed = parse_datetime(text)
+        except ValueError:
+            parsed = None
+        if parsed is None:
+            self.fail("invalid")
+        if parsed.tzinfo is None or parsed.utcoffset() is None:
+            self.fail("naive")
+        try:
+            return parsed.astimezone(dt.UTC)
+        except OverflowError:
+            self.fail("overflow")
+
+
+AS_OF_HELP = (
+    "What the team believed at this time: the version active then (ISO 8601 with a time zone, "
+    "e.g. 2026-01-31T12:00:00Z; URL-encode a '+' offset as %2B)."
+)
+
+
+class MemoryRetrieveQuerySerializer(serializers.Serializer):
+    as_of = AwareDateTimeField(required=False, help_text=AS_OF_HELP)
 
 
 class MemoryListQuerySerializer(serializers.Serializer):
     type = serializers.CharField(required=False, max_length=32)
     project = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    as_of = AwareDateTimeField(required=False, help_text=AS_OF_HELP)
+    tags = serializers.CharField(
+        required=False, max_length=1000, help_text="Comma-separated; entries with every tag."
+    )
+    people = serializers.CharField(
+        required=False, max_length=1000, help_text="Comma-separated; entries mentioning everyone."
+    )
 
     def validate_type(self, value: str) -> str:
         resolved = resolve_type(value)
@@ -45,12 +143,40 @@ class MemoryListQuerySerializer(serializers.Serializer):
         return resolved.value
 
 
+class SupersededBySerializer(serializers.Serializer):
+    """Where the truth moved to: the version that replaced this one."""
+
+    id = serializers.UUIDField()
+    key = serializers.CharField()
+    reason = serializers.CharField(allow_blank=True)
+    kind = serializers.CharField(help_text=f"How it was replaced: {', '.join(SupersedeKind.values)}.")
+    is_active = serializers.BooleanField(help_text="False when it was itself replaced or deleted since.")
+
+
+class SkillTriggerSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    keywords = serializers.ListField(child=serializers.CharField(), help_text="Stored lowercase.")
+    projects = serializers.ListField(child=serializers.CharField())
+    always_on = serializers.BooleanField()
+
+
 class MemoryOutputSerializer(serializers.ModelSerializer):
+    """One version. `superseded_by` comes from the context ("successors": {id: payload},
+    see selectors.successors_of); it is null for active and deleted versions."""
+
     supersedes_id = serializers.UUIDField(allow_null=True, read_only=True)
+    restored_from_id = serializers.UUIDField(
+        allow_null=True, read_only=True, help_text="On an unsupersede: the version whose content it restored."
+    )
     state = serializers.ChoiceField(choices=["active", "superseded", "deleted"], read_only=True)
     metadata = serializers.DictField(read_only=True)
     # Declared so that the schema says what the column holds: empty unless superseded.
     supersede_kind = serializers.ChoiceField(choices=["", *SupersedeKind.values], read_only=True)
+    superseded_by = serializers.SerializerMethodField()
+    rating = serializers.IntegerField(read_only=True, help_text="Net score: upvotes - downvotes.")
+    skill_trigger = SkillTriggerSerializer(
+        allow_null=True, read_only=True, help_text="Set when the entry is a skill."
+    )
 
     class Meta:
         model = Memory
@@ -66,13 +192,51 @@ class MemoryOutputSerializer(serializers.ModelSerializer):
             "supersedes_id",
             "supersede_reason",
             "supersede_kind",
+            "superseded_by",
+            "restored_from_id",
             "updated_by",
             "created_at",
             "updated_at",
             "deleted_at",
             "index_state",
+            "access_count",
+            "last_accessed_at",
+            "upvotes",
+            "downvotes",
+            "rating",
+            "skill_trigger",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(SupersededBySerializer(allow_null=True))
+    def get_superseded_by(self, memory: Memory) -> dict[str, Any] | None:
+        return self.context.get("successors", {}).get(memory.id)
+
+
+class AnnotationOutputSerializer(serializers.ModelSerializer):
+    memory_id = serializers.UUIDField(read_only=True, help_text="The version the note was written on.")
+
+    class Meta:
+        model = Annotation
+        fields = ["id", "memory_id", "note", "created_by", "created_at"]
+        read_only_fields = fields
+
+
+class MemoryDetailOutputSerializer(MemoryOutputSerializer):
+    """One version with the notes of its key (context "annotations": {id: [Annotation]})."""
+
+    annotations = serializers.SerializerMethodField(
+        help_text="The newest notes written on any version of this key, newest first."
+    )
+
+    class Meta(MemoryOutputSerializer.Meta):
+        fields = [*MemoryOutputSerializer.Meta.fields, "annotations"]
+        read_only_fields = fields
+
+    @extend_schema_field(AnnotationOutputSerializer(many=True))
+    def get_annotations(self, memory: Memory) -> list[dict[str, Any]]:
+        notes = self.context.get("annotations", {}).get(memory.id, [])
+        return AnnotationOutputSerializer(notes, many=True).data
 
 
 class TypeHintSerializer(serializers.Serializer):
@@ -85,17 +249,49 @@ class RedactionSerializer(serializers.Serializer):
     count = serializers.IntegerField()
 
 
+MATCHED_BY_HELP = "content_hash: the same text; embedding: a cosine similarity of at least the threshold."
+
+
+class ReplacedDuplicateSerializer(serializers.Serializer):
+    """The entry of another key that a longer text replaced as its duplicate."""
+
+    id = serializers.UUIDField()
+    key = serializers.CharField()
+    similarity = serializers.FloatField()
+    matched_by = serializers.ChoiceField(choices=["content_hash", "embedding"], help_text=MATCHED_BY_HELP)
+
+
 class MemorySavedOutputSerializer(MemoryOutputSerializer):
     hint = TypeHintSerializer(allow_null=True, read_only=True)
     redactions = RedactionSerializer(many=True, read_only=True)
+    replaced_duplicate = ReplacedDuplicateSerializer(
+        allow_null=True,
+        read_only=True,
+        help_text="Set when the text was a longer version of another key's active entry: that entry "
+        "was superseded by this one (soft, see `supersedes_id` and `supersede_reason`).",
+    )
 
     class Meta(MemoryOutputSerializer.Meta):
-        fields = [*MemoryOutputSerializer.Meta.fields, "hint", "redactions"]
+        fields = [*MemoryOutputSerializer.Meta.fields, "hint", "redactions", "replaced_duplicate"]
         read_only_fields = fields
 
 
+class MemoryDuplicateOutputSerializer(serializers.Serializer):
+    """200 to a save: nothing was written, an active entry already holds the text."""
+
+    saved = serializers.BooleanField(help_text="Always false: nothing was written.")
+    detail = serializers.CharField()
+    duplicate_of = MemoryOutputSerializer(help_text="The active entry that already holds the text.")
+    similarity = serializers.FloatField(
+        help_text="Cosine similarity, best over pairs of chunks; 1 for the same text."
+    )
+    matched_by = serializers.ChoiceField(choices=["content_hash", "embedding"], help_text=MATCHED_BY_HELP)
+    threshold = serializers.FloatField(help_text="The team's dedup_threshold.")
+    redactions = RedactionSerializer(many=True)
+
+
 class HistoryEventSerializer(serializers.Serializer):
-    kind = serializers.ChoiceField(choices=["created", "hard", "soft", "deleted"])
+    kind = serializers.ChoiceField(choices=["created", "hard", "soft", "unsupersede", "deleted"])
     reason = serializers.CharField()
     by = serializers.CharField()
     at = serializers.DateTimeField()
@@ -107,14 +303,83 @@ class MemoryHistoryOutputSerializer(serializers.Serializer):
     history = HistoryEventSerializer(many=True)
 
 
-class ConflictErrorSerializer(ErrorSerializer):
-    """409: the key already has an active entry, shown in `current`."""
+class UnsupersedeInputSerializer(StrictInputSerializer):
+    reason = StrictCharField(
+        max_length=MAX_REASON_LENGTH, help_text="Why the previous version is right after all (required)."
+    )
+
+
+class RateInputSerializer(StrictInputSerializer):
+    direction = serializers.ChoiceField(choices=["up", "down"])
+
+
+class AnnotationInputSerializer(StrictInputSerializer):
+    note = StrictCharField(
+        max_length=MAX_NOTE_LENGTH, help_text="1-2000 characters; credentials are redacted."
+    )
+
+
+class AnnotationCreatedOutputSerializer(AnnotationOutputSerializer):
+    redactions = RedactionSerializer(many=True, read_only=True)
+
+    class Meta(AnnotationOutputSerializer.Meta):
+        fields = [*AnnotationOutputSerializer.Meta.fields, "redactions"]
+        read_only_fields = fields
+
+
+class NoPreviousVersionErrorSerializer(ErrorSerializer):
+    """409: the active entry replaced nothing, shown in `current`."""
 
     current = MemoryOutputSerializer()
 
 
-def saved_payload(result: Any) -> dict[str, Any]:
+class ConflictErrorSerializer(ErrorSerializer):
+    """409: the key already has an active entry (`conflict`), or another active entry
+    carries the skill's name (`skill_exists`): that entry is in `current`."""
+
+    current = MemoryOutputSerializer()
+
+
+def saved_payload(result: SaveResult) -> dict[str, Any]:
     memory = result.memory
-    memory.hint = result.hint.as_dict() if result.hint else None
-    memory.redactions = result.redactions
+    memory.hint = result.hint.as_dict() if result.hint else None  # type: ignore[attr-defined]
+    memory.redactions = result.redactions  # type: ignore[attr-defined]
+    duplicate = result.duplicate
+    memory.replaced_duplicate = (  # type: ignore[attr-defined]
+        {
+            "id": duplicate.memory.id,
+            "key": duplicate.memory.key,
+            "similarity": duplicate.similarity,
+            "matched_by": duplicate.matched_by,
+        }
+        if duplicate is not None
+        else None
+    )
     return MemorySavedOutputSerializer(memory).data
+
+
+def duplicate_payload(result: SaveResult) -> dict[str, Any]:
+    """The answer to a save refused as a duplicate (result.saved is False)."""
+    duplicate = result.duplicate
+    assert duplicate is not None  # noqa: S101 (the caller checked result.saved)
+    holder = duplicate.memory.key
+    how = (
+        "the same text"
+        if duplicate.matched_by == "content_hash"
+        else f"a similarity of {duplicate.similarity:.3f} (threshold {duplicate.threshold:g})"
+    )
+    detail = (
+        f"not saved: the active entry '{holder}' already holds this ({how}) and the new text is not "
+        f"longer. Supersede '{holder}' to change it, or send allow_duplicate: true to save it anyway."
+    )
+    return MemoryDuplicateOutputSerializer(
+        {
+            "saved": False,
+            "detail": detail,
+            "duplicate_of": duplicate.memory,
+            "similarity": duplicate.similarity,
+            "matched_by": duplicate.matched_by,
+            "threshold": duplicate.threshold,
+            "redactions": result.redactions,
+        }
+    ).data

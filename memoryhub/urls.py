@@ -5,13 +5,21 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import SimpleRouter
 
 from memories.api import MemoryViewSet
+from memories.api_injection import InjectionViewSet
+from memories.api_learnings import LearningViewSet
+from memories.api_skills import SkillViewSet
 from search.api import SearchViewSet
 from teams.api import VaultViewSet
+from teams.api_sessions import AgentSessionViewSet
 
 router = SimpleRouter()
 router.register("memories", MemoryViewSet, basename="memory")
 router.register("vault", VaultViewSet, basename="vault")
 router.register("search", SearchViewSet, basename="search")
+router.register("injection", InjectionViewSet, basename="injection")
+router.register("sessions", AgentSessionViewSet, basename="session")
+router.register("learnings", LearningViewSet, basename="learning")
+router.register("skills", SkillViewSet, basename="skill")
 
 
 def health(request: HttpRequest) -> JsonResponse:
@@ -24,6 +32,9 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("healthz", health, name="health"),
     path("admin/", admin.site.urls),
+    # The web dashboard (sign-in, team picker, /teams/<slug>/...); last, so it never
+    # shadows the API, the docs or the admin.
+    path("", include("memoryhub.dashboard.urls")),
 ]
 
 handler400 = "memoryhub.api_errors.json_400"

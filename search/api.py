@@ -9,6 +9,8 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from memories import services as memory_services
+from memories.serializers import AnnotationOutputSerializer, SupersededBySerializer
 from memories.types import ACCEPTED_TYPE_NAMES, resolve_type
 from memoryhub.api_errors import BODY_ERRORS, TEAM_SCOPED_ERRORS, error_responses
 from search import selectors
@@ -46,6 +48,18 @@ class SearchInputSerializer(StrictInputSerializer):
     )
     project = StrictCharField(required=False, allow_blank=True, max_length=200)
     include_superseded = StrictBooleanField(default=True)
+    tags = serializers.ListField(
+        child=StrictCharField(max_length=64),
+        required=False,
+        max_length=10,
+        help_text="Only entries with every one of these tags.",
+    )
+    people = serializers.ListField(
+        child=StrictCharField(max_length=64),
+        required=False,
+        max_length=10,
+        help_text="Only entries mentioning every one of these people.",
+    )
     explain = StrictBooleanField(default=False)
     mode = serializers.ChoiceField(
         choices=["hybrid", "keyword", "vector"],
@@ -65,19 +79,15 @@ class SearchInputSerializer(StrictInputSerializer):
         return sorted(set(resolved))
 
 
-class SupersededBySerializer(serializers.Serializer):
-    id = serializers.UUIDField()
-    key = serializers.CharField()
-    reason = serializers.CharField(allow_blank=True)
-    kind = serializers.CharField(allow_blank=True)
-    is_active = serializers.BooleanField()
-
-
 class ExplainSerializer(serializers.Serializer):
     vector = serializers.FloatField(help_text="Cosine similarity of the best chunk, 0..1.")
     keyword = serializers.FloatField(help_text="Full-text rank divided by this query's best rank, 0..1.")
     merged = serializers.FloatField(help_text="w_vec * vector + w_kw * keyword (one part in single modes).")
     decay = serializers.FloatField(help_text="0.5 ** (age / half-life); 1 for identity and lesson.")
+    rating = serializers.FloatField(
+        help_text="1 + 0.05 * clamp(upvotes - downvotes, -5, 5): 0.75..1.25, 1 when unrated. "
+        "score = merged * decay * rating."
+    )
     mmr = serializers.FloatField(
         allow_null=True, help_text="λ * score - (1 - λ) * similarity to results above."
     )
@@ -90,9 +100,24 @@ class SearchResultSerializer(serializers.Serializer):
     score = serializers.FloatField()
     type = serializers.CharField()
     is_active = serializers.BooleanField()
-    source = serializers.CharField(help_text="Which paths found it: keyword, vector or keyword+vector.")
+    source = serializers.CharField(
+        help_text="Which paths found it: keyword, vector or keyword+vector; skill_trigger for a skill "
+        "whose keyword is in the query."
+    )
+    via_skill_trigger = serializers.BooleanField(
+        help_text="True for skills brought in by a keyword of theirs (listed first, score 1, not counted "
+        "in max_results); false for the other results."
+    )
+    skill = serializers.CharField(required=False, help_text="The skill's name (skill results only).")
+    matched_keyword = serializers.CharField(
+        required=False, help_text="The skill keyword found in the query (skill results only)."
+    )
     created_at = serializers.DateTimeField()
     superseded_by = SupersededBySerializer(required=False, allow_null=True)
+    rating = serializers.IntegerField(help_text="Net score of this version: upvotes - downvotes.")
+    annotations = AnnotationOutputSerializer(
+        many=True, help_text="The newest notes written on any version of this key, newest first."
+    )
     explain = ExplainSerializer(required=False)
 
     def to_representation(self, instance: Any) -> dict[str, Any]:
@@ -101,11 +126,18 @@ class SearchResultSerializer(serializers.Serializer):
             data.pop("superseded_by")
         if instance.explain is None:
             data.pop("explain")
+        if not instance.via_skill_trigger:
+            data.pop("skill")
+            data.pop("matched_keyword")
         return data
 
 
 class SearchOutputSerializer(serializers.Serializer):
-    search_mode = serializers.ChoiceField(choices=["hybrid", "keyword", "vector"])
+    # A plain string in the schema: as an enum it would be a second name for the choice
+    # set of the input's `mode` (a drf-spectacular warning, which `make test` fails on).
+    search_mode = serializers.CharField(
+        help_text="hybrid, keyword or vector: the paths that ran (keyword when vectors were unavailable)."
+    )
     results = SearchResultSerializer(many=True)
     warnings = serializers.ListField(child=serializers.CharField())
 
@@ -116,8 +148,12 @@ class SearchViewSet(TeamScopedViewSet):
 
     @extend_schema(
         summary="Search memories",
-        description="Hybrid keyword and vector search with age decay and diversification. "
-        "Falls back to keyword-only (search_mode: keyword) when no embeddings are available.",
+        description="Hybrid keyword and vector search with age decay, a small boost or penalty from "
+        "ratings, and diversification. Falls back to keyword-only (search_mode: keyword) when no "
+        "embeddings are available. Active skills with a keyword in the query (as a whole word or "
+        "phrase) come first, at most 5, marked `via_skill_trigger`, on top of `max_results`; a skill "
+        "with `projects` fires only when `project` is one of them. Every result returned counts as an "
+        "access of that entry.",
         parameters=[TEAM_PATH_PARAMETER],
         request=SearchInputSerializer,
         responses={200: SearchOutputSerializer, **error_responses(*TEAM_SCOPED_ERRORS, *BODY_ERRORS)},
@@ -134,7 +170,11 @@ class SearchViewSet(TeamScopedViewSet):
             types=data.get("types"),
             project=data.get("project"),
             include_superseded=data["include_superseded"],
+            tags=data.get("tags"),
+            people=data.get("people"),
             explain=data["explain"],
             mode=data["mode"],
         )
+        # Every result handed to the agent counts as an access: one UPDATE for all.
+        memory_services.record_access(team=self.get_team(), memory_ids=[r.memory_id for r in outcome.results])
         return Response(SearchOutputSerializer(outcome).data)

@@ -12,7 +12,20 @@
 3. Every candidate of either path gets both scores (exactly, by memory id), then
    merged = w_vec * vector + w_kw * keyword (team weights, 0.7 / 0.3 by default).
 4. Decay: merged * 0.5 ** (age_days / half_life), identity and lesson exempt.
-5. MMR (λ = 0.7) over Jaccard similarity of token sets picks the top k.
+5. Rating: score = merged * decay * (1 + 0.05 * clamp(upvotes - downvotes, -5, 5)), so
+   a version's net rating moves it by at most ±25% (0.75..1.25); unrated entries are
+   unchanged. Applied after decay and before min_score and MMR; deterministic (it
+   depends only on the stored vote counts). `explain.rating` shows the factor.
+6. MMR (λ = 0.7) over Jaccard similarity of token sets picks the top k.
+7. Skills (memories.skills.triggered_skills): up to MEMORYHUB_SKILLS_PER_SEARCH (5)
+   active skills with a keyword in the query, in the project asked for and passing the
+   type and tag/people filters, go above the k results (not counted in k), with score
+   1.0, source "skill_trigger" and `via_skill_trigger`; they are left out of the k.
+
+Each result carries its net `rating` and the notes of its key (`annotations`, fetched
+in one query for all results); superseded results say what replaced them
+(`superseded_by`). Counting the results as accesses is the caller's write (the API
+calls memories.services.record_access).
 
 No provider, a broken profile or a dead endpoint → keyword only, search_mode
 "keyword", a logged warning; never an error.
@@ -20,6 +33,7 @@ No provider, a broken profile or a dead endpoint → keyword only, search_mode
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import re
@@ -28,10 +42,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from memories.models import Memory
+from memories.extraction import metadata_filter_document
+from memories.models import Annotation, Memory
+from memories.selectors import annotations_for, successors_of
+from memories.skills import DEFAULT_SKILLS_PER_SEARCH, triggered_skills
 from memories.types import MemoryType
 from memoryhub.lib.errors import InvalidInput
 from search.embeddings.base import EmbeddingProvider, EmbeddingUnavailable
@@ -52,6 +70,11 @@ DECAY_EXEMPT_TYPES = frozenset({MemoryType.IDENTITY, MemoryType.LESSON})
 EXACT_SCAN_BELOW = 10_000
 MAX_QUERY_LEXEMES = 256
 SNIPPET_CHARS = 300
+# Skills whose keywords are in the query come first, with this score and source.
+SKILL_SCORE = 1.0
+SKILL_SOURCE = "skill_trigger"
+RATING_STEP = 0.05
+RATING_CAP = 5
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 
 
@@ -67,6 +90,11 @@ class SearchResult:
     created_at: datetime
     superseded_by: dict[str, Any] | None = None
     explain: dict[str, Any] | None = None
+    rating: int = 0
+    annotations: list[Annotation] = field(default_factory=list)
+    via_skill_trigger: bool = False
+    skill: str | None = None  # the skill's name, on results a skill trigger brought in
+    matched_keyword: str | None = None
 
 
 @dataclass
@@ -95,6 +123,8 @@ def search_memories(
     types: list[str] | None = None,
     project: str | None = None,
     include_superseded: bool = True,
+    tags: list[str] | None = None,
+    people: list[str] | None = None,
     explain: bool = False,
     mode: SearchMode = "hybrid",
     diversify: bool = True,
@@ -114,10 +144,25 @@ def search_memories(
     if mode != "keyword":
         provider, query_vector = _embed_query(team, query, warnings)
     search_mode: str = mode if query_vector is not None else "keyword"
-    filters = _Filters(team_id=team.id, types=types, project=project, include_superseded=include_superseded)
+    filters = _Filters(
+        team_id=team.id,
+        types=types,
+        project=project,
+        include_superseded=include_superseded,
+        metadata=metadata_filter_document(tags, people),
+    )
     candidate_count = max(max_results * 4, 40)
 
     with transaction.atomic():
+        fired = triggered_skills(
+            team_id=team.id,
+            query=query,
+            project=project,
+            types=types,
+            tags=tags,
+            people=people,
+            limit=getattr(settings, "MEMORYHUB_SKILLS_PER_SEARCH", DEFAULT_SKILLS_PER_SEARCH),
+        )
         candidates: dict[uuid.UUID, _Candidate] = {}
         if search_mode in ("hybrid", "keyword"):
             for memory_id, rank, chunk_id in _keyword_matches(query, filters, limit=candidate_count):
@@ -133,9 +178,13 @@ def search_memories(
                 c.found_by.add("vector")
         if search_mode == "hybrid":
             _complete_scores(candidates, query, provider, query_vector, filters)
+        for memory, _keyword in fired:  # listed above the others, never twice
+            candidates.pop(memory.id, None)
         memories = {m.id: m for m in Memory.objects.for_team(team.id).filter(id__in=list(candidates))}
         snippets = _snippets(team.id, candidates)
-        successors = _successors(team.id, [m.id for m in memories.values() if not m.is_active])
+        successors = successors_of(
+            team_id=team.id, memory_ids=[m.id for m in memories.values() if not m.is_active]
+        )
 
     best_rank = max((c.keyword_rank for c in candidates.values()), default=0.0) or 1.0
     now = timezone.now()
@@ -153,16 +202,36 @@ def search_memories(
         else:
             merged = keyword
         factor = _decay(memory, now, team.decay_half_life_days) if decay else 1.0
-        score = round(merged * factor, 6)
+        boost = rating_factor(memory.rating)
+        score = round(merged * factor * boost, 6)
         if min_score is not None and score < min_score:
             continue
-        parts = {"vector": vector, "keyword": keyword, "merged": merged, "decay": factor}
+        parts = {"vector": vector, "keyword": keyword, "merged": merged, "decay": factor, "rating": boost}
         scored.append((score, c, parts))
     scored.sort(key=lambda item: (-item[0], str(item[1].memory_id)))
 
     picked = _mmr(scored, memories, max_results) if diversify else [(s, c, p, None) for s, c, p in scored]
-    results = []
-    for score, c, parts, mmr in picked[:max_results]:
+    picked = picked[:max_results]
+    notes = annotations_for(team.id, [m.id for m, _ in fired] + [c.memory_id for _, c, _, _ in picked])
+    results = [
+        SearchResult(
+            memory_id=memory.id,
+            key=memory.key,
+            snippet=_shorten(memory.content),
+            score=SKILL_SCORE,
+            type=memory.type,
+            is_active=memory.is_active,
+            source=SKILL_SOURCE,
+            created_at=memory.created_at,
+            rating=memory.rating,
+            annotations=notes.get(memory.id, []),
+            via_skill_trigger=True,
+            skill=(memory.skill_trigger or {}).get("name"),
+            matched_keyword=keyword,
+        )
+        for memory, keyword in fired
+    ]
+    for score, c, parts, mmr in picked:
         memory = memories[c.memory_id]
         results.append(
             SearchResult(
@@ -176,6 +245,8 @@ def search_memories(
                 created_at=memory.created_at,
                 superseded_by=successors.get(memory.id),
                 explain={**{k: round(v, 6) for k, v in parts.items()}, "mmr": mmr} if explain else None,
+                rating=memory.rating,
+                annotations=notes.get(memory.id, []),
             )
         )
     return SearchOutcome(search_mode=search_mode, results=results, warnings=warnings)
@@ -202,6 +273,7 @@ class _Filters:
     types: list[str] | None
     project: str | None
     include_superseded: bool
+    metadata: dict[str, list[str]] | None = None
 
     def sql(self) -> tuple[str, list[Any]]:
         # A deleted key takes its earlier versions out of search with it.
@@ -220,6 +292,9 @@ class _Filters:
         if self.project is not None:
             clauses.append("m.project = %s")
             params.append(self.project)
+        if self.metadata:
+            clauses.append("m.metadata @> %s::jsonb")
+            params.append(json.dumps(self.metadata))
         return " AND ".join(clauses), params
 
 
@@ -320,6 +395,40 @@ def _vector_matches(
     return rows[:limit]
 
 
+def has_active_vectors(*, team_id: int, model: str) -> bool:
+    """Whether any active entry of the team has a vector of `model` (a save skips
+    embedding for the duplicate check when there is nothing to compare with)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT EXISTS (
+                SELECT 1 FROM search_chunkembedding e
+                JOIN search_chunk c ON c.id = e.chunk_id
+                JOIN memories_memory m ON m.id = c.memory_id
+                WHERE e.team_id = %s AND e.model = %s AND m.team_id = %s AND m.is_active
+            )
+            """,
+            [team_id, model, team_id],
+        )
+        return bool(cursor.fetchone()[0])
+
+
+def nearest_active_memory(
+    *, team_id: int, provider: EmbeddingProvider, vectors: list[list[float]]
+) -> tuple[uuid.UUID, float] | None:
+    """The active entry of the team whose nearest chunk is closest to any of `vectors`
+    (the chunks of a text about to be saved), with that cosine similarity: the
+    similarity of two entries is the best over all pairs of their chunks. Only vectors
+    of the provider's model count; entries not indexed yet are not seen."""
+    filters = _Filters(team_id=team_id, types=None, project=None, include_superseded=False)
+    best: tuple[uuid.UUID, float] | None = None
+    for vector in vectors:
+        for memory_id, similarity, _chunk in _vector_matches(provider, vector, filters, limit=1):
+            if best is None or similarity > best[1]:
+                best = (memory_id, similarity)
+    return best
+
+
 def _vector_count(cursor: Any, team_id: int, model: str) -> int:
     cursor.execute(
         "SELECT count(*) FROM"
@@ -371,20 +480,9 @@ def _shorten(text: str) -> str:
     return cut + "…"
 
 
-def _successors(team_id: int, memory_ids: list[uuid.UUID]) -> dict[uuid.UUID, dict[str, Any]]:
-    if not memory_ids:
-        return {}
-    rows = Memory.objects.for_team(team_id).filter(supersedes_id__in=memory_ids)
-    return {
-        row.supersedes_id: {
-            "id": str(row.id),
-            "key": row.key,
-            "reason": row.supersede_reason,
-            "kind": row.supersede_kind,
-            "is_active": row.is_active,
-        }
-        for row in rows
-    }
+def rating_factor(net: int) -> float:
+    """1 + 0.05 per net vote, the net clamped to ±5: a nudge, never a takeover."""
+    return 1.0 + RATING_STEP * max(-RATING_CAP, min(RATING_CAP, net))
 
 
 def _decay(memory: Memory, now: datetime, half_life_days: float) -> float:

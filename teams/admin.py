@@ -11,8 +11,10 @@ from __future__ import annotations
 import contextlib
 
 from django.contrib import admin, messages
-from django.db.models import QuerySet
+from django.contrib.admin import helpers
+from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest
+from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
@@ -41,10 +43,11 @@ class MembershipInline(admin.TabularInline):
 
 @admin.register(Team)
 class TeamAdmin(admin.ModelAdmin):
-    list_display = ["slug", "name", "created_at", "memories_link", "tokens_link", "vault_link"]
+    list_display = ["slug", "name", "created_at", "memories_link", "audit_link", "tokens_link", "vault_link"]
     search_fields = ["slug", "name"]
     ordering = ["slug"]
     inlines = [MembershipInline]
+    actions = ["reindex_teams", "shutdown_teams"]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Team | None = None) -> list[str]:
         # A slug is part of every API URL its agents call; renaming it would break them.
@@ -61,6 +64,12 @@ class TeamAdmin(admin.ModelAdmin):
             '<a href="{}">memories</a>', _changelist_for_team("admin:memories_memory_changelist", team.id)
         )
 
+    @admin.display(description="Audit")
+    def audit_link(self, team: Team) -> str:
+        return format_html(
+            '<a href="{}">supersede audit</a>', reverse("admin:memories_memory_team_audit", args=[team.id])
+        )
+
     @admin.display(description="Tokens")
     def tokens_link(self, team: Team) -> str:
         return format_html(
@@ -72,6 +81,90 @@ class TeamAdmin(admin.ModelAdmin):
         return format_html(
             '<a href="{}">vault</a>', _changelist_for_team("admin:teams_vaultentry_changelist", team.id)
         )
+
+    # --- actions: each asks for confirmation on an intermediate page first -------------
+
+    def has_reindex_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("teams.change_team")
+
+    def has_shutdown_permission(self, request: HttpRequest) -> bool:
+        # Deleting a team's rows is what `delete` would mean, had the admin allowed it.
+        return request.user.has_perm("teams.delete_team")
+
+    @admin.action(description="Re-index selected teams", permissions=["reindex"])
+    def reindex_teams(self, request: HttpRequest, queryset: QuerySet[Team]) -> TemplateResponse | None:
+        if request.POST.get("post") != "yes":
+            return self._confirm(
+                request,
+                queryset,
+                action="reindex_teams",
+                title="Re-index teams",
+                question="Re-chunk and re-embed every memory of these teams with their embedding profile?",
+                button="Yes, re-index",
+            )
+        from memoryhub.dashboard.services import request_reindex
+
+        actor = f"admin:{request.user.get_username()}"
+        for team in queryset:
+            count = request_reindex(team=team, actor=actor, scope="all")
+            self.message_user(
+                request, f"Re-index of {team.slug} queued ({count} memories).", messages.SUCCESS
+            )
+        return None
+
+    @admin.action(description="Shut down selected teams (delete everything)", permissions=["shutdown"])
+    def shutdown_teams(self, request: HttpRequest, queryset: QuerySet[Team]) -> TemplateResponse | None:
+        if request.POST.get("post") != "yes":
+            return self._confirm(
+                request,
+                queryset,
+                action="shutdown_teams",
+                title="Shut down teams",
+                question="Delete these teams and every memory, version, note, index row, vault entry, "
+                "token, session and membership they hold? This cannot be undone.",
+                button="Yes, shut them down",
+                danger=True,
+            )
+        from memoryhub.dashboard.services import shut_down_team
+
+        actor = f"admin:{request.user.get_username()}"
+        for team in list(queryset):
+            counts = shut_down_team(team=team, actor=actor)
+            self.message_user(
+                request,
+                f"Team {team.slug} shut down ({counts['memories']} memories deleted).",
+                messages.SUCCESS,
+            )
+        return None
+
+    def _confirm(
+        self,
+        request: HttpRequest,
+        queryset: QuerySet[Team],
+        *,
+        action: str,
+        title: str,
+        question: str,
+        button: str,
+        danger: bool = False,
+    ) -> TemplateResponse:
+        teams = queryset.annotate(
+            active_memories=Count("memories", filter=Q(memories__is_active=True)),
+            versions=Count("memories"),
+        ).order_by("slug")
+        context = {
+            **self.admin_site.each_context(request),
+            "title": title,
+            "question": question,
+            "button": button,
+            "danger": danger,
+            "teams": teams,
+            "action": action,
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            "opts": self.model._meta,
+            "media": self.media,
+        }
+        return TemplateResponse(request, "admin/teams/team/action_confirmation.html", context)
 
 
 class TokenStatusFilter(admin.SimpleListFilter):

@@ -18,12 +18,12 @@ class ScrubbingJSONRenderer(JSONRenderer):
     ) -> bytes:
         view = (renderer_context or {}).get("view")
         if data is not None and not getattr(view, "reveals_secret", False):
-            secrets = getattr(view, "team_secrets", None) or []
+            secrets = tuple(getattr(view, "team_secrets", None) or ())
             data = _scrub_node(data, secrets)
         return super().render(data, accepted_media_type, renderer_context)
 
 
-def _scrub_node(node: Any, secrets: list[str]) -> Any:
+def _scrub_node(node: Any, secrets: tuple[str, ...]) -> Any:
     if isinstance(node, str):
         return scrub(node, secrets).text
     if isinstance(node, dict):

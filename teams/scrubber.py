@@ -61,16 +61,23 @@ class ScrubResult:
 def scrub(text: str, secret_values: Iterable[str] = ()) -> ScrubResult:
     """Redact the given secret values (longest first) and every credential shape."""
     counts: Counter[str] = Counter()
-    for secret in sorted({s for s in secret_values if len(s) >= MIN_SECRET_LENGTH}, key=len, reverse=True):
+    if len(text) < MIN_SECRET_LENGTH:  # too short to hold a secret or any credential shape
+        return ScrubResult(text=text, redactions=counts)
+    for secret in _longest_first(tuple(secret_values)):
         occurrences = text.count(secret)
         if occurrences:
             counts["vault_secret"] += occurrences
             text = text.replace(secret, REDACTED.format(kind="vault_secret"))
-    for kind, pattern in CREDENTIAL_PATTERNS:
-        text, occurrences = pattern.subn(_replacement(kind, pattern), text)
+    for kind, pattern, replacement in _PREPARED_PATTERNS:
+        text, occurrences = pattern.subn(replacement, text)
         if occurrences:
             counts[kind] += occurrences
     return ScrubResult(text=text, redactions=counts)
+
+
+def _longest_first(secret_values: tuple[str, ...]) -> tuple[str, ...]:
+    # Not cached on purpose: plaintext secrets must not outlive the request that read them.
+    return tuple(sorted({s for s in secret_values if len(s) >= MIN_SECRET_LENGTH}, key=len, reverse=True))
 
 
 def _replacement(kind: str, pattern: re.Pattern[str]) -> str:
@@ -82,6 +89,9 @@ def _replacement(kind: str, pattern: re.Pattern[str]) -> str:
     if pattern.groups == 1:
         return rf"\g<1>{marker}"
     return marker.replace("\\", "\\\\")
+
+
+_PREPARED_PATTERNS = [(kind, pattern, _replacement(kind, pattern)) for kind, pattern in CREDENTIAL_PATTERNS]
 
 
 class CredentialScrubbingFilter(logging.Filter):

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from memoryhub.lib.errors import Conflict, InvalidInput, NotFound
 from teams import vault_crypto
-from teams.models import AgentToken, Team, VaultEntry
+from teams.models import AgentSession, AgentToken, Team, VaultEntry
 from teams.scope import team_scope
 from teams.validators import is_key, is_team_slug
 
@@ -83,15 +83,17 @@ def revoke_token(*, team: Team, name: str) -> AgentToken:
 def shutdown_team(*, team: Team) -> dict[str, int]:
     """Delete every row of one team. Runs inside that team's scope, so row-level
     security guarantees no other team's row can be touched even by a bug here."""
-    from memories.models import Memory
+    from memories.models import Annotation, Memory
     from search.models import Chunk, ChunkEmbedding
 
     with team_scope(team.id):
         counts = {
             "chunk_embeddings": ChunkEmbedding.objects.filter(team=team).delete()[0],
             "chunks": Chunk.objects.filter(team=team).delete()[0],
+            "annotations": Annotation.objects.filter(team=team).delete()[0],
             "memories": _delete_memories(Memory, team),
             "vault_entries": VaultEntry.objects.filter(team=team).delete()[0],
+            "sessions": AgentSession.objects.filter(team=team).delete()[0],
             "tokens": AgentToken.objects.filter(team=team).delete()[0],
             "memberships": team.memberships.all().delete()[0],
         }

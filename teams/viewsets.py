@@ -25,6 +25,7 @@ from teams.models import Team
 from teams.permissions import HasTokenScope
 from teams.scope import reset_request_team, set_request_team
 from teams.selectors import team_secret_values
+from teams.sessions import SESSION_HEADER, touch_session
 from teams.validators import TEAM_SLUG_PATTERN, is_team_slug
 
 TEAM_PATH_PARAMETER = OpenApiParameter(
@@ -83,6 +84,11 @@ class TeamScopedViewSet(ViewSet):
         self.team = request.auth.team
         self._previous_team_binding = set_request_team(self.team.id)
         super().check_permissions(request)
+        # Any request of a live session is its heartbeat; only now is the team scope
+        # bound, so the UPDATE can only ever reach a session of the token's team.
+        session_header = request.headers.get(SESSION_HEADER, "")
+        if session_header:
+            touch_session(team=self.team, header_value=session_header)
 
     def get_team(self) -> Team:
         if self.team is None:

@@ -28,21 +28,43 @@ ENDPOINTS = [
     ("get", "memories/alpha-plan-7/", None),
     ("delete", "memories/alpha-plan-7/", None),
     ("get", "memories/alpha-plan-7/history/", None),
+    # The id of no version: another team's token gets 404 before any lookup (the real
+    # id of alpha's version is tried in tests/memories/test_belief_revision.py).
+    ("get", "memories/alpha-plan-7/versions/00000000-0000-4000-8000-000000000007/", None),
+    ("post", "memories/alpha-plan-7/unsupersede/", {"reason": "take it back"}),
+    ("post", "memories/alpha-plan-7/rate/", {"direction": "down"}),
+    ("get", "memories/alpha-plan-7/annotations/", None),
+    ("post", "memories/alpha-plan-7/annotations/", {"note": "outsider note"}),
     ("get", "vault/", None),
     ("get", "vault/alpha-vault-3/", None),
     ("put", "vault/alpha-vault-3/", {"value": "overwritten"}),
     ("delete", "vault/alpha-vault-3/", None),
     ("post", "search/", {"query": "launch on the ninth alpha-plan-7", "explain": True}),
+    ("get", "injection/", None),
+    # Sessions: the real id of an alpha session is tried in tests/teams/test_sessions.py.
+    ("get", "sessions/", None),
+    ("post", "sessions/", {"project": "alpha", "current_task": "x"}),
+    ("get", "sessions/00000000-0000-4000-8000-000000000006/", None),
+    ("patch", "sessions/00000000-0000-4000-8000-000000000006/", {"current_task": "x"}),
+    ("delete", "sessions/00000000-0000-4000-8000-000000000006/", None),
+    ("post", "learnings/", {"topic": "alpha", "claim": "launch on the ninth", "confidence": "low"}),
+    # alpha's real skill name: another team's token gets 404 before any lookup.
+    ("get", "skills/alpha-skill-7/", None),
 ]
 
 
 @pytest.fixture
 def alpha_data(member: Agent) -> None:
-    member.client.post(
+    saved = member.client.post(
         member.url("memories/"),
-        {"key": "alpha-plan-7", "content": "launch on the ninth"},
+        {
+            "key": "alpha-plan-7",
+            "content": "launch on the ninth",
+            "skill_trigger": {"name": "alpha-skill-7", "keywords": ["launch"], "always_on": True},
+        },
         format="json",
     )
+    assert saved.status_code == 201
     with team_scope(member.team.id):
         set_vault_entry(
             team=member.team,

@@ -71,7 +71,11 @@ class Worker:
         self.process = subprocess.Popen(  # noqa: S603
             command, cwd=REPO, env=env, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True
         )
-        wait_for(lambda: b"ready." in self.log.read_bytes(), 60, f"worker ready (log: {self.log})")
+        try:
+            wait_for(lambda: b"ready." in self.log.read_bytes(), 60, f"worker ready (log: {self.log})")
+        except AssertionError:
+            self.kill()
+            raise
         return self
 
     def kill(self) -> None:
@@ -172,8 +176,10 @@ def test_killing_the_worker_mid_batch_leaves_every_memory_indexed_exactly_once(
         assert response.status_code == 201
 
     first = Worker(queue, tmp_path / "first.log").start()
-    wait_for(lambda: index_states().get("indexed", 0) >= 5, 120, "the first memories to be indexed")
-    first.kill()
+    try:
+        wait_for(lambda: index_states().get("indexed", 0) >= 5, 120, "the first memories to be indexed")
+    finally:
+        first.kill()
     left = index_states().get("pending", 0)
     assert left > 0, "the worker finished before it was killed; the batch is too small to test a crash"
 

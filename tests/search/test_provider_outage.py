@@ -200,7 +200,7 @@ def test_only_text_never_seen_before_goes_to_the_provider(
 
     save(remote_team, "first", CONTENT)
     embedded_after_first = server.inputs_embedded
-    save(remote_team, "copy", CONTENT)
+    save(remote_team, "copy", CONTENT, allow_duplicate=True)
     save(remote_team, "first", CONTENT, supersede_reason="minor correction")
     save(remote_team, "other", "The staging database runs on db-3.internal.")
 

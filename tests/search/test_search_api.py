@@ -140,7 +140,13 @@ def test_decay_halves_every_half_life_except_identity_and_lesson(member: Agent, 
         ("old-lesson", "lesson"),
         ("old-identity", "identity"),
     ]:
-        save(member, key, "Backups of the billing database run nightly at 02:00 UTC.", type=memory_type)
+        save(
+            member,
+            key,
+            "Backups of the billing database run nightly at 02:00 UTC.",
+            type=memory_type,
+            allow_duplicate=True,
+        )
     with team_scope(member.team.id):
         Memory.objects.filter(team=member.team).update(created_at=timezone.now() - timedelta(days=60))
 
@@ -154,9 +160,9 @@ def test_decay_halves_every_half_life_except_identity_and_lesson(member: Agent, 
 
 def test_mmr_lets_a_different_answer_past_near_duplicates(member: Agent, save) -> None:  # type: ignore[no-untyped-def]
     base = "The release checklist: run the migrations, tag the release, announce the release in #eng"
-    save(member, "checklist-1", base + ".")
-    save(member, "checklist-2", base + " channel.")
-    save(member, "checklist-3", base + " today.")
+    save(member, "checklist-1", base + ".", allow_duplicate=True)
+    save(member, "checklist-2", base + " channel.", allow_duplicate=True)
+    save(member, "checklist-3", base + " today.", allow_duplicate=True)
     save(
         member,
         "rollback",

@@ -31,10 +31,10 @@ def bulk_team(slug: str, count: int, *, identity_every: int = 0) -> Team:
             WITH rows AS (
                 INSERT INTO memories_memory (id, team_id, key, content, type, project, metadata, is_active,
                     deleted_by, supersede_reason, supersede_kind, updated_by, content_hash, index_state,
-                    created_at, updated_at)
+                    access_count, upvotes, downvotes, created_at, updated_at)
                 SELECT gen_random_uuid(), %(team)s, %(slug)s || '-' || n, 'note number ' || n,
                     CASE WHEN %(every)s > 0 AND n %% %(every)s = 0 THEN 'identity' ELSE 'context' END,
-                    '', '{}', true, '', '', '', 'seed', md5(n::text), 'indexed', now(), now()
+                    '', '{}', true, '', '', '', 'seed', md5(n::text), 'indexed', 0, 0, 0, now(), now()
                 FROM generate_series(1, %(count)s) AS n
                 RETURNING id, content
             ), chunks AS (

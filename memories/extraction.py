@@ -1,0 +1,171 @@
+"""Metadata from a memory's text without an LLM: people (@mentions), tags (#hashtags)
+and action items (sentences that ask for something to be done).
+
+`extract_metadata` is a pure function. `with_extracted_metadata` merges its result
+into the metadata a save stores, and `metadata_filter_q` / `metadata_filter_document`
+turn `tags=` and `people=` filters into one JSONB containment (`metadata @> ...`),
+which the GIN index on `metadata` (jsonb_path_ops) answers.
+
+Rules, chosen so that ordinary technical text does not produce junk:
+- Fenced code blocks, inline code spans and markdown link targets are ignored for
+  all three; URLs and e-mail addresses are ignored for people and tags.
+- A mention or tag starts at the beginning of the text, after whitespace or after an
+  opening bracket or quote, so `bob@example.com`, `C#`, `&#39;`, `page#section` and
+  `/#anchor` are not. It begins with a letter (`#123` is an issue, `@3pm` a time).
+- A markdown heading (`# Title`) is not a tag: `#` must touch the word.
+- A colour code is not a tag: all hex digits, 3, 4, 6 or 8 long, and either holding
+  a digit (`#1e90ff`, `#f00`) or made of at most two distinct characters (`#fff`,
+  `#ababab`). Words that happen to be hex (`#cafe`, `#feed`, `#decade`) stay tags.
+- Tags and people are lowercased (they are matched case-insensitively by filters),
+  deduplicated, and kept in the order they first appear.
+- An action item is a sentence (or list item, or line) containing "need(s) to",
+  "must", "follow up" / "follow-up" / "followup", or "TODO", as whole words, in any
+  case. It is kept as written (list markers and extra whitespace removed).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from django.db.models import Q
+
+EXTRACTED_KEYS = ("people", "tags", "action_items")
+# Where a merged metadata records which keys it got from the text, so that the next
+# version recomputes them instead of carrying stale values over.
+EXTRACTED_MARKER = "extracted"
+
+MAX_PEOPLE = 32
+MAX_TAGS = 32
+MAX_NAME_CHARS = 64
+MAX_ACTION_ITEMS = 20
+MAX_ACTION_ITEM_CHARS = 300
+MAX_FILTER_VALUES = 10
+
+_FENCED_CODE = re.compile(r"^[ \t]*(```|~~~).*?(?:^[ \t]*\1[^\n]*$|\Z)", re.S | re.M)
+_INLINE_CODE = re.compile(r"(`+)[^`]*?\1")
+_LINK_TARGET = re.compile(r"\]\([^)\s]*(?:\s+\"[^\"]*\")?\)")
+_URL = re.compile(r"\b(?:[a-z][a-z0-9+.-]*://|www\.)\S+", re.I)
+_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
+
+# Allowed just before @ or #: start, whitespace, opening brackets and quotes.
+_BEFORE = r"(?:^|(?<=[\s(\[{<\"'\u201c\u2018,;]))"
+_MENTION = re.compile(_BEFORE + r"@([^\W\d_][\w.-]*)(?![\w/@])", re.M)
+_HASHTAG = re.compile(_BEFORE + r"#([^\W\d_][\w/-]*)(?![\w#])", re.M)
+_HEX = re.compile(r"^[0-9a-f]+$")
+
+_ACTION = re.compile(r"\b(?:needs?\s+to|must|follow[\s-]?ups?|todos?)\b", re.I)
+# Sentence ends: . ! ? followed by whitespace (so URLs, versions and file names
+# survive), and line breaks (list items, one-line notes).
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_LIST_MARKER = re.compile(r"^(?:[-*+•]\s+|\d+[.)]\s+)?(?:\[[ xX]\]\s+)?")
+
+
+def extract_metadata(content: str) -> dict[str, list[str]]:
+    """People, tags and action items found in `content`; every key is always present
+    (an empty list when nothing was found)."""
+    prose = _strip_code(content)
+    words = _EMAIL.sub(" ", _URL.sub(" ", _LINK_TARGET.sub("]", prose)))
+    return {
+        "people": _unique((_clean_name(m) for m in _MENTION.findall(words)), MAX_PEOPLE),
+        "tags": _unique(
+            (_clean_name(m) for m in _HASHTAG.findall(words) if not _is_colour(_clean_name(m))), MAX_TAGS
+        ),
+        "action_items": _action_items(prose),
+    }
+
+
+def with_extracted_metadata(content: str, metadata: dict[str, Any] | None) -> dict[str, Any]:
+    """The metadata to store with `content`: the caller's metadata, plus what the
+    text yields for each of people / tags / action_items the caller did not set.
+
+    Caller keys win. Keys listed under `extracted` in the given metadata were filled
+    by an earlier extraction (e.g. carried over from the version being superseded, or
+    echoed back by a client): they are dropped and recomputed from the new text, so a
+    new version never keeps the old text's tags. `extracted` lists the keys this call
+    filled; it is absent when it filled none. Empty findings are not stored."""
+    merged = dict(metadata or {})
+    previous = merged.pop(EXTRACTED_MARKER, None)
+    if isinstance(previous, list):
+        for name in previous:
+            if name in EXTRACTED_KEYS:
+                merged.pop(name, None)
+    found = extract_metadata(content)
+    filled = [name for name in EXTRACTED_KEYS if name not in merged and found[name]]
+    for name in filled:
+        merged[name] = found[name]
+    if filled:
+        merged[EXTRACTED_MARKER] = filled
+    return merged
+
+
+def normalise_filter_values(values: Iterable[str] | None) -> list[str]:
+    """Filter values as extraction stores them: lowercase, without a leading # or @,
+    blanks dropped, deduplicated."""
+    cleaned = (value.strip().lstrip("#@").strip().lower() for value in values or [])
+    return _unique((value for value in cleaned if value), MAX_FILTER_VALUES)
+
+
+def parse_filter_param(raw: str | None) -> list[str]:
+    """A query parameter such as `tags=deploy,infra` (commas separate values)."""
+    return normalise_filter_values((raw or "").split(","))
+
+
+def metadata_filter_document(
+    tags: Iterable[str] | None = None, people: Iterable[str] | None = None
+) -> dict[str, list[str]] | None:
+    """The JSONB document a memory's metadata must contain to match every tag and
+    every person given (AND), or None when there is nothing to filter on."""
+    document: dict[str, list[str]] = {}
+    if tag_values := normalise_filter_values(tags):
+        document["tags"] = tag_values
+    if people_values := normalise_filter_values(people):
+        document["people"] = people_values
+    return document or None
+
+
+def metadata_filter_q(tags: Iterable[str] | None = None, people: Iterable[str] | None = None) -> Q:
+    """`Q(metadata__contains=...)` for list selectors; an empty Q when no filter."""
+    document = metadata_filter_document(tags, people)
+    return Q(metadata__contains=document) if document else Q()
+
+
+def _strip_code(text: str) -> str:
+    return _INLINE_CODE.sub(" ", _FENCED_CODE.sub("\n", text))
+
+
+def _clean_name(name: str) -> str:
+    # A mention at the end of a sentence ("thanks @bob.") keeps no trailing dot.
+    return name.rstrip(".-/")[:MAX_NAME_CHARS].lower()
+
+
+def _is_colour(name: str) -> bool:
+    if len(name) not in (3, 4, 6, 8) or not _HEX.match(name):
+        return False
+    return any(ch.isdigit() for ch in name) or len(set(name)) <= 2
+
+
+def _action_items(prose: str) -> list[str]:
+    items = []
+    for piece in _SENTENCE_END.split(prose):
+        sentence = " ".join(_LIST_MARKER.sub("", piece.strip()).split())
+        if sentence and _ACTION.search(sentence):
+            items.append(_shorten(sentence))
+    return _unique(items, MAX_ACTION_ITEMS)
+
+
+def _shorten(text: str) -> str:
+    if len(text) <= MAX_ACTION_ITEM_CHARS:
+        return text
+    return text[: MAX_ACTION_ITEM_CHARS - 1].rstrip() + "…"
+
+
+def _unique(values: Iterable[str], limit: int) -> list[str]:
+    seen: dict[str, None] = {}
+    for value in values:
+        if value and value not in seen:
+            seen[value] = None
+            if len(seen) == limit:
+                break
+    return list(seen)
