@@ -15,24 +15,14 @@ from memories.types import ACCEPTED_TYPE_NAMES, resolve_type
 from memoryhub.api_errors import BODY_ERRORS, TEAM_SCOPED_ERRORS, error_responses
 from search import selectors
 from search.selectors import MAX_QUERY_CHARS, MAX_RESULTS
-from teams.serializers import StrictBooleanField, StrictCharField, StrictInputSerializer
+from teams.serializers import (
+    StrictBooleanField,
+    StrictCharField,
+    StrictFloatField,
+    StrictInputSerializer,
+    StrictIntegerField,
+)
 from teams.viewsets import TEAM_PATH_PARAMETER, TeamScopedViewSet
-
-
-class StrictFloatField(serializers.FloatField):
-    """A number, not a numeric string or a boolean."""
-
-    def to_internal_value(self, data: Any) -> float:
-        if isinstance(data, bool) or not isinstance(data, int | float):
-            self.fail("invalid")
-        return super().to_internal_value(data)
-
-
-class StrictIntegerField(serializers.IntegerField):
-    def to_internal_value(self, data: Any) -> int:
-        if isinstance(data, bool) or not isinstance(data, int):
-            self.fail("invalid")
-        return super().to_internal_value(data)
 
 
 class SearchInputSerializer(StrictInputSerializer):

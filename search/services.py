@@ -76,20 +76,26 @@ def index_memory(*, team_id: int, memory_id: uuid.UUID | str) -> str:
 
     with team_scope(team_id):
         _ensure_index_once(provider)
-        chunks = Chunk.objects.filter(team_id=team_id, memory_id=memory.id)
-        ChunkEmbedding.objects.bulk_create(
-            [
-                ChunkEmbedding(
-                    team_id=team_id, chunk=chunk, model=provider.model, embedding=vectors[chunk.content_hash]
-                )
-                for chunk in chunks
-            ],
-            update_conflicts=True,
-            unique_fields=["chunk", "model"],
-            update_fields=["embedding"],
+        _store_vectors(
+            team_id, Chunk.objects.filter(team_id=team_id, memory_id=memory.id), provider.model, vectors
         )
         Memory.objects.for_team(team_id).filter(id=memory.id).update(index_state=IndexState.INDEXED)
     return IndexOutcome.INDEXED
+
+
+def _store_vectors(
+    team_id: int, chunks: Iterable[Chunk], model: str, vectors: dict[str, list[float]]
+) -> None:
+    """One vector per (chunk, model), written or overwritten: indexing twice is harmless."""
+    ChunkEmbedding.objects.bulk_create(
+        [
+            ChunkEmbedding(team_id=team_id, chunk=chunk, model=model, embedding=vectors[chunk.content_hash])
+            for chunk in chunks
+        ],
+        update_conflicts=True,
+        unique_fields=["chunk", "model"],
+        update_fields=["embedding"],
+    )
 
 
 _indexed_models: set[str] = set()
@@ -198,17 +204,7 @@ def reindex_team(
                 batch = list(Chunk.objects.filter(team_id=team_id, id__in=batch_ids))
             vectors = cached_embeddings(provider, [(c.content_hash, c.text) for c in batch])
             with team_scope(team_id):
-                ChunkEmbedding.objects.bulk_create(
-                    [
-                        ChunkEmbedding(
-                            team_id=team_id, chunk=c, model=provider.model, embedding=vectors[c.content_hash]
-                        )
-                        for c in batch
-                    ],
-                    update_conflicts=True,
-                    unique_fields=["chunk", "model"],
-                    update_fields=["embedding"],
-                )
+                _store_vectors(team_id, batch, provider.model, vectors)
             embedded += len(batch)
             if progress:
                 progress(len(batch))

@@ -8,7 +8,6 @@ TeamScopedViewSet.check_permissions), and it also names the session in `updated_
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from django.db import transaction
 from drf_spectacular.types import OpenApiTypes
@@ -28,7 +27,7 @@ from memoryhub.pagination import KeysetPagination
 from teams import sessions
 from teams.authentication import SESSION_ID
 from teams.models import AgentSession, Team
-from teams.serializers import StrictCharField, StrictInputSerializer
+from teams.serializers import StrictCharField, StrictInputSerializer, StrictIntegerField
 from teams.viewsets import TEAM_PATH_PARAMETER, TeamScopedViewSet
 
 logger = logging.getLogger(__name__)
@@ -48,15 +47,6 @@ SESSION_HEADER_PARAMETER = OpenApiParameter(
     "heartbeat (ignored unless it names a session of this team that has not ended).",
 )
 ERRORS = error_responses(*TEAM_SCOPED_ERRORS)
-
-
-class StrictIntegerField(serializers.IntegerField):
-    """A JSON integer, not a numeric string, a float or a boolean."""
-
-    def to_internal_value(self, data: Any) -> int:
-        if isinstance(data, bool) or not isinstance(data, int):
-            self.fail("invalid")
-        return super().to_internal_value(data)
 
 
 class AgentSessionBootInputSerializer(StrictInputSerializer):

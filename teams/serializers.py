@@ -34,6 +34,24 @@ class StrictBooleanField(serializers.BooleanField):
         return data
 
 
+class StrictIntegerField(serializers.IntegerField):
+    """A JSON integer, not a numeric string, a float or a boolean."""
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictFloatField(serializers.FloatField):
+    """A JSON number, not a numeric string or a boolean."""
+
+    def to_internal_value(self, data: Any) -> float:
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class StrictInputSerializer(serializers.Serializer):
     """Input serializer that rejects fields it does not know, so a typo such as
     `supersede_reson` fails loudly instead of silently dropping the reason."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from rest_framework.test import APIClient
@@ -67,3 +68,25 @@ def operator_view() -> Iterator[None]:
     """See every team's rows, for assertions about database state."""
     with dangerously_bypass_team_scope(reason="test assertion"):
         yield
+
+
+@pytest.fixture
+def save(django_capture_on_commit_callbacks: Any):  # type: ignore[no-untyped-def]
+    """Save through the API and run what the save enqueued after commit (indexing),
+    as the in-process default does in production."""
+
+    def save(agent: Agent, key: str, content: str, **extra: Any) -> dict[str, Any]:
+        with django_capture_on_commit_callbacks(execute=True):
+            response = agent.client.post(
+                agent.url("memories/"), {"key": key, "content": content, **extra}, format="json"
+            )
+        assert response.status_code == 201, response.content
+        return response.json()
+
+    return save
+
+
+def search(agent: Agent, query: str, **extra: Any) -> dict[str, Any]:
+    response = agent.client.post(agent.url("search/"), {"query": query, **extra}, format="json")
+    assert response.status_code == 200, response.content
+    return response.json()

@@ -20,21 +20,6 @@ from search.models import Chunk
 from tests.conftest import Agent, operator_view
 
 
-@pytest.fixture
-def save(django_capture_on_commit_callbacks: Any):  # type: ignore[no-untyped-def]
-    """Save through the API and run what the save enqueued after commit (indexing)."""
-
-    def save(agent: Agent, key: str, content: str, **extra: Any) -> dict[str, Any]:
-        with django_capture_on_commit_callbacks(execute=True):
-            response = agent.client.post(
-                agent.url("memories/"), {"key": key, "content": content, **extra}, format="json"
-            )
-        assert response.status_code == 201, response.content
-        return response.json()
-
-    return save
-
-
 def unsupersede(agent: Agent, key: str, body: Any = None) -> Any:
     payload = {"reason": "the old value was right"} if body is None else body
     return agent.client.post(agent.url(f"memories/{key}/unsupersede/"), payload, format="json")

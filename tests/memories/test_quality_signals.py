@@ -15,28 +15,7 @@ from memories import selectors, services
 from memories.models import Annotation, Memory
 from teams import services as team_services
 from teams.scope import team_scope
-from tests.conftest import Agent, operator_view
-
-
-@pytest.fixture
-def save(django_capture_on_commit_callbacks: Any):  # type: ignore[no-untyped-def]
-    """Save through the API and run what the save enqueued after commit (indexing)."""
-
-    def save(agent: Agent, key: str, content: str, **extra: Any) -> dict[str, Any]:
-        with django_capture_on_commit_callbacks(execute=True):
-            response = agent.client.post(
-                agent.url("memories/"), {"key": key, "content": content, **extra}, format="json"
-            )
-        assert response.status_code == 201, response.content
-        return response.json()
-
-    return save
-
-
-def search(agent: Agent, query: str, **extra: Any) -> dict[str, Any]:
-    response = agent.client.post(agent.url("search/"), {"query": query, **extra}, format="json")
-    assert response.status_code == 200, response.content
-    return response.json()
+from tests.conftest import Agent, operator_view, search
 
 
 def rate(agent: Agent, key: str, direction: Any) -> Any:

@@ -7,7 +7,6 @@ The endpoint is a real local HTTP server (tests/search/embedding_server.py)."""
 from __future__ import annotations
 
 import logging
-import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,11 +15,11 @@ from typing import Any
 import pytest
 from django.test import override_settings
 
-from search.embeddings.profiles import provider_for, reset_providers
+from search.embeddings.profiles import reset_providers
 from search.models import ChunkEmbedding, EmbeddingCache
 from search.tasks import reconcile_index_states
 from teams.scope import team_scope
-from tests.conftest import Agent
+from tests.conftest import Agent, search
 from tests.search.embedding_server import API_KEY, EmbeddingServer
 
 BREAKER_RESET_SECONDS = 0.5
@@ -43,23 +42,6 @@ CONTENT = "Never deploy to production on Fridays: nobody is around over the week
 PARAPHRASE = "Can we push new code live at the end of the working week?"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture
-def server() -> Iterator[EmbeddingServer]:
-    local = provider_for("local")
-    # Loaded before any timed request: a first request that loads the model would
-    # outlast the client's short read timeout and be retried.
-    local.embed_documents(["warm up"])  # type: ignore[union-attr]
-    embedding_server = EmbeddingServer(local, port=free_port())  # type: ignore[arg-type]
-    yield embedding_server
-    embedding_server.stop()
-
-
 @pytest.fixture
 def remote_team(
     member: Agent, server: EmbeddingServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -78,27 +60,8 @@ def remote_team(
     reset_providers()
 
 
-@pytest.fixture
-def save(django_capture_on_commit_callbacks: Any):  # type: ignore[no-untyped-def]
-    def save(agent: Agent, key: str, content: str, **extra: Any) -> dict[str, Any]:
-        with django_capture_on_commit_callbacks(execute=True):
-            response = agent.client.post(
-                agent.url("memories/"), {"key": key, "content": content, **extra}, format="json"
-            )
-        assert response.status_code == 201, response.content
-        return response.json()
-
-    return save
-
-
 def state(agent: Agent, key: str) -> str:
     return agent.client.get(agent.url(f"memories/{key}/")).json()["index_state"]
-
-
-def search(agent: Agent, query: str, **extra: Any) -> dict[str, Any]:
-    response = agent.client.post(agent.url("search/"), {"query": query, **extra}, format="json")
-    assert response.status_code == 200, response.content
-    return response.json()
 
 
 def recover(server: EmbeddingServer, django_capture_on_commit_callbacks: Any) -> None:

@@ -14,14 +14,13 @@ from django.db import connection
 from django.test import override_settings
 
 from memories.models import Memory
-from search.embeddings.profiles import provider_for, reset_providers
+from search.embeddings.profiles import reset_providers
 from search.models import Chunk, ChunkEmbedding
 from search.vector_index import index_name
 from teams.models import Team
 from teams.scope import team_scope
 from tests.conftest import Agent, operator_view
 from tests.search.embedding_server import API_KEY, EmbeddingServer
-from tests.search.test_provider_outage import free_port
 
 PROFILES = """
 profiles:
@@ -35,15 +34,6 @@ profiles:
     max_attempts: 1
     timeout: {{connect: 0.5, read: 5}}
 """
-
-
-@pytest.fixture
-def server() -> Iterator[EmbeddingServer]:
-    local = provider_for("local")
-    local.embed_documents(["warm up"])  # type: ignore[union-attr]
-    embedding_server = EmbeddingServer(local, port=free_port())  # type: ignore[arg-type]
-    yield embedding_server
-    embedding_server.stop()
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from django.utils import timezone
 from memories.models import Memory
 from search.models import Chunk, ChunkEmbedding
 from teams.scope import team_scope
-from tests.conftest import Agent, operator_view
+from tests.conftest import Agent, operator_view, search
 
 FRIDAY = "Never deploy to production on Fridays: nobody is around over the weekend to fix what breaks."
 PARAPHRASE = "Can we push new code live at the end of the working week?"
@@ -34,28 +34,6 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
         return real_connect(sock, address)
 
     monkeypatch.setattr(socket.socket, "connect", guarded)
-
-
-@pytest.fixture
-def save(django_capture_on_commit_callbacks: Any):  # type: ignore[no-untyped-def]
-    """Save through the API and run what the save enqueued after commit (indexing),
-    as the in-process default does in production."""
-
-    def save(agent: Agent, key: str, content: str, **extra: Any) -> dict[str, Any]:
-        with django_capture_on_commit_callbacks(execute=True):
-            response = agent.client.post(
-                agent.url("memories/"), {"key": key, "content": content, **extra}, format="json"
-            )
-        assert response.status_code == 201, response.content
-        return response.json()
-
-    return save
-
-
-def search(agent: Agent, query: str, **extra: Any) -> dict[str, Any]:
-    response = agent.client.post(agent.url("search/"), {"query": query, **extra}, format="json")
-    assert response.status_code == 200, response.content
-    return response.json()
 
 
 @pytest.fixture
