@@ -12,6 +12,9 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from core.api_errors import BODY_ERRORS, TEAM_SCOPED_ERRORS, error_responses
+from core.errors import InvalidInput
+from core.pagination import KeysetPagination
 from memories import selectors, services
 from memories.extraction import parse_filter_param
 from memories.models import Memory
@@ -34,11 +37,8 @@ from memories.serializers import (
     duplicate_payload,
     saved_payload,
 )
-from memoryhub.api_errors import BODY_ERRORS, TEAM_SCOPED_ERRORS, error_responses
-from memoryhub.lib.errors import InvalidInput
-from memoryhub.pagination import KeysetPagination
-from teams.authentication import acting_name
-from teams.validators import KEY_PATTERN, is_key
+from teams.authentication import agent_actor
+from teams.validators import KEY_PATTERN, check_key
 from teams.viewsets import TEAM_PATH_PARAMETER, TeamScopedViewSet
 
 KEY_PATH_PARAMETER = OpenApiParameter(
@@ -192,14 +192,14 @@ class MemoryViewSet(TeamScopedViewSet):
             metadata=data.get("metadata"),
             skill_trigger=data.get("skill_trigger", services.UNSET),
             allow_duplicate=data["allow_duplicate"],
-            updated_by=acting_name(request),
+            updated_by=agent_actor(request),
         )
         if not result.saved:
             return Response(duplicate_payload(result), status=status.HTTP_200_OK)
         return Response(saved_payload(result), status=status.HTTP_201_CREATED)
 
     def retrieve(self, request: Request, team: str, key: str) -> Response:
-        _check_key(key)
+        check_key(key)
         query = MemoryRetrieveQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         as_of = query.validated_data.get("as_of")
@@ -210,20 +210,20 @@ class MemoryViewSet(TeamScopedViewSet):
         return Response(self._detail(memory, as_of=as_of, count_access=True))
 
     def destroy(self, request: Request, team: str, key: str) -> Response:
-        _check_key(key)
-        services.delete_memory(team=self.get_team(), key=key, deleted_by=acting_name(request))
+        check_key(key)
+        services.delete_memory(team=self.get_team(), key=key, deleted_by=agent_actor(request))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @action(detail=True, methods=["get"])
     def history(self, request: Request, team: str, key: str) -> Response:
-        _check_key(key)
+        check_key(key)
         events = selectors.memory_history(team=self.get_team(), key=key)
         context = {"successors": selectors.history_successors(events, team_id=self.get_team().id)}
         return Response(MemoryHistoryOutputSerializer({"key": key, "history": events}, context=context).data)
 
     @action(detail=True, methods=["get"], url_path=r"versions/(?P<version_id>[^/]+)")
     def version(self, request: Request, team: str, key: str, version_id: str) -> Response:
-        _check_key(key)
+        check_key(key)
         try:
             parsed_id = uuid.UUID(version_id)
         except ValueError:
@@ -233,27 +233,27 @@ class MemoryViewSet(TeamScopedViewSet):
 
     @action(detail=True, methods=["post"])
     def unsupersede(self, request: Request, team: str, key: str) -> Response:
-        _check_key(key)
+        check_key(key)
         payload = UnsupersedeInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         memory = services.unsupersede_memory(
             team=self.get_team(),
             key=key,
             reason=payload.validated_data["reason"],
-            updated_by=acting_name(request),
+            updated_by=agent_actor(request),
         )
         return Response(self._detail(memory), status=status.HTTP_201_CREATED)
 
     @action(detail=True, methods=["post"])
     def rate(self, request: Request, team: str, key: str) -> Response:
-        _check_key(key)
+        check_key(key)
         payload = RateInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         memory = services.rate_memory(
             team=self.get_team(),
             key=key,
             direction=payload.validated_data["direction"],
-            rated_by=acting_name(request),
+            rated_by=agent_actor(request),
         )
         return Response(MemoryOutputSerializer(memory).data)
 
@@ -275,7 +275,7 @@ class MemoryViewSet(TeamScopedViewSet):
     )
     @action(detail=True, methods=["get", "post"], pagination_class=AnnotationPagination)
     def annotations(self, request: Request, team: str, key: str) -> Response:
-        _check_key(key)
+        check_key(key)
         if request.method == "GET":
             notes = selectors.list_annotations(team=self.get_team(), key=key)
             paginator = AnnotationPagination()
@@ -287,7 +287,7 @@ class MemoryViewSet(TeamScopedViewSet):
             team=self.get_team(),
             key=key,
             note=payload.validated_data["note"],
-            created_by=acting_name(request),
+            created_by=agent_actor(request),
         )
         annotation = result.annotation
         annotation.redactions = result.redactions  # type: ignore[attr-defined]
@@ -312,8 +312,3 @@ class MemoryViewSet(TeamScopedViewSet):
             "annotations": selectors.annotations_for(team.id, [memory.id], as_of=as_of),
         }
         return MemoryDetailOutputSerializer(memory, context=context).data
-
-
-def _check_key(key: str) -> None:
-    if not is_key(key):
-        raise InvalidInput("malformed key", field="key")

@@ -9,6 +9,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from core.api_errors import BODY_ERRORS, TEAM_SCOPED_ERRORS, error_responses
 from memories import learnings
 from memories.models import Memory
 from memories.serializers import (
@@ -17,8 +18,7 @@ from memories.serializers import (
     MemorySavedOutputSerializer,
     saved_payload,
 )
-from memoryhub.api_errors import BODY_ERRORS, TEAM_SCOPED_ERRORS, error_responses
-from teams.authentication import acting_name
+from teams.authentication import agent_actor
 from teams.serializers import StrictBooleanField, StrictCharField, StrictInputSerializer
 from teams.viewsets import TEAM_PATH_PARAMETER, TeamScopedViewSet
 
@@ -99,7 +99,7 @@ class LearningViewSet(TeamScopedViewSet):
             domains=data["domains"],
             verified=data["verified"],
             type_name=data["type"],
-            updated_by=acting_name(request),
+            updated_by=agent_actor(request),
         )
         body = dict(saved_payload(result.saved))
         body["outcome"] = result.outcome

@@ -6,10 +6,10 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from core.api_errors import TEAM_SCOPED_ERRORS, error_responses
+from core.errors import InvalidInput
 from memories import selectors, services, skills
 from memories.serializers import MemoryDetailOutputSerializer
-from memoryhub.api_errors import TEAM_SCOPED_ERRORS, error_responses
-from memoryhub.lib.errors import InvalidInput
 from teams.viewsets import TEAM_PATH_PARAMETER, TeamScopedViewSet
 
 SKILL_NAME_PATH_PARAMETER = OpenApiParameter(

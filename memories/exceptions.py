@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from memoryhub.lib.errors import Conflict, InvalidInput, NotFound
+from core.errors import Conflict, InvalidInput, NotFound
 
 
 class MemoryNotFound(NotFound):

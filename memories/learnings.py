@@ -30,11 +30,11 @@ from typing import Any, Literal
 
 from django.db import models, transaction
 
+from core.errors import InvalidInput
 from memories.exceptions import MemoryExists
 from memories.models import Memory
 from memories.services import SOFT_SUPERSEDE_REASON, SaveResult, lock_key, save_memory
 from memories.types import MemoryType
-from memoryhub.lib.errors import InvalidInput
 from teams.models import Team
 from teams.scrubber import scrub
 from teams.selectors import team_secret_values

@@ -8,6 +8,7 @@ from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from core.api_errors import ErrorSerializer
 from memories.models import MAX_CONTENT_BYTES, MAX_NOTE_LENGTH, Annotation, Memory, SupersedeKind
 from memories.services import MAX_REASON_LENGTH, SaveResult
 from memories.skills import (
@@ -18,7 +19,6 @@ from memories.skills import (
     SKILL_NAME_PATTERN,
 )
 from memories.types import ACCEPTED_TYPE_NAMES, MemoryType, resolve_type
-from memoryhub.api_errors import ErrorSerializer
 from teams.serializers import StrictBooleanField, StrictCharField, StrictInputSerializer, StrictRegexField
 from teams.validators import KEY_PATTERN
 

@@ -23,7 +23,8 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from memories.dedup import DuplicateMatch, find_duplicate
+from core.errors import InvalidInput
+from memories import hooks
 from memories.exceptions import (
     ContentTooLarge,
     MemoryExists,
@@ -33,6 +34,7 @@ from memories.exceptions import (
     UnknownMemoryType,
 )
 from memories.extraction import with_extracted_metadata
+from memories.hooks import DuplicateMatch
 from memories.models import MAX_CONTENT_BYTES, MAX_NOTE_LENGTH, Annotation, Memory, SupersedeKind
 from memories.skills import active_skill_holder, normalise_skill_trigger
 from memories.types import (
@@ -43,12 +45,10 @@ from memories.types import (
     resolve_type,
     suggest_type,
 )
-from memoryhub.lib.errors import InvalidInput
-from search.tasks import index_after_commit
 from teams.models import Team
 from teams.scrubber import ScrubResult, scrub
 from teams.selectors import team_secret_values
-from teams.validators import is_key
+from teams.validators import check_key
 
 logger = logging.getLogger(__name__)
 
@@ -118,7 +118,7 @@ def save_memory(
             f"unknown type '{type_name}'; use one of: {', '.join(ACCEPTED_TYPE_NAMES)}",
             field="type",
         )
-    _check_key(key)
+    check_key(key)
     if not content.strip():
         raise InvalidInput("content must not be empty", field="content")
     if len(content.encode()) > MAX_CONTENT_BYTES:
@@ -139,7 +139,7 @@ def save_memory(
 
     duplicate = None
     if not reason and not allow_duplicate and not _has_active_entry(team, key):
-        duplicate = find_duplicate(team=team, text=scrubbed.text)
+        duplicate = hooks.find_duplicate.first(team=team, text=scrubbed.text)
         if duplicate is not None and len(scrubbed.text) <= len(duplicate.memory.content):
             logger.info(
                 "memory %s of team %s not saved: '%s' holds it (%s, %.3f)",
@@ -207,7 +207,7 @@ def save_memory(
             updated_by=updated_by,
             content_hash=Memory.hash_content(scrubbed.text),
         )
-        index_after_commit(team.id, memory.id)
+        hooks.memory_written.call(team_id=team.id, memory_id=memory.id)
     if scrubbed.redactions:
         logger.warning("redacted %s from memory %s of team %s", dict(scrubbed.redactions), key, team.slug)
     return SaveResult(
@@ -270,7 +270,7 @@ def _check_skill_name(team: Team, name: str, *, replacing: Memory | None) -> Non
 
 def delete_memory(*, team: Team, key: str, deleted_by: str) -> Memory:
     """Soft-delete the active entry: inactive, with deleted_at, kept for history."""
-    _check_key(key)
+    check_key(key)
     with transaction.atomic():
         lock_key(team.id, key)
         current = (
@@ -307,7 +307,7 @@ def unsupersede_memory(*, team: Team, key: str, reason: str, updated_by: str) ->
     when the active entry replaced nothing, MemoryExists (409) when the other key of a
     duplicate has an active entry again, and SkillNameTaken (409) when another active
     entry carries the restored version's skill name."""
-    _check_key(key)
+    check_key(key)
     reason = (reason or "").strip()
     if not reason:
         raise InvalidInput("a reason is required", field="reason")
@@ -376,7 +376,7 @@ def unsupersede_memory(*, team: Team, key: str, reason: str, updated_by: str) ->
             upvotes=previous.upvotes,
             downvotes=previous.downvotes,
         )
-        index_after_commit(team.id, memory.id)
+        hooks.memory_written.call(team_id=team.id, memory_id=memory.id)
     logger.info(
         "memory %s of team %s restored to version %s of %s by %s",
         key,
@@ -421,7 +421,7 @@ def rate_memory(*, team: Team, key: str, direction: Direction, rated_by: str) ->
     """One vote up or down on the active entry of a key. Votes belong to the version:
     a supersede starts the new version at zero; an unsupersede carries the restored
     version's votes (see unsupersede_memory)."""
-    _check_key(key)
+    check_key(key)
     if direction not in ("up", "down"):
         raise InvalidInput("direction is 'up' or 'down'", field="direction")
     column = "upvotes" if direction == "up" else "downvotes"
@@ -447,7 +447,7 @@ class AnnotateResult:
 
 def annotate_memory(*, team: Team, key: str, note: str, created_by: str) -> AnnotateResult:
     """Attach a note to the active entry of a key, scrubbed of credentials like content."""
-    _check_key(key)
+    check_key(key)
     note = (note or "").strip()
     if not note:
         raise InvalidInput("note must not be empty", field="note")
@@ -466,14 +466,6 @@ def annotate_memory(*, team: Team, key: str, note: str, created_by: str) -> Anno
     if scrubbed.redactions:
         logger.warning("redacted %s from a note on %s of team %s", dict(scrubbed.redactions), key, team.slug)
     return AnnotateResult(annotation=annotation, redactions=scrubbed.as_list())
-
-
-def _check_key(key: str) -> None:
-    if not is_key(key):
-        raise InvalidInput(
-            "a key is 1-200 characters: letters, digits and . _ : @ -, starting with a letter or digit",
-            field="key",
-        )
 
 
 def lock_key(team_id: int, key: str) -> None:
@@ -508,3 +500,13 @@ def _scrub_json(value: Any, secrets: list[str]) -> tuple[Any, ScrubResult]:
         return node
 
     return walk(value), total
+
+
+def delete_team_memories(*, team: Team) -> dict[str, int]:
+    """Every memory version and note of a team (the receiver of teams.hooks.team_shutdown;
+    the caller is inside the team's scope). supersedes is PROTECT, since history must not
+    silently lose links, so the chain is unlinked first, then deleted in one statement."""
+    annotations = Annotation.objects.filter(team=team).delete()[0]
+    rows = Memory.objects.filter(team=team)
+    rows.update(supersedes=None)
+    return {"annotations": annotations, "memories": rows.delete()[0]}

@@ -6,7 +6,7 @@ A memory may carry a `skill_trigger` {name, keywords, projects, always_on}:
 - search puts the active skills whose keywords occur in the query above its other
   results (`triggered_skills`);
 - injection adds the active always_on skills in a section of their own (the SQL of
-  memories.injection applies the same project rule as `fires_in_project`).
+  agents.injection applies the same project rule as `fires_in_project`).
 
 Only active entries fire: a superseded or deleted skill never does, and gives up its
 name (a partial unique index keeps one active skill per (team, name)).
@@ -26,10 +26,10 @@ from typing import Any
 from django.db.models import BooleanField
 from django.db.models.expressions import RawSQL
 
+from core.errors import InvalidInput
 from memories.exceptions import MemoryNotFound
 from memories.extraction import metadata_filter_q
 from memories.models import Memory, MemoryQuerySet
-from memoryhub.lib.errors import InvalidInput
 from teams.models import Team
 
 SKILL_NAME_PATTERN = r"^[a-z0-9][a-z0-9-]{0,62}$"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import environ
 
-from memoryhub.lib.settings_env import read_secret
+from core.settings_env import read_secret
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -39,10 +39,13 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
+    # MemoryHub's apps, lowest floor first (docs/architecture.md): each imports only
+    # the ones above it in this list, and hooks run in this order.
     "teams",
     "memories",
     "search",
-    "memoryhub.dashboard",
+    "agents",
+    "dashboard",
 ]
 
 MIDDLEWARE = [
@@ -106,8 +109,6 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-# The dashboard's stylesheet and the vendored htmx; served with the app, never a CDN.
-STATICFILES_DIRS = [BASE_DIR / "memoryhub" / "static"]
 STATIC_ROOT = DATA_DIR / "static"
 STATIC_ROOT.mkdir(exist_ok=True)  # filled by collectstatic in images; empty locally
 # Serve static files (the admin, the vendored Swagger UI) straight from the apps,
@@ -121,10 +122,10 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BODY_BYTES
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["teams.authentication.AgentTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PARSER_CLASSES": ["memoryhub.api_errors.StrictJSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["core.api_errors.StrictJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["teams.renderers.ScrubbingJSONRenderer"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "memoryhub.api_errors.exception_handler",
+    "EXCEPTION_HANDLER": "core.api_errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
 }
 

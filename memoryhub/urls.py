@@ -4,13 +4,13 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import SimpleRouter
 
+from agents.api_injection import InjectionViewSet
+from agents.api_sessions import AgentSessionViewSet
 from memories.api import MemoryViewSet
-from memories.api_injection import InjectionViewSet
 from memories.api_learnings import LearningViewSet
 from memories.api_skills import SkillViewSet
 from search.api import SearchViewSet
 from teams.api import VaultViewSet
-from teams.api_sessions import AgentSessionViewSet
 
 router = SimpleRouter()
 router.register("memories", MemoryViewSet, basename="memory")
@@ -34,10 +34,10 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     # The web dashboard (sign-in, team picker, /teams/<slug>/...); last, so it never
     # shadows the API, the docs or the admin.
-    path("", include("memoryhub.dashboard.urls")),
+    path("", include("dashboard.urls")),
 ]
 
-handler400 = "memoryhub.api_errors.json_400"
-handler403 = "memoryhub.api_errors.json_403"
-handler404 = "memoryhub.api_errors.json_404"
-handler500 = "memoryhub.api_errors.json_500"
+handler400 = "core.api_errors.json_400"
+handler403 = "core.api_errors.json_403"
+handler404 = "core.api_errors.json_404"
+handler500 = "core.api_errors.json_500"

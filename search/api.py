@@ -9,10 +9,10 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from core.api_errors import BODY_ERRORS, TEAM_SCOPED_ERRORS, error_responses
 from memories import services as memory_services
 from memories.serializers import AnnotationOutputSerializer, SupersededBySerializer
 from memories.types import ACCEPTED_TYPE_NAMES, resolve_type
-from memoryhub.api_errors import BODY_ERRORS, TEAM_SCOPED_ERRORS, error_responses
 from search import selectors
 from search.selectors import MAX_QUERY_CHARS, MAX_RESULTS
 from teams.serializers import (

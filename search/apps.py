@@ -4,3 +4,12 @@ from django.apps import AppConfig
 class SearchConfig(AppConfig):
     name = "search"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from memories import hooks as memory_hooks
+        from search import dedup, services, tasks
+        from teams import hooks as team_hooks
+
+        memory_hooks.memory_written.register(tasks.index_after_commit)
+        memory_hooks.find_duplicate.register(dedup.find_duplicate)
+        team_hooks.team_shutdown.register(services.delete_team_index)

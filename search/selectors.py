@@ -46,12 +46,12 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from core.errors import InvalidInput
 from memories.extraction import metadata_filter_document
 from memories.models import Annotation, Memory
 from memories.selectors import annotations_for, successors_of
 from memories.skills import DEFAULT_SKILLS_PER_SEARCH, triggered_skills
 from memories.types import MemoryType
-from memoryhub.lib.errors import InvalidInput
 from search.embeddings.base import EmbeddingProvider, EmbeddingUnavailable
 from search.models import SEARCH_CONFIG, Chunk
 from search.services import team_provider

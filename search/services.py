@@ -12,20 +12,28 @@ import logging
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Literal
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 
+from core.errors import InvalidInput
 from memories.models import IndexState, Memory
+from search import tasks
 from search.chunking import TextChunk, chunk_text
 from search.embeddings.base import EmbeddingProvider, EmbeddingUnavailable
 from search.embeddings.profiles import provider_for
 from search.models import Chunk, ChunkEmbedding, EmbeddingCache
 from search.vector_index import ensure_index
-from teams.models import Team
+from teams.models import AuditEvent, Team
 from teams.scope import dangerously_bypass_team_scope, team_scope
+from teams.services import record_event
 
 logger = logging.getLogger(__name__)
+
+# Re-trying entries stuck in pending/failed: at most this many per request; the periodic
+# reconcile job goes on with the rest.
+MAX_RETRY_BATCH = 500
 
 
 class IndexOutcome:
@@ -240,3 +248,40 @@ def pending_memories(*, older_than_seconds: int, limit: int) -> list[tuple[int, 
             [older_than_seconds, limit],
         )
         return [(team_id, memory_id) for team_id, memory_id in cursor.fetchall()]
+
+
+def request_reindex(*, team: Team, actor: str, scope: Literal["stuck", "all"]) -> int:
+    """Enqueue indexing after commit; returns how many memories it concerns.
+
+    "stuck": the entries left pending or failed (one index task each, at most
+    MAX_RETRY_BATCH); "all": search.tasks.reindex_team, which re-chunks and re-embeds
+    every entry of the team with its embedding profile."""
+    with transaction.atomic():
+        live = Memory.objects.for_team(team.id).filter(deleted_at__isnull=True)
+        if scope == "all":
+            count = live.count()
+            tasks.reindex_after_commit(team_id=team.id)
+        elif scope == "stuck":
+            ids = list(
+                live.filter(index_state__in=[IndexState.PENDING, IndexState.FAILED])
+                .order_by("updated_at")
+                .values_list("id", flat=True)[:MAX_RETRY_BATCH]
+            )
+            for memory_id in ids:
+                tasks.index_after_commit(team_id=team.id, memory_id=memory_id)
+            count = len(ids)
+        else:
+            raise InvalidInput("scope is 'stuck' or 'all'", field="scope")
+        record_event(
+            team=team, actor=actor, action=AuditEvent.Action.TEAM_REINDEX, target=f"{scope}: {count}"
+        )
+    return count
+
+
+def delete_team_index(*, team: Team) -> dict[str, int]:
+    """Every chunk and vector of a team (the receiver of teams.hooks.team_shutdown; the
+    caller is inside the team's scope). The shared EmbeddingCache holds no team data."""
+    return {
+        "chunk_embeddings": ChunkEmbedding.objects.filter(team=team).delete()[0],
+        "chunks": Chunk.objects.filter(team=team).delete()[0],
+    }

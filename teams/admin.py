@@ -18,9 +18,9 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
-from memoryhub.lib.errors import NotFound
+from core.errors import NotFound
 from teams import services
-from teams.models import AgentToken, Membership, Team, VaultEntry
+from teams.models import AgentToken, AuditEvent, Membership, Team, VaultEntry
 
 admin.site.site_header = "MemoryHub operations"
 admin.site.site_title = "MemoryHub admin"
@@ -47,7 +47,7 @@ class TeamAdmin(admin.ModelAdmin):
     search_fields = ["slug", "name"]
     ordering = ["slug"]
     inlines = [MembershipInline]
-    actions = ["reindex_teams", "shutdown_teams"]
+    actions = ["shutdown_teams"]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Team | None = None) -> list[str]:
         # A slug is part of every API URL its agents call; renaming it would break them.
@@ -84,38 +84,14 @@ class TeamAdmin(admin.ModelAdmin):
 
     # --- actions: each asks for confirmation on an intermediate page first -------------
 
-    def has_reindex_permission(self, request: HttpRequest) -> bool:
-        return request.user.has_perm("teams.change_team")
-
     def has_shutdown_permission(self, request: HttpRequest) -> bool:
         # Deleting a team's rows is what `delete` would mean, had the admin allowed it.
         return request.user.has_perm("teams.delete_team")
 
-    @admin.action(description="Re-index selected teams", permissions=["reindex"])
-    def reindex_teams(self, request: HttpRequest, queryset: QuerySet[Team]) -> TemplateResponse | None:
-        if request.POST.get("post") != "yes":
-            return self._confirm(
-                request,
-                queryset,
-                action="reindex_teams",
-                title="Re-index teams",
-                question="Re-chunk and re-embed every memory of these teams with their embedding profile?",
-                button="Yes, re-index",
-            )
-        from memoryhub.dashboard.services import request_reindex
-
-        actor = f"admin:{request.user.get_username()}"
-        for team in queryset:
-            count = request_reindex(team=team, actor=actor, scope="all")
-            self.message_user(
-                request, f"Re-index of {team.slug} queued ({count} memories).", messages.SUCCESS
-            )
-        return None
-
     @admin.action(description="Shut down selected teams (delete everything)", permissions=["shutdown"])
     def shutdown_teams(self, request: HttpRequest, queryset: QuerySet[Team]) -> TemplateResponse | None:
         if request.POST.get("post") != "yes":
-            return self._confirm(
+            return self.confirm_action(
                 request,
                 queryset,
                 action="shutdown_teams",
@@ -125,11 +101,9 @@ class TeamAdmin(admin.ModelAdmin):
                 button="Yes, shut them down",
                 danger=True,
             )
-        from memoryhub.dashboard.services import shut_down_team
-
         actor = f"admin:{request.user.get_username()}"
         for team in list(queryset):
-            counts = shut_down_team(team=team, actor=actor)
+            counts = services.shutdown_team(team=team, actor=actor)
             self.message_user(
                 request,
                 f"Team {team.slug} shut down ({counts['memories']} memories deleted).",
@@ -137,7 +111,7 @@ class TeamAdmin(admin.ModelAdmin):
             )
         return None
 
-    def _confirm(
+    def confirm_action(
         self,
         request: HttpRequest,
         queryset: QuerySet[Team],
@@ -223,7 +197,9 @@ class AgentTokenAdmin(admin.ModelAdmin):
         revoked = 0
         for token in queryset.filter(revoked_at__isnull=True).select_related("team"):
             try:
-                services.revoke_token(team=token.team, name=token.name)
+                services.revoke_token(
+                    team=token.team, name=token.name, actor=f"admin:{request.user.get_username()}"
+                )
             except NotFound:
                 continue  # revoked by someone else since the page loaded
             revoked += 1
@@ -270,6 +246,26 @@ class VaultEntryAdmin(admin.ModelAdmin):
     def _delete(self, request: HttpRequest, entry: VaultEntry) -> None:
         # Through the service, so the deletion is logged with the operator's name.
         with contextlib.suppress(NotFound):  # already gone
-            services.delete_vault_entry(
-                team=entry.team, key=entry.key, deleted_by=request.user.get_username()
-            )
+            services.delete_vault_entry(team=entry.team, key=entry.key, actor=f"admin:{request.user.get_username()}")
+
+
+# The audit trail is read-only for operators too.
+@admin.register(AuditEvent)
+class AuditEventAdmin(admin.ModelAdmin):
+    list_display = ["created_at", "team", "actor", "action", "target"]
+    list_filter = ["team", "action"]
+    list_select_related = ["team"]
+    search_fields = ["actor", "target", "team__slug"]
+    ordering = ["-created_at"]
+    show_full_result_count = False
+    fields = list_display
+    readonly_fields = list_display
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: AuditEvent | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: AuditEvent | None = None) -> bool:
+        return False

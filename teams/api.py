@@ -4,21 +4,19 @@ from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import status
-from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from memoryhub.api_errors import BODY_ERRORS, TEAM_SCOPED_ERRORS, error_responses
-from memoryhub.lib.errors import InvalidInput
-from memoryhub.pagination import KeysetPagination
+from core.api_errors import BODY_ERRORS, TEAM_SCOPED_ERRORS, error_responses
+from core.pagination import KeysetPagination
 from teams import selectors, services
-from teams.authentication import acting_name
+from teams.authentication import agent_actor
 from teams.serializers import (
     VaultEntryInputSerializer,
     VaultEntryOutputSerializer,
     VaultEntryRevealSerializer,
 )
-from teams.validators import KEY_PATTERN, is_key
+from teams.validators import KEY_PATTERN
 from teams.viewsets import TEAM_PATH_PARAMETER, TeamScopedViewSet
 
 KEY_PATH_PARAMETER = OpenApiParameter(
@@ -73,16 +71,16 @@ class VaultViewSet(TeamScopedViewSet):
         return paginator.get_paginated_response(VaultEntryOutputSerializer(page, many=True).data)
 
     def retrieve(self, request: Request, team: str, key: str) -> Response:
-        _check_key(key)
-        entry = selectors.get_vault_entry(team=self.get_team(), key=key)
-        if entry.is_secret and not request.auth.grants("admin"):
-            raise PermissionDenied("revealing a secret needs a token with the 'admin' scope")
+        entry, revealed = services.reveal_vault_entry(
+            team=self.get_team(),
+            key=key,
+            actor=agent_actor(request),
+            may_reveal_secrets=request.auth.grants("admin"),
+        )
         self.reveals_secret = True
-        revealed = selectors.reveal_vault_value(entry)
         return Response(VaultEntryRevealSerializer(entry, context={"revealed_value": revealed}).data)
 
     def update(self, request: Request, team: str, key: str) -> Response:
-        _check_key(key)
         payload = VaultEntryInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         entry, created = services.set_vault_entry(
@@ -90,7 +88,7 @@ class VaultViewSet(TeamScopedViewSet):
             key=key,
             value=payload.validated_data["value"],
             is_secret=payload.validated_data["is_secret"],
-            updated_by=acting_name(request),
+            actor=agent_actor(request),
         )
         return Response(
             VaultEntryOutputSerializer(entry).data,
@@ -98,11 +96,5 @@ class VaultViewSet(TeamScopedViewSet):
         )
 
     def destroy(self, request: Request, team: str, key: str) -> Response:
-        _check_key(key)
-        services.delete_vault_entry(team=self.get_team(), key=key, deleted_by=acting_name(request))
+        services.delete_vault_entry(team=self.get_team(), key=key, actor=agent_actor(request))
         return Response(status=status.HTTP_204_NO_CONTENT)
-
-
-def _check_key(key: str) -> None:
-    if not is_key(key):
-        raise InvalidInput("malformed key", field="key")

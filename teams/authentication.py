@@ -13,7 +13,7 @@ from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.request import Request
 
-from memoryhub.lib.errors import InvalidInput
+from core.errors import InvalidInput
 from teams.models import AgentToken
 from teams.scope import token_lookup_scope
 
@@ -73,7 +73,7 @@ def _find_live_token(raw: str) -> AgentToken:
 SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,63}$")
 
 
-def acting_name(request: Any) -> str:
+def agent_actor(request: Any) -> str:
     """Who a change is attributed to: the token's name, plus the agent session if the
     client sent X-MemoryHub-Session."""
     name = request.user.name

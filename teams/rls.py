@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import migrations
 
 CURRENT_TEAM_FUNCTION = """
@@ -23,21 +25,59 @@ def create_scope_functions() -> migrations.RunSQL:
     )
 
 
-def enable_team_isolation(table: str, *, extra_condition: str = "") -> migrations.RunSQL:
+TEAM_CONDITION = "team_id = memoryhub_current_team() OR memoryhub_bypass()"
+# The team picker lists the signed-in person's memberships across teams: the membership
+# policy also lets through the rows of the user named by the transaction-local
+# `memoryhub.user_id` (teams.scope.own_memberships_scope), that person's own rows and
+# nothing of anyone else. Writes still need the team's scope (WITH CHECK is unchanged).
+OWN_MEMBERSHIPS_CONDITION = "user_id = NULLIF(current_setting('memoryhub.user_id', true), '')::bigint"
+
+
+def team_isolation_sql(table: str, *, extra_condition: str = "") -> tuple[str, str]:
     """ENABLE + FORCE row-level security (FORCE so that the owning role, which the
-    service may connect as, is bound too) with one policy for every command."""
-    condition = "team_id = memoryhub_current_team() OR memoryhub_bypass()"
+    service may connect as, is bound too) with one policy for every command; returns
+    the SQL and its reverse."""
+    condition = TEAM_CONDITION
     if extra_condition:
         condition = f"{condition} OR ({extra_condition})"
-    return migrations.RunSQL(
-        f"""
+    forward = f"""
         ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;
         ALTER TABLE {table} FORCE ROW LEVEL SECURITY;
         CREATE POLICY team_isolation ON {table} USING ({condition}) WITH CHECK ({condition});
-        """,
-        reverse_sql=f"""
+        """
+    reverse = f"""
         DROP POLICY IF EXISTS team_isolation ON {table};
         ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY;
         ALTER TABLE {table} DISABLE ROW LEVEL SECURITY;
-        """,
-    )
+        """
+    return forward, reverse
+
+
+def enable_team_isolation(table: str, *, extra_condition: str = "") -> migrations.RunSQL:
+    forward, reverse = team_isolation_sql(table, extra_condition=extra_condition)
+    return migrations.RunSQL(forward, reverse_sql=reverse)
+
+
+def adopt_team_table(old_table: str, *, app_label: str, model_name: str) -> migrations.RunPython:
+    """Move a team-scoped model's table to the app that now owns the model, keeping its
+    rows, indexes and row-level security: rename `old_table` when it exists (a database
+    from before the move), else create the table with its policy (a fresh database where
+    the old app never made it). The migration declares the model in its state first
+    (SeparateDatabaseAndState); the old app drops it from its state only."""
+
+    def forwards(apps: Any, schema_editor: Any) -> None:
+        model = apps.get_model(app_label, model_name)
+        with schema_editor.connection.cursor() as cursor:
+            cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [old_table])
+            exists = cursor.fetchone()[0]
+        if exists:
+            schema_editor.alter_db_table(model, old_table, model._meta.db_table)
+        else:
+            schema_editor.create_model(model)
+            schema_editor.execute(team_isolation_sql(model._meta.db_table)[0])
+
+    def backwards(apps: Any, schema_editor: Any) -> None:
+        model = apps.get_model(app_label, model_name)
+        schema_editor.alter_db_table(model, model._meta.db_table, old_table)
+
+    return migrations.RunPython(forwards, backwards)

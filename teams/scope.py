@@ -5,13 +5,16 @@ Every team-scoped table carries a policy that lets a row through only when
 or when an operator path has entered the audited bypass scope. Because the settings
 are transaction-local they vanish at COMMIT or ROLLBACK and can never leak into the
 next request on a reused or pooled connection.
+
+Every scope below is one use of `_local_setting`, the one primitive that sets such a
+setting for a block and restores what it was, so scopes nest.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 
 from django.db import connection, transaction
 
@@ -20,6 +23,7 @@ logger = logging.getLogger("memoryhub.audit")
 TEAM_SETTING = "memoryhub.team_id"
 BYPASS_SETTING = "memoryhub.bypass"
 TOKEN_HASH_SETTING = "memoryhub.token_hash"  # noqa: S105 (a setting name)
+USER_SETTING = "memoryhub.user_id"
 
 
 def _set_local(name: str, value: str) -> str:
@@ -30,9 +34,30 @@ def _set_local(name: str, value: str) -> str:
     return previous or ""
 
 
-def _require_transaction() -> None:
-    if not connection.in_atomic_block:
+def _restore(name: str, previous: str) -> None:
+    # After an error the transaction is going to roll back, which clears it anyway.
+    if connection.in_atomic_block and connection.is_usable() and not connection.needs_rollback:
+        _set_local(name, previous)
+
+
+@contextmanager
+def _local_setting(name: str, value: str, *, own_transaction: bool) -> Iterator[None]:
+    """Hold `name = value` for the block. With `own_transaction`, the block runs in its
+    own atomic block (a savepoint inside an outer one); otherwise the caller must
+    already be inside a transaction, or the setting would end with the statement."""
+    if not own_transaction and not connection.in_atomic_block:
         raise RuntimeError("team scope must be set inside transaction.atomic()")
+    with transaction.atomic() if own_transaction else _already_atomic():
+        previous = _set_local(name, value)
+        try:
+            yield
+        finally:
+            _restore(name, previous)
+
+
+@contextmanager
+def _already_atomic() -> Iterator[None]:
+    yield
 
 
 def set_request_team(team_id: int) -> str:
@@ -40,27 +65,20 @@ def set_request_team(team_id: int) -> str:
     the caller restores with `reset_request_team` when the request ends.
 
     Used by the API once per request, inside the request's transaction."""
-    _require_transaction()
+    if not connection.in_atomic_block:
+        raise RuntimeError("team scope must be set inside transaction.atomic()")
     return _set_local(TEAM_SETTING, str(int(team_id)))
 
 
 def reset_request_team(previous: str) -> None:
-    if connection.in_atomic_block and connection.is_usable() and not connection.needs_rollback:
-        _set_local(TEAM_SETTING, previous)
+    _restore(TEAM_SETTING, previous)
 
 
-@contextmanager
-def team_scope(team_id: int) -> Iterator[None]:
+def team_scope(team_id: int) -> AbstractContextManager[None]:
     """Run a block in a transaction that sees only `team_id`'s rows.
 
-    For tasks and commands; restores the previous scope on exit so scopes nest."""
-    with transaction.atomic():
-        previous = _set_local(TEAM_SETTING, str(int(team_id)))
-        try:
-            yield
-        finally:
-            if connection.is_usable() and not connection.needs_rollback:
-                _set_local(TEAM_SETTING, previous)
+    For tasks, commands and dashboard pages; restores the previous scope on exit."""
+    return _local_setting(TEAM_SETTING, str(int(team_id)), own_transaction=True)
 
 
 @contextmanager
@@ -68,23 +86,17 @@ def dangerously_bypass_team_scope(*, reason: str, actor: str = "system") -> Iter
     """See every team's rows. Only operator paths (admin, maintenance commands, beat
     jobs) may enter; request code never does. Every entry is logged for audit."""
     logger.info("team scope bypass entered by %s: %s", actor, reason)
-    with transaction.atomic():
-        previous = _set_local(BYPASS_SETTING, "on")
-        try:
-            yield
-        finally:
-            if connection.is_usable() and not connection.needs_rollback:
-                _set_local(BYPASS_SETTING, previous)
+    with _local_setting(BYPASS_SETTING, "on", own_transaction=True):
+        yield
 
 
-@contextmanager
-def token_lookup_scope(token_hash: str) -> Iterator[None]:
+def token_lookup_scope(token_hash: str) -> AbstractContextManager[None]:
     """Let the authentication step see exactly one token row: the one whose hash the
     caller can prove it holds. Nothing else of any team becomes visible."""
-    _require_transaction()
-    previous = _set_local(TOKEN_HASH_SETTING, token_hash)
-    try:
-        yield
-    finally:
-        if connection.is_usable() and not connection.needs_rollback:
-            _set_local(TOKEN_HASH_SETTING, previous)
+    return _local_setting(TOKEN_HASH_SETTING, token_hash, own_transaction=False)
+
+
+def own_memberships_scope(user_id: int) -> AbstractContextManager[None]:
+    """Let this transaction see the membership rows of one person (and nothing else of
+    any team): the dashboard's team picker. See teams.rls.MEMBERSHIP_POLICY."""
+    return _local_setting(USER_SETTING, str(int(user_id)), own_transaction=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
-from memoryhub.lib.errors import NotFound
+from core.errors import NotFound
 from teams import vault_crypto
 from teams.models import AgentToken, Team, VaultEntry
 

@@ -1,4 +1,8 @@
-"""Writes to teams, tokens and the vault. Each runs in one transaction."""
+"""Writes to teams, tokens, memberships and the vault, and the audit trail they leave.
+
+Each runs in one transaction. Sensitive changes (vault, tokens, members, re-index,
+revealing a secret) are recorded by `record_event`, whichever surface made them (API,
+dashboard, management commands); the caller passes who acted as `actor`."""
 
 from __future__ import annotations
 
@@ -6,18 +10,30 @@ import logging
 import secrets
 from dataclasses import dataclass
 
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from memoryhub.lib.errors import Conflict, InvalidInput, NotFound
-from teams import vault_crypto
-from teams.models import AgentSession, AgentToken, Team, VaultEntry
+from core.errors import Conflict, DomainError, InvalidInput, NotFound
+from teams import hooks, vault_crypto
+from teams.models import AgentToken, AuditEvent, Membership, Team, VaultEntry
 from teams.scope import team_scope
-from teams.validators import is_key, is_team_slug
+from teams.selectors import get_vault_entry, reveal_vault_value
+from teams.validators import check_key, is_team_slug
 
 logger = logging.getLogger(__name__)
+audit_logger = logging.getLogger("memoryhub.audit")
+
+Role = Membership.Role
 
 TOKEN_PREFIX = "mh_"  # noqa: S105 (a public prefix, not a secret)
+
+
+class NotAllowed(DomainError):
+    """The actor's role or scope does not allow this change."""
+
+    code = "forbidden"
+    status = 403
 
 
 @dataclass(frozen=True)
@@ -46,7 +62,15 @@ def parse_scopes(text: str) -> list[str]:
     return scopes
 
 
-def create_token(*, team: Team, name: str, scopes: list[str]) -> IssuedToken:
+def record_event(*, team: Team, actor: str, action: str, target: str = "") -> AuditEvent:
+    """One line of the team's audit trail (also sent to the `memoryhub.audit` logger).
+    The caller is inside the team's scope."""
+    event = AuditEvent.objects.create(team=team, actor=actor, action=action, target=target[:300])
+    audit_logger.info("team %s: %s %s %s", team.slug, actor, action, target)
+    return event
+
+
+def create_token(*, team: Team, name: str, scopes: list[str], actor: str) -> IssuedToken:
     name = name.strip()
     if not name or len(name) > 100 or "\x00" in name:
         raise InvalidInput("a token name is 1-100 characters", field="name")
@@ -61,11 +85,17 @@ def create_token(*, team: Team, name: str, scopes: list[str]) -> IssuedToken:
             prefix=raw[: len(TOKEN_PREFIX) + 6],
             scopes=scopes,
         )
+        record_event(
+            team=team,
+            actor=actor,
+            action=AuditEvent.Action.TOKEN_CREATE,
+            target=f"{name} ({','.join(scopes)})",
+        )
     logger.info("token %s (%s) created for team %s", token.name, token.prefix, team.slug)
     return IssuedToken(token=token, raw=raw)
 
 
-def revoke_token(*, team: Team, name: str) -> AgentToken:
+def revoke_token(*, team: Team, name: str, actor: str) -> AgentToken:
     with team_scope(team.id):
         token = (
             AgentToken.objects.select_for_update(no_key=True)
@@ -76,64 +106,185 @@ def revoke_token(*, team: Team, name: str) -> AgentToken:
             raise NotFound(f"team '{team.slug}' has no live token named '{name}'")
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])
+        record_event(team=team, actor=actor, action=AuditEvent.Action.TOKEN_REVOKE, target=token.name)
     logger.info("token %s (%s) revoked for team %s", token.name, token.prefix, team.slug)
     return token
 
 
-def shutdown_team(*, team: Team) -> dict[str, int]:
-    """Delete every row of one team. Runs inside that team's scope, so row-level
-    security guarantees no other team's row can be touched even by a bug here."""
-    from memories.models import Annotation, Memory
-    from search.models import Chunk, ChunkEmbedding
-
+def revoke_token_by_id(*, team: Team, token_id: int, actor: str) -> AgentToken:
+    """The dashboard's revoke button names the token by id; 409 if already revoked."""
     with team_scope(team.id):
-        counts = {
-            "chunk_embeddings": ChunkEmbedding.objects.filter(team=team).delete()[0],
-            "chunks": Chunk.objects.filter(team=team).delete()[0],
-            "annotations": Annotation.objects.filter(team=team).delete()[0],
-            "memories": _delete_memories(Memory, team),
-            "vault_entries": VaultEntry.objects.filter(team=team).delete()[0],
-            "sessions": AgentSession.objects.filter(team=team).delete()[0],
-            "tokens": AgentToken.objects.filter(team=team).delete()[0],
-            "memberships": team.memberships.all().delete()[0],
-        }
+        token = AgentToken.objects.filter(team=team, pk=token_id).first()
+        if token is None:
+            raise NotFound("no such token")
+        if token.revoked_at is not None:
+            raise Conflict(f"token '{token.name}' is already revoked")
+        return revoke_token(team=team, name=token.name, actor=actor)
+
+
+def shutdown_team(*, team: Team, actor: str) -> dict[str, int]:
+    """Delete every row of one team: every app's rows through `hooks.team_shutdown`
+    (higher apps first), then the team's tokens, vault, audit trail and memberships.
+    Runs inside that team's scope, so row-level security guarantees no other team's row
+    can be touched even by a bug here. The audit table goes with the team, so the log
+    line is the lasting record of who did it."""
+    audit_logger.info("team %s: %s shuts the team down", team.slug, actor)
+    counts: dict[str, int] = {}
+    with team_scope(team.id):
+        for app_counts in hooks.team_shutdown.call(reverse=True, team=team):
+            counts.update(app_counts)
+        counts.update(
+            {
+                "vault_entries": VaultEntry.objects.filter(team=team).delete()[0],
+                "tokens": AgentToken.objects.filter(team=team).delete()[0],
+                "audit_events": AuditEvent.objects.filter(team=team).delete()[0],
+                "memberships": team.memberships.all().delete()[0],
+            }
+        )
         Team.objects.filter(pk=team.pk).delete()
-    logger.info("team %s shut down: %s", team.slug, counts)
+    audit_logger.info("team %s shut down by %s: %s", team.slug, actor, counts)
     return counts
 
 
-def _delete_memories(memory_model: type, team: Team) -> int:
-    # supersedes is PROTECT (history must not silently lose links), so unlink the
-    # chain first, then delete in one statement.
-    rows = memory_model.objects.filter(team=team)
-    rows.update(supersedes=None)
-    return rows.delete()[0]
-
-
 def set_vault_entry(
-    *, team: Team, key: str, value: str, is_secret: bool, updated_by: str
+    *, team: Team, key: str, value: str, is_secret: bool, actor: str, only_new: bool = False
 ) -> tuple[VaultEntry, bool]:
-    """Create or replace a vault entry; returns (entry, created)."""
-    if not is_key(key):
-        raise InvalidInput(f"'{key}' is not a valid key", field="key")
+    """Create or replace a vault entry; returns (entry, created). With `only_new`, an
+    existing key is a Conflict (the dashboard's "add" form; rotating is its own page)."""
+    check_key(key)
     with transaction.atomic():
         entry = VaultEntry.objects.select_for_update(no_key=True).filter(team=team, key=key).first()
         created = entry is None
+        if not created and only_new:
+            raise Conflict("This key is already set; use Rotate on its row to change it.", field="key")
         if entry is None:
             entry = VaultEntry(team=team, key=key)
         entry.is_secret = is_secret
         entry.value = "" if is_secret else value
         entry.ciphertext = vault_crypto.encrypt(value) if is_secret else ""
-        entry.updated_by = updated_by
+        entry.updated_by = actor
         entry.save()
+        record_event(team=team, actor=actor, action=AuditEvent.Action.VAULT_SET, target=key)
     # The value is never logged, secret or not: non-secret values may still be private.
-    logger.info("vault entry %s set for team %s by %s", key, team.slug, updated_by)
+    logger.info("vault entry %s set for team %s by %s", key, team.slug, actor)
     return entry, created
 
 
-def delete_vault_entry(*, team: Team, key: str, deleted_by: str) -> None:
+def delete_vault_entry(*, team: Team, key: str, actor: str) -> None:
+    check_key(key)
     with transaction.atomic():
         deleted, _ = VaultEntry.objects.filter(team=team, key=key).delete()
-    if not deleted:
-        raise NotFound("no vault entry under this key")
-    logger.info("vault entry %s deleted for team %s by %s", key, team.slug, deleted_by)
+        if not deleted:
+            raise NotFound("no vault entry under this key")
+        record_event(team=team, actor=actor, action=AuditEvent.Action.VAULT_DELETE, target=key)
+    logger.info("vault entry %s deleted for team %s by %s", key, team.slug, actor)
+
+
+def reveal_vault_entry(
+    *, team: Team, key: str, actor: str, may_reveal_secrets: bool
+) -> tuple[VaultEntry, str]:
+    """The plain value of one vault entry. A secret needs `may_reveal_secrets` (an admin
+    token, a team admin) and its reveal is recorded in the audit trail before the value
+    is returned; a plain value is returned as it is."""
+    check_key(key)
+    with transaction.atomic():
+        entry = get_vault_entry(team=team, key=key)
+        if entry.is_secret:
+            if not may_reveal_secrets:
+                raise NotAllowed("revealing a secret needs a token with the 'admin' scope or a team admin")
+            record_event(team=team, actor=actor, action=AuditEvent.Action.VAULT_REVEAL, target=key)
+        return entry, reveal_vault_value(entry)
+
+
+# --- members -----------------------------------------------------------------
+
+
+def add_member(*, team: Team, username: str, role: str, by: Membership) -> Membership:
+    """Give an existing user a role in the team. Only owners grant the owner role."""
+    _check_role(role)
+    if role == Role.OWNER and by.role != Role.OWNER:
+        raise NotAllowed("only an owner can make someone an owner", field="role")
+    user = get_user_model().objects.filter(username=username.strip()).first()
+    if user is None:
+        raise InvalidInput(f"no user named '{username.strip()}'", field="username")
+    with transaction.atomic():
+        if Membership.objects.filter(team=team, user=user).exists():
+            raise Conflict(f"{user.get_username()} is already a member of this team", field="username")
+        membership = Membership.objects.create(team=team, user=user, role=role)
+        record_event(
+            team=team,
+            actor=_membership_actor(by),
+            action=AuditEvent.Action.MEMBER_ADD,
+            target=f"{user.get_username()} as {role}",
+        )
+    return membership
+
+
+def change_member_role(*, team: Team, membership_id: int, role: str, by: Membership) -> Membership:
+    """Only owners promote to owner or change an owner; the last owner stays one."""
+    _check_role(role)
+    with transaction.atomic():
+        membership = _lock_membership(team, membership_id)
+        touches_owner = Role.OWNER in (role, membership.role)
+        if touches_owner and by.role != Role.OWNER:
+            raise NotAllowed("only an owner can change who is an owner", field="role")
+        if membership.role == Role.OWNER and role != Role.OWNER:
+            _keep_an_owner(team, leaving=membership)
+        membership.role = role
+        membership.save(update_fields=["role"])
+        record_event(
+            team=team,
+            actor=_membership_actor(by),
+            action=AuditEvent.Action.MEMBER_ROLE,
+            target=f"{membership.user.get_username()} -> {role}",
+        )
+    return membership
+
+
+def remove_member(*, team: Team, membership_id: int, by: Membership) -> Membership:
+    with transaction.atomic():
+        membership = _lock_membership(team, membership_id)
+        if membership.role == Role.OWNER:
+            if by.role != Role.OWNER:
+                raise NotAllowed("only an owner can remove an owner")
+            _keep_an_owner(team, leaving=membership)
+        membership.delete()
+        record_event(
+            team=team,
+            actor=_membership_actor(by),
+            action=AuditEvent.Action.MEMBER_REMOVE,
+            target=membership.user.get_username(),
+        )
+    return membership
+
+
+def _lock_membership(team: Team, membership_id: int) -> Membership:
+    membership = (
+        Membership.objects.select_for_update(no_key=True, of=("self",))
+        .select_related("user")
+        .filter(team=team, pk=membership_id)
+        .first()
+    )
+    if membership is None:
+        raise NotFound("no such member")
+    return membership
+
+
+def _keep_an_owner(team: Team, *, leaving: Membership) -> None:
+    # Lock every owner row so two owners demoting each other at once cannot both win.
+    owners = list(
+        Membership.objects.select_for_update(no_key=True)
+        .filter(team=team, role=Role.OWNER)
+        .values_list("pk", flat=True)
+    )
+    if owners == [leaving.pk]:
+        raise Conflict("a team keeps at least one owner; make someone else an owner first")
+
+
+def _check_role(role: str) -> None:
+    if role not in Role.values:
+        raise InvalidInput(f"role is one of {', '.join(Role.values)}", field="role")
+
+
+def _membership_actor(membership: Membership) -> str:
+    return f"user:{membership.user.get_username()}"

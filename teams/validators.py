@@ -6,6 +6,8 @@ import re
 
 from django.core.validators import RegexValidator
 
+from core.errors import InvalidInput
+
 TEAM_SLUG_PATTERN = r"^[a-z0-9][a-z0-9-]{0,62}$"
 KEY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$"
 
@@ -30,3 +32,10 @@ def is_team_slug(value: str) -> bool:
 
 def is_key(value: str) -> bool:
     return bool(_key_re.fullmatch(value))
+
+
+def check_key(value: str) -> None:
+    """The one key check of every service and API path: InvalidInput (400, field "key")
+    with the rule spelled out. The database validator above says the same."""
+    if not is_key(value):
+        raise InvalidInput(str(validate_key.message), field="key")

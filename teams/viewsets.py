@@ -19,13 +19,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.viewsets import ViewSet
 
-from memoryhub.lib.errors import InvalidInput, NotFound
+from core.errors import InvalidInput, NotFound
+from teams import hooks
 from teams.authentication import AgentTokenAuthentication
 from teams.models import Team
 from teams.permissions import HasTokenScope
 from teams.scope import reset_request_team, set_request_team
 from teams.selectors import team_secret_values
-from teams.sessions import SESSION_HEADER, touch_session
 from teams.validators import TEAM_SLUG_PATTERN, is_team_slug
 
 TEAM_PATH_PARAMETER = OpenApiParameter(
@@ -84,11 +84,7 @@ class TeamScopedViewSet(ViewSet):
         self.team = request.auth.team
         self._previous_team_binding = set_request_team(self.team.id)
         super().check_permissions(request)
-        # Any request of a live session is its heartbeat; only now is the team scope
-        # bound, so the UPDATE can only ever reach a session of the token's team.
-        session_header = request.headers.get(SESSION_HEADER, "")
-        if session_header:
-            touch_session(team=self.team, header_value=session_header)
+        hooks.agent_request.call(team=self.team, request=request)
 
     def get_team(self) -> Team:
         if self.team is None:

@@ -27,7 +27,7 @@ class Agent:
 
 
 def make_agent(team: Team, name: str, scopes: list[str]) -> Agent:
-    issued = services.create_token(team=team, name=name, scopes=scopes)
+    issued = services.create_token(team=team, name=name, scopes=scopes, actor="test")
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {issued.raw}")
     return Agent(team=team, token=issued.raw, client=client)

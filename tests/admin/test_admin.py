@@ -154,7 +154,7 @@ def test_supersede_audit_is_404_for_an_unknown_team_or_key(admin_client: Client,
 
 
 def test_token_admin_never_shows_the_raw_token_or_its_hash(admin_client: Client, team: Team) -> None:
-    issued = team_services.create_token(team=team, name="deploy-bot", scopes=["read", "write"])
+    issued = team_services.create_token(team=team, name="deploy-bot", scopes=["read", "write"], actor="test")
     token = issued.token
 
     pages = [
@@ -176,9 +176,9 @@ def test_token_admin_never_shows_the_raw_token_or_its_hash(admin_client: Client,
 def test_revoke_action_revokes_selected_live_tokens_only(
     admin_client: Client, team: Team, other_team: Team
 ) -> None:
-    first = team_services.create_token(team=team, name="one", scopes=["read"]).token
-    second = team_services.create_token(team=other_team, name="two", scopes=["read"]).token
-    kept = team_services.create_token(team=team, name="kept", scopes=["read"]).token
+    first = team_services.create_token(team=team, name="one", scopes=["read"], actor="test").token
+    second = team_services.create_token(team=other_team, name="two", scopes=["read"], actor="test").token
+    kept = team_services.create_token(team=team, name="kept", scopes=["read"], actor="test").token
 
     response = admin_client.post(
         reverse("admin:teams_agenttoken_changelist"),
@@ -197,10 +197,10 @@ def test_revoke_action_revokes_selected_live_tokens_only(
 def test_vault_admin_never_shows_a_secret_value(admin_client: Client, team: Team) -> None:
     with team_scope(team.id):
         secret, _ = team_services.set_vault_entry(
-            team=team, key="db-password", value="hunter2-s3cr3t", is_secret=True, updated_by="alice"
+            team=team, key="db-password", value="hunter2-s3cr3t", is_secret=True, actor="alice"
         )
         team_services.set_vault_entry(
-            team=team, key="region", value="eu-west-1", is_secret=False, updated_by="alice"
+            team=team, key="region", value="eu-west-1", is_secret=False, actor="alice"
         )
 
     listing = admin_client.get(reverse("admin:teams_vaultentry_changelist"))
@@ -219,7 +219,7 @@ def test_vault_admin_never_shows_a_secret_value(admin_client: Client, team: Team
 def test_vault_admin_deletes_through_the_service(admin_client: Client, team: Team) -> None:
     with team_scope(team.id):
         entry, _ = team_services.set_vault_entry(
-            team=team, key="old-key", value="x", is_secret=True, updated_by="alice"
+            team=team, key="old-key", value="x", is_secret=True, actor="alice"
         )
 
     response = admin_client.post(reverse("admin:teams_vaultentry_delete", args=[entry.pk]), {"post": "yes"})

@@ -189,7 +189,7 @@ def test_bad_or_unknown_tokens_are_401(member: Agent, header: str) -> None:
 
 
 def test_revoked_token_is_401(member: Agent) -> None:
-    services.revoke_token(team=member.team, name="writer-bot")
+    services.revoke_token(team=member.team, name="writer-bot", actor="test")
 
     response = member.client.get(member.url("memories/"))
 

@@ -71,7 +71,7 @@ def alpha_data(member: Agent) -> None:
             key="alpha-vault-3",
             value="vault-value-ninety",
             is_secret=False,
-            updated_by="t",
+            actor="t",
         )
 
 

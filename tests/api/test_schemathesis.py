@@ -53,11 +53,9 @@ def _seed(team: Team) -> None:
         save(team=team, key="A", content="Never deploy on a Friday.", type_name="context", updated_by="seed")
         save(team=team, key="a", content="Gone soon.", metadata={"tags": ["x"]}, updated_by="seed")
         memory_services.delete_memory(team=team, key="a", deleted_by="seed")
+        team_services.set_vault_entry(team=team, key="0", value="eu-west-1", is_secret=False, actor="seed")
         team_services.set_vault_entry(
-            team=team, key="0", value="eu-west-1", is_secret=False, updated_by="seed"
-        )
-        team_services.set_vault_entry(
-            team=team, key="A", value="s3cr3t-staging-password", is_secret=True, updated_by="seed"
+            team=team, key="A", value="s3cr3t-staging-password", is_secret=True, actor="seed"
         )
 
 

@@ -178,7 +178,7 @@ def run(*, quick: bool = False) -> dict[str, Any]:
 
     harness.reset_data()
     team = create_team(slug=TEAM_SLUG, name="Bench ingest")
-    token = create_token(team=team, name="bench", scopes=["read", "write"]).raw
+    token = create_token(team=team, name="bench", scopes=["read", "write"], actor="test").raw
     redis.Redis.from_url(REDIS_URL).flushdb()
     burst_rows = _texts(burst_n, 0)
     serial_rows = _texts(serial_n, 50_000)

@@ -8,7 +8,7 @@ the latency section's generator (fixed seed).
 
 Measured, one call at a time, after a few warm-up calls:
 
-- the selector (memories.injection.build_injection) in-process, inside the team's
+- the selector (agents.injection.build_injection) in-process, inside the team's
   scope as the API runs it; warm (token counts cached by content) and cold (the
   process's token-count caches emptied before every call);
 - the API in-process (DRF's APIClient through the whole Django stack: authentication,
@@ -56,7 +56,7 @@ def _seed() -> tuple[Any, str, dict[str, int]]:
     from teams.services import create_team, create_token
 
     team = create_team(slug=TEAM_SLUG, name="Bench injection")
-    token = create_token(team=team, name="bench", scopes=["read"]).raw
+    token = create_token(team=team, name="bench", scopes=["read"], actor="test").raw
     rng = random.Random(SEED)
     generator = TextGenerator(SEED % 1_000)
     types = ["identity"] * IDENTITY_COUNT + rng.choices(
@@ -104,7 +104,7 @@ def _time(call: Callable[[], Any], calls: int, *, before: Callable[[], None] | N
 def run(*, quick: bool = False) -> dict[str, Any]:
     from rest_framework.test import APIClient
 
-    from memories import injection
+    from agents import injection
     from teams.scope import team_scope
 
     calls = QUICK_CALLS if quick else CALLS
@@ -140,7 +140,7 @@ def run(*, quick: bool = False) -> dict[str, Any]:
 
     sample = selector()
     json_size = len(api(format="json")().content)
-    log = logging.getLogger("memories.injection")
+    log = logging.getLogger("agents.injection")
     silent = logging.NullHandler()  # without a handler, logging's last resort would print
     log.addHandler(silent)
     log.propagate = False

@@ -278,7 +278,7 @@ def _setup_teams() -> list[SeedTeam]:
     for i in range(TEAMS):
         slug = f"bench-team-{i:02d}"
         team = create_team(slug=slug, name=f"Bench team {i}")
-        token = create_token(team=team, name="bench", scopes=["read"]).raw
+        token = create_token(team=team, name="bench", scopes=["read"], actor="test").raw
         teams.append(SeedTeam(index=i, slug=slug, team=team, token=token))
     return teams
 

@@ -14,12 +14,12 @@ import pytest
 from django.contrib.auth.models import AbstractUser
 from django.test import Client
 
+from agents.sessions import boot_session
 from memories import services as memory_services
 from memories.models import Memory
 from teams import services as team_services
 from teams.models import AgentToken, Membership, Team
 from teams.scope import team_scope
-from teams.sessions import boot_session
 
 PASSWORD = "correct horse battery staple"
 
@@ -105,10 +105,12 @@ def bravo(other_team: Team, cast: Cast) -> BravoData:
             key="bravo-db-password",
             value="zeppelin-s3cret-42",
             is_secret=True,
-            updated_by="bob",
+            actor="bob",
         )
         membership_id = Membership.objects.get(team=other_team, user=cast.outsider).pk
-    token = team_services.create_token(team=other_team, name="bravo-deployer", scopes=["read"]).token
+    token = team_services.create_token(
+        team=other_team, name="bravo-deployer", scopes=["read"], actor="test"
+    ).token
     with team_scope(other_team.id):
         boot_session(team=other_team, token=token, agent="bravo-agent", current_task="inflating the zeppelin")
     return BravoData(

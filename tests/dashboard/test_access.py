@@ -12,8 +12,8 @@ import pytest
 from django.test import Client
 from django.urls import URLPattern, reverse
 
+from dashboard import urls as dashboard_urls
 from memories.models import Memory
-from memoryhub.dashboard import urls as dashboard_urls
 from teams.models import AgentToken, Membership, Team, VaultEntry
 from teams.scope import team_scope
 from tests.conftest import operator_view
@@ -134,10 +134,10 @@ def alpha_targets(team: Team, cast: Cast) -> TeamTargets:
     memory = save(team, "deploy", "Deploy with the new pipeline.", reason="pipeline replaced the script")
     with team_scope(team.id):
         team_services.set_vault_entry(
-            team=team, key="api-key", value="alpha-secret-value", is_secret=True, updated_by="olivia"
+            team=team, key="api-key", value="alpha-secret-value", is_secret=True, actor="olivia"
         )
         membership_id = Membership.objects.get(team=team, user=cast.viewer).pk
-    token = team_services.create_token(team=team, name="alpha-bot", scopes=["read"]).token
+    token = team_services.create_token(team=team, name="alpha-bot", scopes=["read"], actor="test").token
     return TeamTargets("deploy", str(memory.id), "api-key", token.pk, membership_id)
 
 
@@ -271,7 +271,7 @@ def test_team_picker_of_a_person_without_teams_is_empty(django_user_model: Any, 
 
 
 def test_memberships_of_other_people_stay_invisible_to_the_picker_scope(cast: Cast, team: Team) -> None:
-    from memoryhub.dashboard.access import own_memberships_scope
+    from teams.scope import own_memberships_scope
 
     with own_memberships_scope(cast.viewer.pk):
         visible = list(Membership.objects.values_list("user__username", flat=True))
@@ -283,6 +283,6 @@ def test_the_audit_table_is_under_row_level_security(db: None) -> None:
 
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT relrowsecurity, relforcerowsecurity FROM pg_class WHERE relname = 'dashboard_auditevent'"
+            "SELECT relrowsecurity, relforcerowsecurity FROM pg_class WHERE relname = 'teams_auditevent'"
         )
         assert cursor.fetchone() == (True, True)

@@ -12,8 +12,7 @@ from django.test import Client
 from django.urls import reverse
 
 from memories.models import Memory
-from memoryhub.dashboard.models import AuditEvent
-from teams.models import Team
+from teams.models import AuditEvent, Team
 from tests.conftest import operator_view
 from tests.dashboard.conftest import client_for, save
 
@@ -129,5 +128,5 @@ def test_dashboard_links_staff_to_the_admin_audit(django_user_model: Any, team: 
 
 
 def test_audit_events_are_read_only_in_the_admin(admin_client: Client) -> None:
-    assert admin_client.get(reverse("admin:dashboard_auditevent_changelist")).status_code == 200
-    assert admin_client.get(reverse("admin:dashboard_auditevent_add")).status_code == 403
+    assert admin_client.get(reverse("admin:teams_auditevent_changelist")).status_code == 200
+    assert admin_client.get(reverse("admin:teams_auditevent_add")).status_code == 403

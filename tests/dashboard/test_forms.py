@@ -192,7 +192,7 @@ def test_bad_input_re_renders_the_form_with_the_error(
     from teams.scope import team_scope
 
     with team_scope(team.id):
-        team_services.set_vault_entry(team=team, key="api-key", value="v", is_secret=False, updated_by="x")
+        team_services.set_vault_entry(team=team, key="api-key", value="v", is_secret=False, actor="x")
         deploy_id = str(Memory.objects.get(team=team, key="deploy", is_active=True).id)
     data = {k: (v.replace("{id}", deploy_id) if isinstance(v, str) else v) for k, v in data.items()}
 

@@ -240,7 +240,7 @@ def test_secret_that_predates_the_vault_is_scrubbed_from_pages(cast: Cast, team:
     save(team, "old-note", "The staging password is tr0ub4dor&3-horse, keep it safe.")
     with team_scope(team.id):
         team_services.set_vault_entry(
-            team=team, key="staging-password", value="tr0ub4dor&3-horse", is_secret=True, updated_by="olivia"
+            team=team, key="staging-password", value="tr0ub4dor&3-horse", is_secret=True, actor="olivia"
         )
 
     body = cast.client("viewer").get(url("memory", key="old-note")).content.decode()

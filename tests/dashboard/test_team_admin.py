@@ -11,8 +11,7 @@ from django.test import Client
 from django.urls import reverse
 
 from memories.models import Memory
-from memoryhub.dashboard.models import AuditEvent
-from teams.models import AgentToken, Membership, Team, VaultEntry
+from teams.models import AgentToken, AuditEvent, Membership, Team, VaultEntry
 from teams.scope import team_scope
 from teams.selectors import reveal_vault_value
 from tests.conftest import operator_view
@@ -35,17 +34,15 @@ def vault(team: Team, cast: Cast) -> None:
     from teams import services as team_services
 
     with team_scope(team.id):
-        team_services.set_vault_entry(
-            team=team, key="db-password", value=SECRET, is_secret=True, updated_by="x"
-        )
-        team_services.set_vault_entry(
-            team=team, key="region", value="eu-west-1", is_secret=False, updated_by="x"
-        )
+        team_services.set_vault_entry(team=team, key="db-password", value=SECRET, is_secret=True, actor="x")
+        team_services.set_vault_entry(team=team, key="region", value="eu-west-1", is_secret=False, actor="x")
 
 
 def events(team: Team) -> list[tuple[str, str, str]]:
+    """What the people of these tests did (the fixtures' set-up acts as "x")."""
     with operator_view():
-        return [(e.actor, e.action, e.target) for e in AuditEvent.objects.filter(team=team).order_by("id")]
+        rows = AuditEvent.objects.filter(team=team).exclude(actor="x").order_by("id")
+        return [(e.actor, e.action, e.target) for e in rows]
 
 
 # --- vault --------------------------------------------------------------------------------
@@ -146,7 +143,7 @@ def test_created_token_is_shown_once_and_only_its_hash_is_kept(adam: Client, tea
 def test_revoke_a_token_after_confirming(adam: Client, team: Team) -> None:
     from teams import services as team_services
 
-    token = team_services.create_token(team=team, name="old-bot", scopes=["read"]).token
+    token = team_services.create_token(team=team, name="old-bot", scopes=["read"], actor="test").token
 
     confirm = adam.get(url("token_revoke", token_id=token.pk))
     response = adam.post(url("token_revoke", token_id=token.pk))
@@ -163,7 +160,7 @@ def test_revoke_a_token_after_confirming(adam: Client, team: Team) -> None:
 def test_duplicate_live_token_name_re_renders_the_form_with_the_error(adam: Client, team: Team) -> None:
     from teams import services as team_services
 
-    team_services.create_token(team=team, name="ci-runner", scopes=["read"])
+    team_services.create_token(team=team, name="ci-runner", scopes=["read"], actor="test")
 
     response = adam.post(url("tokens"), {"name": "ci-runner", "scopes": ["read"]})
 
@@ -177,7 +174,7 @@ def test_duplicate_live_token_name_re_renders_the_form_with_the_error(adam: Clie
 
 
 def test_sessions_page_lists_live_sessions_with_their_task(cast: Cast, team: Team) -> None:
-    from teams.sessions import boot_session, end_session
+    from agents.sessions import boot_session, end_session
 
     with team_scope(team.id):
         boot_session(team=team, token=None, agent="claude-code", current_task="refactoring the parser")

@@ -131,7 +131,7 @@ def test_viewer_reads_but_cannot_edit(page: Page, site: Site) -> None:
 
         save_memory(team=site.team, key="style-guide", content="Use ruff for formatting.", updated_by="agent")
         team_services.set_vault_entry(
-            team=site.team, key="db-password", value="s3cret-value-123", is_secret=True, updated_by="x"
+            team=site.team, key="db-password", value="s3cret-value-123", is_secret=True, actor="x"
         )
 
     sign_in(page, site.url, "vera")

@@ -14,12 +14,12 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 from playwright.sync_api import Page, expect
 
+from agents.sessions import boot_session
 from memories.models import IndexState, Memory
 from memories.services import delete_memory, save_memory
 from teams import services as team_services
 from teams.models import Membership, Team
 from teams.scope import dangerously_bypass_team_scope, team_scope
-from teams.sessions import boot_session
 from tests.e2e.conftest import PASSWORD, screenshot, sign_in
 
 DOCS_SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshots" / "overview.png"
@@ -185,9 +185,11 @@ def seed_platform_team(owner_username: str) -> Team:
     with team_scope(team.id):
         delete_memory(team=team, key="sprint:retro", deleted_by="user:mia")
         team_services.set_vault_entry(
-            team=team, key="pagerduty-key", value="pd-live-0123456789", is_secret=True, updated_by="user:adam"
+            team=team, key="pagerduty-key", value="pd-live-0123456789", is_secret=True, actor="user:adam"
         )
-        token = team_services.create_token(team=team, name="claude-code", scopes=["read", "write"]).token
+        token = team_services.create_token(
+            team=team, name="claude-code", scopes=["read", "write"], actor="test"
+        ).token
         boot_session(
             team=team, token=token, agent="claude-code", project="portal", current_task="portal search"
         )

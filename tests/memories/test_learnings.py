@@ -176,7 +176,7 @@ def test_the_session_header_is_in_updated_by(member: Agent) -> None:
 
 def test_a_secret_in_a_claim_is_redacted_before_it_shapes_the_key(member: Agent) -> None:
     with team_scope(member.team.id):
-        set_vault_entry(team=member.team, key="db", value="hunter2-prod-pw", is_secret=True, updated_by="t")
+        set_vault_entry(team=member.team, key="db", value="hunter2-prod-pw", is_secret=True, actor="t")
 
     body = learn(member, claim="The db password is hunter2-prod-pw")
 

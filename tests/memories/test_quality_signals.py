@@ -362,7 +362,7 @@ def test_shutdown_team_deletes_its_annotations_and_no_other(member: Agent, outsi
         save(agent, "k", "Two.", supersede_reason="r")
         annotate(agent, "k", "note on two")
 
-    counts = team_services.shutdown_team(team=member.team)
+    counts = team_services.shutdown_team(team=member.team, actor="test")
 
     assert counts["annotations"] == 2
     with operator_view():

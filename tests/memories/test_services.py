@@ -2,10 +2,10 @@ from __future__ import annotations
 
 import pytest
 
+from core.errors import InvalidInput
 from memories import selectors, services
 from memories.exceptions import ContentTooLarge, MemoryExists, MemoryNotFound, UnknownMemoryType
 from memories.models import MAX_CONTENT_BYTES, Memory
-from memoryhub.lib.errors import InvalidInput
 from teams import services as team_services
 from teams.models import Team
 from teams.scope import team_scope
@@ -210,7 +210,7 @@ def test_type_hint_suggests_but_never_rejects(team: Team) -> None:
 def test_credentials_are_redacted_before_storage(team: Team) -> None:
     with team_scope(team.id):
         team_services.set_vault_entry(
-            team=team, key="db-password", value="correct-horse-battery", is_secret=True, updated_by="t"
+            team=team, key="db-password", value="correct-horse-battery", is_secret=True, actor="t"
         )
 
     result = save(

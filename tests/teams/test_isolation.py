@@ -22,9 +22,9 @@ def fill(team: Team, label: str) -> None:
     with team_scope(team.id):
         memory_services.save_memory(team=team, key=f"{label}-key", content=f"{label} note", updated_by=label)
         services.set_vault_entry(
-            team=team, key=f"{label}-setting", value=f"{label}-value", is_secret=False, updated_by=label
+            team=team, key=f"{label}-setting", value=f"{label}-value", is_secret=False, actor=label
         )
-    services.create_token(team=team, name=f"{label}-bot", scopes=["read"])
+    services.create_token(team=team, name=f"{label}-bot", scopes=["read"], actor="test")
 
 
 def raw_team_ids(table: str) -> set[int]:
@@ -128,8 +128,8 @@ def test_nested_scopes_restore_the_outer_team(team: Team, other_team: Team) -> N
 
 
 def test_token_lookup_scope_shows_exactly_the_presented_token(team: Team, other_team: Team) -> None:
-    mine = services.create_token(team=team, name="mine", scopes=["read"])
-    services.create_token(team=other_team, name="theirs", scopes=["read"])
+    mine = services.create_token(team=team, name="mine", scopes=["read"], actor="test")
+    services.create_token(team=other_team, name="theirs", scopes=["read"], actor="test")
 
     with transaction.atomic(), token_lookup_scope(mine.token.token_hash):
         with connection.cursor() as cursor:

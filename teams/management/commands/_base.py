@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memoryhub.lib.errors import DomainError
+from core.errors import DomainError
 from teams.models import Team
 from teams.selectors import get_team_by_slug
 from teams.validators import is_team_slug

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memoryhub.lib.errors import DomainError
+from core.errors import DomainError
 from teams import services
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.core.management.base import CommandError
 
-from memoryhub.lib.errors import DomainError
+from core.errors import DomainError
 from teams import services
 from teams.management.commands._base import TeamCommand
 
@@ -21,7 +21,9 @@ class Command(TeamCommand):
     def handle(self, *args, slug: str, name: str, scopes: str, **options) -> None:  # type: ignore[no-untyped-def]
         team = self.team(slug)
         try:
-            issued = services.create_token(team=team, name=name, scopes=services.parse_scopes(scopes))
+            issued = services.create_token(
+                team=team, name=name, scopes=services.parse_scopes(scopes), actor="manage.py"
+            )
         except DomainError as exc:
             raise CommandError(exc.detail) from None
         self.stdout.write(

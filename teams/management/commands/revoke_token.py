@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.core.management.base import CommandError
 
-from memoryhub.lib.errors import DomainError
+from core.errors import DomainError
 from teams import services
 from teams.management.commands._base import TeamCommand
 
@@ -17,7 +17,7 @@ class Command(TeamCommand):
     def handle(self, *args, slug: str, name: str, **options) -> None:  # type: ignore[no-untyped-def]
         team = self.team(slug)
         try:
-            token = services.revoke_token(team=team, name=name)
+            token = services.revoke_token(team=team, name=name, actor="manage.py")
         except DomainError as exc:
             raise CommandError(exc.detail) from None
         self.stdout.write(f"revoked token '{token.name}' ({token.prefix}…) of team {team.slug}")

@@ -17,6 +17,6 @@ class Command(TeamCommand):
         if not yes:
             raise CommandError("this deletes the whole team and cannot be undone; add --yes")
         team = self.team(slug)
-        counts = services.shutdown_team(team=team)
+        counts = services.shutdown_team(team=team, actor="manage.py")
         summary = ", ".join(f"{n} {what}" for what, n in counts.items())
         self.stdout.write(f"team {slug} shut down: deleted {summary}")

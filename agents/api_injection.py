@@ -1,0 +1,221 @@
+"""The prompt injection API: one GET that renders the team's injection block.
+
+Always JSON (one content type and one error shape for the whole API): the markdown is
+in `text`; `format=json` adds the provenance of every entry, in or out."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any, ClassVar
+
+from drf_spectacular.utils import extend_schema, extend_schema_serializer
+from rest_framework import serializers
+from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from agents import injection
+from core.api_errors import TEAM_SCOPED_ERRORS, error_responses
+from memories.types import MemoryType
+from search.selectors import MAX_QUERY_CHARS
+from teams.serializers import StrictInputSerializer
+from teams.viewsets import TEAM_PATH_PARAMETER, TeamScopedViewSet
+
+
+class QueryIntegerField(serializers.IntegerField):
+    """A whole number written as plain digits: not `5.0`, `+5`, ` 5` or `1e2`."""
+
+    def to_internal_value(self, data: Any) -> int:
+        if not (isinstance(data, str) and data.isascii() and data.isdigit()):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class InjectionQuerySerializer(StrictInputSerializer):
+    """Query parameters. Unknown parameters are rejected, like unknown body fields."""
+
+    format = serializers.ChoiceField(
+        choices=["markdown", "json"],
+        default="markdown",
+        help_text="markdown (default): the block in `text`. json: `text` plus every entry in and out, "
+        "with why.",
+    )
+    project = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=injection.MAX_PROJECT_CHARS,
+        trim_whitespace=False,
+        help_text="Entries of this project and entries with no project; empty: entries with no "
+        "project only. Left out: every project.",
+    )
+    query = serializers.CharField(
+        required=False,
+        max_length=MAX_QUERY_CHARS,
+        help_text=f"Adds a 'relevant' section: the top {injection.RELEVANT_MAX} active search results "
+        "(any type) not in the block already, within the token budget.",
+    )
+    max_entries = QueryIntegerField(
+        required=False,
+        min_value=1,
+        max_value=injection.MAX_ENTRIES_LIMIT,
+        help_text="Entry cap for this call, instead of the team's setting (default 50). "
+        "Identity entries are never dropped.",
+    )
+    max_tokens = QueryIntegerField(
+        required=False,
+        min_value=injection.MIN_TOKENS,
+        max_value=injection.MAX_TOKENS,
+        help_text="Token budget for this call, instead of the team's setting (default 2,000).",
+    )
+
+
+class InjectionEntrySerializer(serializers.Serializer):
+    id = serializers.UUIDField(source="memory_id")
+    key = serializers.CharField()
+    type = serializers.ChoiceField(choices=MemoryType.choices)
+    project = serializers.CharField(allow_blank=True)
+    section = serializers.ChoiceField(
+        choices=["core", "skill", "relevant"],
+        help_text="core: by type and recency; skill: an always-on skill; relevant: found by the query.",
+    )
+    rank = serializers.IntegerField(
+        help_text="core and skill: position in the injection order (identity, always-on skills, lesson, "
+        "then decision and context newest first); relevant: position among the search results."
+    )
+    reason = serializers.ChoiceField(
+        choices=["identity", "skill", "ranked", "relevant"],
+        help_text="identity: always in; skill: an always-on skill within the cap and the budget; ranked: "
+        "within the cap and the budget; relevant: found by the query.",
+    )
+    tokens = serializers.IntegerField(help_text="Tokens of the rendered block.")
+    created_at = serializers.DateTimeField()
+    score = serializers.FloatField(required=False, help_text="Search score (relevant entries only).")
+    content = serializers.CharField()
+
+    def to_representation(self, instance: Any) -> dict[str, Any]:
+        data = super().to_representation(instance)
+        if instance.score is None:
+            data.pop("score")
+        return data
+
+
+class InjectionLeftOutSerializer(serializers.Serializer):
+    id = serializers.UUIDField(source="memory_id")
+    key = serializers.CharField()
+    type = serializers.ChoiceField(choices=MemoryType.choices)
+    section = serializers.ChoiceField(choices=["core", "skill", "relevant"])
+    rank = serializers.IntegerField()
+    reason = serializers.ChoiceField(
+        choices=["cap", "budget"],
+        help_text="cap: the entry cap was reached; budget: the block did not fit the tokens left.",
+    )
+    tokens = serializers.IntegerField(
+        allow_null=True, help_text="Tokens of the block; null when the cap left it out unmeasured."
+    )
+
+
+class InjectionTokensSerializer(serializers.Serializer):
+    used = serializers.IntegerField()
+    budget = serializers.IntegerField()
+
+
+class InjectionCountsSerializer(serializers.Serializer):
+    candidates = serializers.IntegerField(
+        help_text="Active identity, lesson, decision and context entries and always-on skills "
+        "(in the project filter)."
+    )
+    included = serializers.IntegerField()
+    included_relevant = serializers.IntegerField()
+    left_out_cap = serializers.IntegerField()
+    left_out_budget = serializers.IntegerField()
+    left_out_unlisted = serializers.IntegerField(
+        help_text="Left out and counted above, but not listed: past the first "
+        f"max_entries + {injection.SCAN_BEYOND_CAP} entries of the order."
+    )
+
+
+# One object, although the action is `list` (which would make the schema an array).
+@extend_schema_serializer(many=False)
+class InjectionOutputSerializer(serializers.Serializer):
+    format = serializers.ChoiceField(choices=["markdown", "json"])
+    text = serializers.CharField(help_text="The block, in markdown, ready to put in a prompt.")
+    project = serializers.CharField(allow_null=True)
+    max_entries = serializers.IntegerField()
+    tokens = InjectionTokensSerializer()
+    counts = InjectionCountsSerializer()
+    search_mode = serializers.CharField(allow_null=True, help_text="Set when a query was given.")
+    warnings = serializers.ListField(child=serializers.CharField())
+    entries = InjectionEntrySerializer(many=True, required=False, help_text="format=json: included entries.")
+    left_out = InjectionLeftOutSerializer(
+        many=True, required=False, help_text="format=json: left-out entries, in order, with why."
+    )
+
+
+def injection_payload(result: injection.Injection, output_format: str) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "format": output_format,
+        "text": result.text,
+        "project": result.project,
+        "max_entries": result.max_entries,
+        "tokens": {"used": result.tokens_used, "budget": result.token_budget},
+        "counts": {
+            "candidates": result.candidates,
+            "included": len(result.included),
+            "included_relevant": sum(1 for e in result.included if e.section == "relevant"),
+            "left_out_cap": result.count_left_out("cap"),
+            "left_out_budget": result.count_left_out("budget"),
+            "left_out_unlisted": result.left_out_unlisted,
+        },
+        "search_mode": result.search_mode,
+        "warnings": result.warnings,
+    }
+    if output_format == "json":
+        payload["entries"] = result.included
+        payload["left_out"] = result.left_out
+    return InjectionOutputSerializer(payload).data
+
+
+class _IgnoreFormatParameter(DefaultContentNegotiation):
+    """`format` is this endpoint's own parameter (markdown or json), not DRF's renderer
+    override, which would answer 404 to format=markdown."""
+
+    settings = SimpleNamespace(URL_FORMAT_OVERRIDE=None)
+
+
+class InjectionViewSet(TeamScopedViewSet):
+    content_negotiation_class = _IgnoreFormatParameter
+    required_scopes: ClassVar[dict[str, str]] = {"list": "read"}
+
+    @extend_schema(
+        summary="Prompt injection block",
+        description="What an agent should know at the start of a session: every active identity entry "
+        "(never dropped), then always-on skills, then lessons, then decisions and context, newest first, "
+        "within the entry cap and the token budget. Reference and historical entries are not injected "
+        "(search finds them) unless they are always-on skills. "
+        "With `query`, a relevant section adds the top search results. Always JSON: the markdown is in "
+        "`text`; `format=json` adds every entry in and out, with why. Nothing is modified.",
+        parameters=[TEAM_PATH_PARAMETER, InjectionQuerySerializer],
+        responses={200: InjectionOutputSerializer, **error_responses(*TEAM_SCOPED_ERRORS)},
+    )
+    def list(self, request: Request, team: str) -> Response:
+        params = InjectionQuerySerializer(data=_single_values(request))
+        params.is_valid(raise_exception=True)
+        data = params.validated_data
+        result = injection.build_injection(
+            team=self.get_team(),
+            project=data.get("project"),
+            query=data.get("query"),
+            max_entries=data.get("max_entries"),
+            max_tokens=data.get("max_tokens"),
+        )
+        return Response(injection_payload(result, data["format"]))
+
+
+def _single_values(request: Request) -> dict[str, str]:
+    """The query parameters as a plain dict, so that an empty value is validated like
+    any other (a QueryDict would make `max_entries=` count as absent); a parameter given
+    twice is refused rather than resolved by guessing which one was meant."""
+    repeated = sorted(name for name, values in request.query_params.lists() if len(values) > 1)
+    if repeated:
+        raise serializers.ValidationError({name: ["given more than once"] for name in repeated})
+    return request.query_params.dict()

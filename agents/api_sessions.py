@@ -1,0 +1,238 @@
+"""The agent session registry API: boot, list, get, update and end sessions.
+
+A client boots once (POST), keeps the returned id and sends it back as
+`X-MemoryHub-Session` on every request: that is the heartbeat (see
+TeamScopedViewSet.check_permissions), and it also names the session in `updated_by`.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import transaction
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+    extend_schema_view,
+)
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from agents import sessions
+from agents.models import AgentSession
+from core.api_errors import BODY_ERRORS, TEAM_SCOPED_ERRORS, error_responses
+from core.pagination import KeysetPagination
+from teams.authentication import SESSION_ID
+from teams.models import Team
+from teams.serializers import StrictCharField, StrictInputSerializer, StrictIntegerField
+from teams.viewsets import TEAM_PATH_PARAMETER, TeamScopedViewSet
+
+logger = logging.getLogger(__name__)
+
+MAX_PID = 2**31 - 1  # the column is a PostgreSQL integer
+
+ID_PATH_PARAMETER = OpenApiParameter(
+    "id", OpenApiTypes.UUID, OpenApiParameter.PATH, description="The session's id, as the boot returned it."
+)
+SESSION_HEADER_PARAMETER = OpenApiParameter(
+    sessions.SESSION_HEADER,
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    required=False,
+    pattern=SESSION_ID.pattern,
+    description="The id of the caller's own session: any request carrying it is that session's "
+    "heartbeat (ignored unless it names a session of this team that has not ended).",
+)
+ERRORS = error_responses(*TEAM_SCOPED_ERRORS)
+
+
+class AgentSessionBootInputSerializer(StrictInputSerializer):
+    """Everything is optional; what is sent must have the right type. Unknown fields
+    are rejected."""
+
+    source = StrictCharField(
+        required=False, allow_blank=True, max_length=64, help_text="The client, e.g. `claude-code`."
+    )
+    project = StrictCharField(
+        required=False,
+        allow_blank=True,
+        max_length=200,
+        help_text="The project the agent works on; memories use the same name.",
+    )
+    cwd = StrictCharField(required=False, allow_blank=True, max_length=1024, trim_whitespace=False)
+    pid = StrictIntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_PID)
+    host = StrictCharField(required=False, allow_blank=True, max_length=255)
+    current_task = StrictCharField(required=False, allow_blank=True, max_length=1000)
+
+
+class AgentSessionUpdateInputSerializer(StrictInputSerializer):
+    """What may change during a session. An empty body is an explicit heartbeat."""
+
+    current_task = StrictCharField(required=False, allow_blank=True, max_length=1000)
+    project = StrictCharField(required=False, allow_blank=True, max_length=200)
+
+
+class AgentSessionListQuerySerializer(serializers.Serializer):
+    project = serializers.CharField(
+        required=False, allow_blank=True, max_length=200, help_text="Only sessions of this project."
+    )
+
+
+class AgentSessionOutputSerializer(serializers.ModelSerializer):
+    status = serializers.SerializerMethodField(method_name="render_status")
+    end_reason = serializers.ChoiceField(choices=["", *AgentSession.EndReason.values], read_only=True)
+
+    class Meta:
+        model = AgentSession
+        fields = [
+            "id",
+            "agent",
+            "source",
+            "project",
+            "cwd",
+            "pid",
+            "host",
+            "current_task",
+            "status",
+            "started_at",
+            "last_heartbeat_at",
+            "ended_at",
+            "end_reason",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(
+        serializers.ChoiceField(
+            choices=["live", "stale", "ended"],
+            help_text="live; stale (no heartbeat within the TTL, not yet ended by a boot); ended.",
+        )
+    )
+    def render_status(self, session: AgentSession) -> str:
+        return sessions.session_status(session)
+
+
+class AgentSessionBootOutputSerializer(serializers.Serializer):
+    session = AgentSessionOutputSerializer()
+    other_sessions = AgentSessionOutputSerializer(
+        many=True,
+        help_text=f"The other live sessions of the same project, most recently active first "
+        f"(at most {sessions.MAX_OTHER_SESSIONS}).",
+    )
+    expired_sessions = serializers.IntegerField(
+        help_text="How many of the team's sessions this boot ended for missing the TTL."
+    )
+    injection = serializers.CharField(
+        allow_null=True,
+        help_text="The memory block (markdown) to put at the top of the agent's prompt: the project's "
+        "and team-wide entries, as GET injection/?project= renders it. Null if it could not be built.",
+    )
+
+
+class AgentSessionPagination(KeysetPagination):
+    ordering = ("-started_at", "-id")
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="List live sessions",
+        description="Sessions that have not ended and sent a heartbeat within the TTL, newest first.",
+        parameters=[TEAM_PATH_PARAMETER, AgentSessionListQuerySerializer, SESSION_HEADER_PARAMETER],
+        responses={200: AgentSessionOutputSerializer(many=True), **ERRORS},
+    ),
+    create=extend_schema(
+        summary="Boot a session",
+        description="Ends the team's sessions that missed the TTL, registers this one and answers "
+        "with its id, the other live sessions of the same project and the prompt injection block.",
+        parameters=[TEAM_PATH_PARAMETER],
+        request=AgentSessionBootInputSerializer,
+        responses={201: AgentSessionBootOutputSerializer, **ERRORS, **error_responses(*BODY_ERRORS)},
+    ),
+    retrieve=extend_schema(
+        summary="Get a session",
+        description="Any session of the team, live, stale or ended.",
+        parameters=[TEAM_PATH_PARAMETER, ID_PATH_PARAMETER, SESSION_HEADER_PARAMETER],
+        responses={200: AgentSessionOutputSerializer, **ERRORS},
+    ),
+    partial_update=extend_schema(
+        summary="Update a session",
+        description="Change the current task or project; also a heartbeat. An ended session "
+        "answers 409: boot a new one.",
+        parameters=[TEAM_PATH_PARAMETER, ID_PATH_PARAMETER, SESSION_HEADER_PARAMETER],
+        request=AgentSessionUpdateInputSerializer,
+        responses={
+            200: AgentSessionOutputSerializer,
+            **ERRORS,
+            **error_responses(409),
+            **error_responses(*BODY_ERRORS),
+        },
+    ),
+    destroy=extend_schema(
+        summary="End a session",
+        description="Ending a session that already ended changes nothing.",
+        parameters=[TEAM_PATH_PARAMETER, ID_PATH_PARAMETER, SESSION_HEADER_PARAMETER],
+        responses={204: OpenApiResponse(description="Ended."), **ERRORS},
+    ),
+)
+class AgentSessionViewSet(TeamScopedViewSet):
+    lookup_field = "id"
+    lookup_value_regex = "[^/]+"
+    pagination_class = AgentSessionPagination
+
+    def list(self, request: Request, team: str) -> Response:
+        query = AgentSessionListQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        rows = sessions.list_live_sessions(team=self.get_team(), project=query.validated_data.get("project"))
+        paginator = self.pagination_class()
+        page = paginator.paginate_queryset(rows, request, view=self)
+        return paginator.get_paginated_response(AgentSessionOutputSerializer(page, many=True).data)
+
+    def create(self, request: Request, team: str) -> Response:
+        payload = AgentSessionBootInputSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        booted = sessions.boot_session(
+            team=self.get_team(), token=request.auth, agent=request.user.name, **payload.validated_data
+        )
+        body = {
+            "session": booted.session,
+            "other_sessions": booted.others,
+            "expired_sessions": booted.expired,
+            "injection": _injection(self.get_team(), booted.session.project),
+        }
+        return Response(AgentSessionBootOutputSerializer(body).data, status=status.HTTP_201_CREATED)
+
+    def retrieve(self, request: Request, team: str, id: str) -> Response:
+        session = sessions.get_session(team=self.get_team(), session_id=sessions.parse_session_id(id))
+        return Response(AgentSessionOutputSerializer(session).data)
+
+    def partial_update(self, request: Request, team: str, id: str) -> Response:
+        session_id = sessions.parse_session_id(id)
+        payload = AgentSessionUpdateInputSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        session = sessions.update_session(
+            team=self.get_team(), session_id=session_id, **payload.validated_data
+        )
+        return Response(AgentSessionOutputSerializer(session).data)
+
+    def destroy(self, request: Request, team: str, id: str) -> Response:
+        sessions.end_session(team=self.get_team(), session_id=sessions.parse_session_id(id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+def _injection(team: Team, project: str) -> str | None:
+    """The session's prompt injection block (markdown), for its project: entries of
+    that project and team-wide ones. Reads fail open: if building it fails, the boot
+    still succeeds, with null, and the failure is logged."""
+    # Imported here: memories depends on teams, not the other way round; this is the
+    # one place the session registry reads memories.
+    from agents.injection import build_injection
+
+    try:
+        with transaction.atomic():  # a savepoint: a failed read leaves the boot intact
+            return build_injection(team=team, project=project).text
+    except Exception:
+        logger.exception("team %s: injection block for a session boot failed", team.slug)
+        return None

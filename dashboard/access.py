@@ -1,0 +1,159 @@
+"""Who may see which team page, and the scope every team page runs in.
+
+Every view under /teams/<slug>/ is wrapped by `team_page(min_role)`, which, in order:
+
+1. sends anonymous visitors to the sign-in page;
+2. answers 404 for a malformed slug, a team that does not exist, and a team the person
+   is not a member of, with the same body, so a page never reveals that a team exists;
+3. runs the view inside `team_scope(team.id)` (one transaction bound to the team by
+   row-level security), so a forgotten filter returns nothing of another team;
+4. answers 403 when the person's role is below `min_role`: members of the team know it
+   exists, and a clear "your role cannot do this" helps them;
+5. scrubs the team's vault secrets out of the rendered HTML, except on the one page
+   that exists to reveal a secret.
+
+Roles are ordered viewer < member < admin < owner: viewers read; members also write
+memories; admins also manage tokens, the vault, members and re-indexing; owners also
+shut the team down.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import wraps
+from typing import Any, Concatenate, ParamSpec
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from core.errors import NotFound
+from teams.models import Membership, Team
+from teams.scope import team_scope
+from teams.scrubber import REDACTED
+from teams.selectors import team_secret_values
+from teams.validators import is_key, is_team_slug
+
+Role = Membership.Role
+ROLE_RANK: dict[str, int] = {Role.VIEWER: 0, Role.MEMBER: 1, Role.ADMIN: 2, Role.OWNER: 3}
+
+P = ParamSpec("P")
+
+
+@dataclass(frozen=True)
+class TeamAccess:
+    """The team of the page and the signed-in person's membership in it."""
+
+    team: Team
+    membership: Membership
+
+    @property
+    def role(self) -> str:
+        return self.membership.role
+
+    def can(self, role: str) -> bool:
+        return ROLE_RANK[self.role] >= ROLE_RANK[role]
+
+    @property
+    def can_write(self) -> bool:
+        return self.can(Role.MEMBER)
+
+    @property
+    def can_admin(self) -> bool:
+        return self.can(Role.ADMIN)
+
+    @property
+    def is_owner(self) -> bool:
+        return self.can(Role.OWNER)
+
+
+TeamView = Callable[Concatenate[HttpRequest, TeamAccess, P], HttpResponse]
+
+
+def team_page(
+    min_role: str = Role.VIEWER, *, reveals_secret: bool = False
+) -> Callable[[TeamView[P]], Callable[..., HttpResponse]]:
+    """Wrap a view `view(request, access, **kwargs)` served under /teams/<slug>/."""
+    if min_role not in ROLE_RANK:
+        raise ValueError(f"unknown role {min_role!r}")
+
+    def decorator(view: TeamView[P]) -> Callable[..., HttpResponse]:
+        @wraps(view)
+        @login_required
+        def wrapper(request: HttpRequest, slug: str, *args: P.args, **kwargs: P.kwargs) -> HttpResponse:
+            if not is_team_slug(slug):
+                return not_found(request)
+            team = Team.objects.filter(slug=slug).first()
+            if team is None:
+                return not_found(request)
+            with team_scope(team.id):
+                membership = (
+                    Membership.objects.select_related("user")
+                    .filter(team=team, user_id=request.user.pk)
+                    .first()
+                )
+                if membership is None:
+                    return not_found(request)
+                access = TeamAccess(team=team, membership=membership)
+                request.team_access = access  # type: ignore[attr-defined] (for templates)
+                if not access.can(min_role):
+                    return forbidden(request, access, min_role)
+                try:
+                    response = view(request, access, *args, **kwargs)
+                except NotFound:
+                    # A key, version, token or member of this team that does not exist.
+                    return not_found(request)
+                if not reveals_secret:
+                    _scrub_secrets(response, team_id=team.id)
+            return response
+
+        return wrapper
+
+    return decorator
+
+
+def not_found(request: HttpRequest) -> HttpResponse:
+    """The one 404 body of the dashboard: nothing in it depends on the URL."""
+    return render(request, "dashboard/error.html", {"status": 404, "title": "Not found"}, status=404)
+
+
+def forbidden(request: HttpRequest, access: TeamAccess, min_role: str) -> HttpResponse:
+    context = page_context(access, status=403, title="Not allowed", needed_role=min_role)
+    return render(request, "dashboard/error.html", context, status=403)
+
+
+def _scrub_secrets(response: HttpResponse, *, team_id: int) -> None:
+    """The credential scrubber for HTML: a secret that reached text before it entered
+    the vault (an old memory, a note) never leaves in a page. Vault values only; the
+    credential shapes were scrubbed from content when it was written."""
+    if not response.get("Content-Type", "").startswith("text/html") or response.streaming:
+        return
+    secrets = [s for s in team_secret_values(team_id=team_id) if len(s) >= 6]
+    if not secrets:
+        return
+    body = response.content.decode(response.charset or "utf-8")
+    marker = REDACTED.format(kind="vault_secret")
+    for secret in sorted(secrets, key=len, reverse=True):
+        for form in {secret, html.escape(secret), html.escape(secret, quote=False)}:
+            body = body.replace(form, marker)
+    response.content = body.encode(response.charset or "utf-8")
+
+
+def path_key(key: str) -> str:
+    """A memory or vault key taken from a page's URL: a malformed one is simply a page
+    that does not exist (404), never a form error."""
+    if not is_key(key):
+        raise NotFound("malformed key")
+    return key
+
+
+def person_actor(request: HttpRequest) -> str:
+    """Who a change made in the dashboard is attributed to (`updated_by` and the like):
+    `user:<username>`, told apart from agent token names."""
+    return f"user:{request.user.get_username()}"
+
+
+def page_context(access: TeamAccess, **extra: Any) -> dict[str, Any]:
+    return {"access": access, "team": access.team, **extra}

@@ -1,0 +1,284 @@
+"""Reads behind the dashboard pages that are more than one line. Every function takes
+the team explicitly; the caller is inside the team's scope (`team_page`)."""
+
+from __future__ import annotations
+
+import difflib
+import re
+import uuid
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+
+from django.db.models import Count, Q, QuerySet
+from django.db.models.functions import TruncDate
+from django.utils import timezone
+
+from memories.extraction import metadata_filter_q
+from memories.models import IndexState, Memory
+from memories.selectors import HistoryEvent, memory_history
+from memories.types import MemoryType
+from teams.models import AuditEvent, Membership, Team
+from teams.scope import own_memberships_scope
+
+STATES = ("active", "superseded", "deleted", "all")
+
+
+# --- the team picker ---------------------------------------------------------
+
+
+def list_user_memberships(*, user_id: int) -> list[Membership]:
+    """The signed-in person's teams, by name. Reads only that person's membership
+    rows (own_memberships_scope), never another team's anything."""
+    with own_memberships_scope(user_id):
+        return list(
+            Membership.objects.select_related("team")
+            .filter(user_id=user_id)
+            .order_by("team__name", "team__slug")
+        )
+
+
+# --- overview ----------------------------------------------------------------
+
+
+@dataclass
+class TypeCounts:
+    type: str
+    active: int = 0
+    superseded: int = 0
+    deleted: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.active + self.superseded + self.deleted
+
+
+def memory_counts(*, team: Team) -> list[TypeCounts]:
+    """Versions by canonical type and state, every type listed (zeros included)."""
+    rows = (
+        Memory.objects.for_team(team.id)
+        .values("type")
+        .annotate(
+            active=Count("id", filter=Q(is_active=True)),
+            superseded=Count("id", filter=Q(is_active=False, deleted_at__isnull=True)),
+            deleted=Count("id", filter=Q(deleted_at__isnull=False)),
+        )
+        .order_by()
+    )
+    by_type = {row["type"]: row for row in rows}
+    counts = []
+    for memory_type in MemoryType.values:
+        row = by_type.get(memory_type, {})
+        counts.append(
+            TypeCounts(
+                type=memory_type,
+                active=row.get("active", 0),
+                superseded=row.get("superseded", 0),
+                deleted=row.get("deleted", 0),
+            )
+        )
+    return counts
+
+
+def index_health(*, team: Team) -> dict[str, int]:
+    """How many searchable versions (active or superseded) are in each index state."""
+    rows = (
+        Memory.objects.for_team(team.id)
+        .filter(deleted_at__isnull=True)
+        .values("index_state")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    health = dict.fromkeys(IndexState.values, 0)
+    health.update({row["index_state"]: row["n"] for row in rows})
+    return health
+
+
+def writes_per_day(*, team: Team, days: int = 30, today: date | None = None) -> list[tuple[date, int]]:
+    """Versions written (saves, supersedes, unsupersedes) plus deletions per UTC day,
+    for the last `days` days, oldest first, days without writes included as 0."""
+    today = today or timezone.now().date()
+    first = today - timedelta(days=days - 1)
+    start = datetime.combine(first, datetime.min.time(), tzinfo=timezone.get_current_timezone())
+    counts: dict[date, int] = dict.fromkeys((first + timedelta(days=n) for n in range(days)), 0)
+    memories = Memory.objects.for_team(team.id)
+    saved = (
+        memories.filter(created_at__gte=start)
+        .annotate(day=TruncDate("created_at"))
+        .values("day")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    deleted = (
+        memories.filter(deleted_at__gte=start)
+        .annotate(day=TruncDate("deleted_at"))
+        .values("day")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    for row in [*saved, *deleted]:
+        if row["day"] in counts:
+            counts[row["day"]] += row["n"]
+    return sorted(counts.items())
+
+
+@dataclass(frozen=True)
+class Change:
+    kind: str  # created / hard / soft / unsupersede / deleted
+    key: str
+    by: str
+    at: datetime
+    reason: str
+
+
+def recent_changes(*, team: Team, limit: int = 10) -> list[Change]:
+    """The newest writes of the team: each saved version and each deletion."""
+    memories = Memory.objects.for_team(team.id)
+    versions = memories.order_by("-created_at", "-id").only(
+        "key", "supersede_kind", "updated_by", "created_at", "supersede_reason"
+    )[:limit]
+    deletions = (
+        memories.filter(deleted_at__isnull=False)
+        .order_by("-deleted_at", "-id")
+        .only("key", "deleted_by", "deleted_at")[:limit]
+    )
+    changes = [
+        Change(m.supersede_kind or "created", m.key, m.updated_by, m.created_at, m.supersede_reason)
+        for m in versions
+    ]
+    changes += [Change("deleted", m.key, m.deleted_by, m.deleted_at, "") for m in deletions]  # type: ignore[arg-type]
+    changes.sort(key=lambda change: change.at, reverse=True)
+    return changes[:limit]
+
+
+# --- memory browser ----------------------------------------------------------
+
+
+def browse_memories(
+    *,
+    team: Team,
+    memory_type: str | None = None,
+    project: str | None = None,
+    state: str = "active",
+    tags: list[str] | None = None,
+) -> QuerySet[Memory]:
+    """Versions of the team in one state (or every state), newest first."""
+    rows = Memory.objects.for_team(team.id)
+    if state == "active":
+        rows = rows.filter(is_active=True)
+    elif state == "superseded":
+        rows = rows.filter(is_active=False, deleted_at__isnull=True)
+    elif state == "deleted":
+        rows = rows.filter(deleted_at__isnull=False)
+    if memory_type:
+        rows = rows.filter(type=memory_type)
+    if project:
+        rows = rows.filter(project=project)
+    rows = rows.filter(metadata_filter_q(tags))
+    return rows.order_by("-created_at", "-id")
+
+
+def list_projects(*, team: Team, limit: int = 200) -> list[str]:
+    """Project names in use (for the filter's suggestions)."""
+    return list(
+        Memory.objects.for_team(team.id)
+        .exclude(project="")
+        .values_list("project", flat=True)
+        .distinct()
+        .order_by("project")[:limit]
+    )
+
+
+# --- memory detail -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DiffPart:
+    op: str  # equal / insert / delete
+    text: str
+
+
+@dataclass
+class TimelineEntry:
+    event: HistoryEvent
+    previous: Memory | None = None
+    diff: list[DiffPart] = field(default_factory=list)
+    added_words: int = 0
+    removed_words: int = 0
+
+
+@dataclass
+class KeyStory:
+    key: str
+    current: Memory | None  # the active version, None when the key is deleted
+    latest: Memory  # the newest version, whatever its state
+    versions: dict[uuid.UUID, Memory]
+    timeline: list[TimelineEntry]
+
+
+def key_story(*, team: Team, key: str) -> KeyStory:
+    """Every version of a key, and the supersede timeline (newest first) with a word
+    diff of each version against the one it replaced. Raises MemoryNotFound."""
+    events = memory_history(team=team, key=key)
+    versions = {event.memory.id: event.memory for event in events}
+    current = next((m for m in versions.values() if m.is_active), None)
+    latest = max(versions.values(), key=lambda m: (m.created_at, str(m.id)))
+    timeline = []
+    for event in events:
+        entry = TimelineEntry(event=event)
+        previous = versions.get(event.memory.supersedes_id) if event.kind != "deleted" else None
+        if previous is not None:
+            entry.previous = previous
+            entry.diff = word_diff(previous.content, event.memory.content)
+            entry.added_words = sum(len(p.text.split()) for p in entry.diff if p.op == "insert")
+            entry.removed_words = sum(len(p.text.split()) for p in entry.diff if p.op == "delete")
+        timeline.append(entry)
+    return KeyStory(key=key, current=current, latest=latest, versions=versions, timeline=timeline)
+
+
+_WORDS = re.compile(r"\s+|\w+|[^\w\s]+")
+# Above this many token comparisons a word diff gets slow; diff whole lines instead.
+MAX_WORD_DIFF_WORK = 4_000_000
+
+
+def word_diff(old: str, new: str) -> list[DiffPart]:
+    """What changed from `old` to `new`, word by word (whitespace kept), as runs of
+    equal, deleted and inserted text. Long texts are compared line by line."""
+    a, b = _WORDS.findall(old), _WORDS.findall(new)
+    if len(a) * len(b) > MAX_WORD_DIFF_WORK:
+        a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    opcodes = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+    parts: list[DiffPart] = []
+    deleted: list[str] = []
+    inserted: list[str] = []
+
+    def flush() -> None:
+        if deleted:
+            parts.append(DiffPart("delete", "".join(deleted)))
+        if inserted:
+            parts.append(DiffPart("insert", "".join(inserted)))
+        deleted.clear()
+        inserted.clear()
+
+    for index, (tag, i1, i2, j1, j2) in enumerate(opcodes):
+        if tag == "equal":
+            # A lone space between two changes reads better inside the change:
+            # "<del>old script</del><ins>new pipeline</ins>", not word by word.
+            between_changes = 0 < index < len(opcodes) - 1 and (deleted or inserted)
+            if between_changes and not "".join(a[i1:i2]).strip():
+                deleted.extend(a[i1:i2])
+                inserted.extend(b[j1:j2])
+                continue
+            flush()
+            parts.append(DiffPart("equal", "".join(a[i1:i2])))
+            continue
+        deleted.extend(a[i1:i2])
+        inserted.extend(b[j1:j2])
+    flush()
+    return parts
+
+
+# --- audit log ---------------------------------------------------------------
+
+
+def list_audit_events(*, team: Team) -> QuerySet[AuditEvent]:
+    return AuditEvent.objects.filter(team=team).order_by("-created_at", "-id")

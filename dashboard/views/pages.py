@@ -1,0 +1,188 @@
+"""The team picker and the read pages: overview, search playground, injection preview
+and live agent sessions (plus the overview's re-index button)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from agents.injection import build_injection
+from agents.sessions import list_live_sessions, session_status, session_ttl
+from core.errors import DomainError
+from dashboard import charts, selectors
+from dashboard.access import Role, TeamAccess, page_context, person_actor, team_page
+from dashboard.forms import InjectionForm, SearchForm
+from memories.models import IndexState
+from search import services as search_services
+from search.selectors import search_memories
+
+
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    """The team picker: the teams the signed-in person belongs to, and nothing else."""
+    memberships = selectors.list_user_memberships(user_id=request.user.pk)
+    return render(request, "dashboard/home.html", {"memberships": memberships})
+
+
+@team_page()
+def overview(request: HttpRequest, access: TeamAccess) -> HttpResponse:
+    team = access.team
+    counts = selectors.memory_counts(team=team)
+    per_day = selectors.writes_per_day(team=team, days=30)
+    injection = build_injection(team=team)
+    health = selectors.index_health(team=team)
+    context = page_context(
+        access,
+        counts=counts,
+        totals={
+            "active": sum(c.active for c in counts),
+            "superseded": sum(c.superseded for c in counts),
+            "deleted": sum(c.deleted for c in counts),
+        },
+        health=health,
+        stuck=health[IndexState.PENDING] + health[IndexState.FAILED],
+        injection=injection,
+        token_share=_share(injection.tokens_used, injection.token_budget),
+        entry_share=_share(len(injection.included), injection.max_entries),
+        changes=selectors.recent_changes(team=team, limit=10),
+        writes_chart=charts.daily_columns(per_day),
+        writes_total=sum(n for _, n in per_day),
+        types_chart=charts.horizontal_bars([(c.type, c.active) for c in counts]),
+    )
+    return render(request, "dashboard/overview.html", context)
+
+
+def _share(used: int, cap: int) -> int:
+    return min(100, round(100 * used / cap)) if cap else 100
+
+
+@team_page(Role.ADMIN)
+@require_POST
+def reindex(request: HttpRequest, access: TeamAccess) -> HttpResponse:
+    scope = request.POST.get("scope", "stuck")
+    try:
+        count = search_services.request_reindex(team=access.team, actor=person_actor(request), scope=scope)  # type: ignore[arg-type]
+    except DomainError as error:
+        messages.error(request, error.detail)
+    else:
+        if scope == "all":
+            messages.success(request, f"Re-index of all {count} memories queued.")
+        else:
+            messages.success(request, f"Indexing queued for {count} pending or failed memories.")
+    return redirect("dashboard:overview", slug=access.team.slug)
+
+
+# --- search playground -----------------------------------------------------------
+
+EXPLAIN_PARTS = [
+    ("vector", "Vector", "cosine similarity of the query and the best chunk"),
+    ("keyword", "Keyword", "full-text rank, relative to the best keyword match"),
+    ("merged", "Merged", "vector and keyword weighted by the team's hybrid weights"),
+    ("decay", "Decay", "halves every half-life; identity and lesson are exempt"),
+    ("rating", "Rating", "1 + 0.05 per net vote, within 0.75..1.25"),
+    ("mmr", "MMR", "relevance minus redundancy with results above it"),
+]
+
+
+@team_page()
+def search(request: HttpRequest, access: TeamAccess) -> HttpResponse:
+    form = SearchForm(request.GET or None)
+    outcome, rows, status = None, [], 200
+    if form.is_bound and form.is_valid():
+        data = form.cleaned_data
+        try:
+            outcome = search_memories(
+                team=access.team,
+                query=data["q"],
+                max_results=data["max_results"],
+                types=data["types"] or None,
+                project=data["project"] or None,
+                include_superseded=data["include_superseded"],
+                mode=data["mode"],
+                explain=True,
+            )
+        except DomainError as error:
+            form.add_domain_error(error, default_field="q")
+            status = 400
+        else:
+            rows = [{"result": r, "bars": _explain_bars(r.explain or {})} for r in outcome.results]
+    elif form.is_bound:
+        status = 400
+    context = page_context(access, form=form, outcome=outcome, rows=rows)
+    template = "dashboard/search.html"
+    if getattr(request, "htmx", False):
+        template = "dashboard/_search_results.html"
+    response = render(request, template, context, status=status)
+    response["Vary"] = "HX-Request"
+    return response
+
+
+def _explain_bars(explain: dict[str, Any]) -> list[dict[str, Any]]:
+    bars = []
+    for name, label, meaning in EXPLAIN_PARTS:
+        value = explain.get(name)
+        if value is None:
+            continue
+        top = 1.25 if name == "rating" else 1.0
+        bars.append(
+            {
+                "name": name,
+                "label": label,
+                "meaning": meaning,
+                "value": value,
+                "percent": round(100 * max(0.0, min(value, top)) / top, 1),
+            }
+        )
+    return bars
+
+
+# --- injection preview -------------------------------------------------------------
+
+
+@team_page()
+def injection(request: HttpRequest, access: TeamAccess) -> HttpResponse:
+    form = InjectionForm(request.GET or None)
+    result, status = None, 200
+    if not form.is_bound or form.is_valid():
+        data = form.cleaned_data if form.is_bound else {}
+        try:
+            result = build_injection(
+                team=access.team,
+                project=data.get("project") or None,
+                query=data.get("query") or None,
+                max_entries=data.get("max_entries"),
+                max_tokens=data.get("max_tokens"),
+            )
+        except DomainError as error:
+            form.add_domain_error(error)
+            status = 400
+    else:
+        status = 400
+    context = page_context(
+        access,
+        form=form,
+        result=result,
+        token_share=_share(result.tokens_used, result.token_budget) if result else 0,
+    )
+    return render(request, "dashboard/injection.html", context, status=status)
+
+
+# --- agent sessions ------------------------------------------------------------------
+
+
+@team_page()
+def sessions(request: HttpRequest, access: TeamAccess) -> HttpResponse:
+    live = list(list_live_sessions(team=access.team).select_related("token")[:200])
+    rows = [{"session": s, "status": session_status(s)} for s in live]
+    context = page_context(access, rows=rows, ttl_seconds=int(session_ttl().total_seconds()))
+    template = "dashboard/sessions.html"
+    if getattr(request, "htmx", False):
+        template = "dashboard/_sessions_table.html"
+    response = render(request, template, context)
+    response["Vary"] = "HX-Request"
+    return response

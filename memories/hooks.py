@@ -1,0 +1,39 @@
+"""Hooks memories calls and higher apps fill in (see core.hooks and docs/architecture.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from core.hooks import Hook
+
+if TYPE_CHECKING:
+    from memories.models import Memory
+
+MatchedBy = Literal["content_hash", "embedding"]
+
+
+@dataclass(frozen=True)
+class DuplicateMatch:
+    """An active entry of the team that already holds a text about to be saved."""
+
+    memory: Memory
+    similarity: float
+    matched_by: MatchedBy
+    threshold: float
+
+
+memory_written: Hook[None] = Hook(
+    "memories.memory_written",
+    """A new version of a memory was stored: `receiver(team_id=int, memory_id=UUID)`.
+    Called inside the writing transaction; receivers defer their work with
+    `transaction.on_commit` (search enqueues indexing).""",
+)
+
+find_duplicate: Hook[DuplicateMatch] = Hook(
+    "memories.find_duplicate",
+    """Which active entry of the team already holds `text` (scrubbed):
+    `receiver(team=Team, text=str) -> DuplicateMatch | None`; the first answer counts.
+    Called before the save takes any lock (it may embed). search registers the
+    content-hash and embedding checks.""",
+)

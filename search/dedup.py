@@ -1,0 +1,68 @@
+"""Duplicate detection for the save of a new key: the receiver of
+memories.hooks.find_duplicate (see memories.services.save_memory).
+
+Two checks, cheapest first:
+
+1. Exact: an active entry of the team with the same content hash (SHA-256 of the
+   scrubbed text). Needs no embeddings, so it works with the `none` profile and while
+   the provider is down. Similarity 1.0.
+2. Near: the new text is chunked as indexing would chunk it, its chunks are embedded
+   with the team's provider through the embedding cache (so indexing the entry after
+   the save embeds nothing again), and each chunk's nearest active chunk of the same
+   model is looked up with pgvector. The similarity of two entries is the best cosine
+   over all pairs of their chunks; at least `Team.dedup_threshold` (0.92) is a
+   duplicate. Only entries already indexed with that model are seen.
+
+The near check fails open: no provider, a broken profile or a dead endpoint leave only
+the exact check. It runs before the save takes any lock (embedding can be slow); the
+caller re-checks the entry it acts on under that entry's lock.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from memories.hooks import DuplicateMatch
+from memories.models import Memory
+from search.chunking import chunk_text
+from search.embeddings.base import EmbeddingUnavailable
+from search.selectors import has_active_vectors, nearest_active_memory
+from search.services import cached_embeddings, team_provider
+from teams.models import Team
+
+logger = logging.getLogger(__name__)
+
+
+def find_duplicate(*, team: Team, text: str) -> DuplicateMatch | None:
+    """The active entry of the team that holds `text` (already scrubbed) already, or
+    None. The caller is inside the team's scope."""
+    active = Memory.objects.for_team(team.id).active()
+    same = active.filter(content_hash=Memory.hash_content(text)).order_by("created_at", "id").first()
+    if same is not None:
+        return DuplicateMatch(
+            memory=same, similarity=1.0, matched_by="content_hash", threshold=team.dedup_threshold
+        )
+
+    try:
+        provider = team_provider(team)
+        if provider is None or not has_active_vectors(team_id=team.id, model=provider.model):
+            return None
+        pieces = chunk_text(text)
+        vectors = cached_embeddings(provider, [(p.content_hash, p.text) for p in pieces])
+    except EmbeddingUnavailable as exc:
+        logger.warning("team %s: duplicate check by similarity skipped: %s", team.slug, exc)
+        return None
+    nearest = nearest_active_memory(
+        team_id=team.id, provider=provider, vectors=[vectors[p.content_hash] for p in pieces]
+    )
+    if nearest is None or nearest[1] < team.dedup_threshold:
+        return None
+    memory = active.filter(id=nearest[0]).first()
+    if memory is None:
+        return None
+    return DuplicateMatch(
+        memory=memory,
+        similarity=round(min(nearest[1], 1.0), 6),
+        matched_by="embedding",
+        threshold=team.dedup_threshold,
+    )
