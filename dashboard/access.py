@@ -33,7 +33,7 @@ from core.errors import NotFound
 from teams.models import Membership, Team
 from teams.scope import team_scope
 from teams.scrubber import REDACTED
-from teams.selectors import team_secret_values
+from teams.selectors import find_membership, find_team, team_secret_values
 from teams.validators import is_key, is_team_slug
 
 Role = Membership.Role
@@ -85,15 +85,11 @@ def team_page(
         def wrapper(request: HttpRequest, slug: str, *args: P.args, **kwargs: P.kwargs) -> HttpResponse:
             if not is_team_slug(slug):
                 return not_found(request)
-            team = Team.objects.filter(slug=slug).first()
+            team = find_team(slug=slug)
             if team is None:
                 return not_found(request)
             with team_scope(team.id):
-                membership = (
-                    Membership.objects.select_related("user")
-                    .filter(team=team, user_id=request.user.pk)
-                    .first()
-                )
+                membership = find_membership(team=team, user_id=request.user.pk)
                 if membership is None:
                     return not_found(request)
                 access = TeamAccess(team=team, membership=membership)

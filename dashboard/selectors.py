@@ -9,13 +9,13 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, QuerySet
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from memories.extraction import metadata_filter_q
-from memories.models import IndexState, Memory
-from memories.selectors import HistoryEvent, memory_history
+from memories.models import IndexState, Memory, MemoryState
+from memories.selectors import HistoryEvent, memory_history, recent_history
 from memories.types import MemoryType
 from teams.models import AuditEvent, Membership, Team
 from teams.scope import own_memberships_scope
@@ -58,9 +58,7 @@ def memory_counts(*, team: Team) -> list[TypeCounts]:
         Memory.objects.for_team(team.id)
         .values("type")
         .annotate(
-            active=Count("id", filter=Q(is_active=True)),
-            superseded=Count("id", filter=Q(is_active=False, deleted_at__isnull=True)),
-            deleted=Count("id", filter=Q(deleted_at__isnull=False)),
+            **{state: Count("id", filter=MemoryState(state).condition()) for state in MemoryState.values},
         )
         .order_by()
     )
@@ -121,33 +119,9 @@ def writes_per_day(*, team: Team, days: int = 30, today: date | None = None) -> 
     return sorted(counts.items())
 
 
-@dataclass(frozen=True)
-class Change:
-    kind: str  # created / hard / soft / unsupersede / deleted
-    key: str
-    by: str
-    at: datetime
-    reason: str
-
-
-def recent_changes(*, team: Team, limit: int = 10) -> list[Change]:
+def recent_changes(*, team: Team, limit: int = 10) -> list[HistoryEvent]:
     """The newest writes of the team: each saved version and each deletion."""
-    memories = Memory.objects.for_team(team.id)
-    versions = memories.order_by("-created_at", "-id").only(
-        "key", "supersede_kind", "updated_by", "created_at", "supersede_reason"
-    )[:limit]
-    deletions = (
-        memories.filter(deleted_at__isnull=False)
-        .order_by("-deleted_at", "-id")
-        .only("key", "deleted_by", "deleted_at")[:limit]
-    )
-    changes = [
-        Change(m.supersede_kind or "created", m.key, m.updated_by, m.created_at, m.supersede_reason)
-        for m in versions
-    ]
-    changes += [Change("deleted", m.key, m.deleted_by, m.deleted_at, "") for m in deletions]  # type: ignore[arg-type]
-    changes.sort(key=lambda change: change.at, reverse=True)
-    return changes[:limit]
+    return recent_history(team=team, limit=limit)
 
 
 # --- memory browser ----------------------------------------------------------
@@ -162,13 +136,7 @@ def browse_memories(
     tags: list[str] | None = None,
 ) -> QuerySet[Memory]:
     """Versions of the team in one state (or every state), newest first."""
-    rows = Memory.objects.for_team(team.id)
-    if state == "active":
-        rows = rows.filter(is_active=True)
-    elif state == "superseded":
-        rows = rows.filter(is_active=False, deleted_at__isnull=True)
-    elif state == "deleted":
-        rows = rows.filter(deleted_at__isnull=False)
+    rows = Memory.objects.for_team(team.id).in_state(state)
     if memory_type:
         rows = rows.filter(type=memory_type)
     if project:

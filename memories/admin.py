@@ -16,8 +16,8 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
 from memories.exceptions import MemoryNotFound
-from memories.models import Annotation, Memory
-from memories.selectors import memory_history
+from memories.models import Annotation, Memory, MemoryState
+from memories.selectors import memory_history, recent_history
 from teams.models import Team
 
 
@@ -28,16 +28,10 @@ class MemoryStateFilter(admin.SimpleListFilter):
     parameter_name = "state"
 
     def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
-        return [("active", "active"), ("superseded", "superseded"), ("deleted", "deleted")]
+        return [(state, state) for state in MemoryState.values]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Memory]) -> QuerySet[Memory]:
-        if self.value() == "active":
-            return queryset.filter(is_active=True)
-        if self.value() == "superseded":
-            return queryset.filter(is_active=False, deleted_at__isnull=True)
-        if self.value() == "deleted":
-            return queryset.filter(deleted_at__isnull=False)
-        return queryset
+        return queryset.in_state(self.value() or "all")  # type: ignore[attr-defined]
 
 
 TEAM_AUDIT_ROWS = 200
@@ -123,23 +117,10 @@ class MemoryAdmin(admin.ModelAdmin):
         team = Team.objects.filter(pk=team_id).first()
         if team is None:
             raise Http404("no such team")
-        memories = Memory.objects.for_team(team.id)
-        changes = memories.exclude(supersede_kind="").order_by("-created_at")[:TEAM_AUDIT_ROWS]
-        deletions = memories.filter(deleted_at__isnull=False).order_by("-deleted_at")[:TEAM_AUDIT_ROWS]
         rows = [
-            {
-                "at": m.created_at,
-                "key": m.key,
-                "kind": m.supersede_kind,
-                "by": m.updated_by,
-                "why": m.supersede_reason,
-            }
-            for m in changes
-        ] + [
-            {"at": m.deleted_at, "key": m.key, "kind": "deleted", "by": m.deleted_by, "why": ""}
-            for m in deletions
+            {"at": e.at, "key": e.key, "kind": e.kind, "by": e.by, "why": e.reason}
+            for e in recent_history(team=team, limit=TEAM_AUDIT_ROWS, changes_only=True)
         ]
-        rows.sort(key=lambda row: row["at"], reverse=True)
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,

@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from core.api_errors import BODY_ERRORS, TEAM_SCOPED_ERRORS, error_responses
 from core.errors import InvalidInput
 from core.pagination import KeysetPagination
-from memories import selectors, services
+from memories import feedback, selectors, services
 from memories.extraction import parse_filter_param
 from memories.models import Memory
 from memories.serializers import (
@@ -249,7 +249,7 @@ class MemoryViewSet(TeamScopedViewSet):
         check_key(key)
         payload = RateInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        memory = services.rate_memory(
+        memory = feedback.rate_memory(
             team=self.get_team(),
             key=key,
             direction=payload.validated_data["direction"],
@@ -283,7 +283,7 @@ class MemoryViewSet(TeamScopedViewSet):
             return paginator.get_paginated_response(AnnotationOutputSerializer(page, many=True).data)
         payload = AnnotationInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        result = services.annotate_memory(
+        result = feedback.annotate_memory(
             team=self.get_team(),
             key=key,
             note=payload.validated_data["note"],
@@ -304,7 +304,7 @@ class MemoryViewSet(TeamScopedViewSet):
         team = self.get_team()
         if count_access:
             # Show this read in the answer too.
-            memory.last_accessed_at = services.record_access(team=team, memory_ids=[memory.id])
+            memory.last_accessed_at = feedback.record_access(team=team, memory_ids=[memory.id])
             memory.access_count += 1
         replaced = [] if memory.is_active else [memory.id]
         context = {

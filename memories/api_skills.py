@@ -8,7 +8,7 @@ from rest_framework.response import Response
 
 from core.api_errors import TEAM_SCOPED_ERRORS, error_responses
 from core.errors import InvalidInput
-from memories import selectors, services, skills
+from memories import feedback, selectors, skills
 from memories.serializers import MemoryDetailOutputSerializer
 from teams.viewsets import TEAM_PATH_PARAMETER, TeamScopedViewSet
 
@@ -34,7 +34,7 @@ class SkillViewSet(TeamScopedViewSet):
         owner = self.get_team()
         memory = skills.get_skill(team=owner, name=name)
         # Loading a skill hands it to an agent: an access, shown in the answer too.
-        memory.last_accessed_at = services.record_access(team=owner, memory_ids=[memory.id])
+        memory.last_accessed_at = feedback.record_access(team=owner, memory_ids=[memory.id])
         memory.access_count += 1
         context = {"annotations": selectors.annotations_for(owner.id, [memory.id])}
         return Response(MemoryDetailOutputSerializer(memory, context=context).data)

@@ -31,3 +31,9 @@ class SkillNameTaken(Conflict):
     """Another active entry of the team carries a skill of that name."""
 
     code = "skill_exists"
+
+
+class StaleVersion(Conflict):
+    """The writer read a version that is no longer the active one."""
+
+    code = "stale_version"

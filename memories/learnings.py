@@ -32,8 +32,9 @@ from django.db import models, transaction
 
 from core.errors import InvalidInput
 from memories.exceptions import MemoryExists
+from memories.locks import lock_active_memory
 from memories.models import Memory
-from memories.services import SOFT_SUPERSEDE_REASON, SaveResult, lock_key, save_memory
+from memories.services import SOFT_SUPERSEDE_REASON, SaveResult, save_memory
 from memories.types import MemoryType
 from teams.models import Team
 from teams.scrubber import scrub
@@ -159,10 +160,7 @@ def _save(
     with transaction.atomic():
         # The key's advisory lock before the row lock, in the order every writer of a key
         # takes them (save_memory takes it again; advisory locks are re-entrant).
-        lock_key(team.id, key)
-        current = (
-            Memory.objects.select_for_update(no_key=True).filter(team=team, key=key, is_active=True).first()
-        )
+        current = lock_active_memory(team, key)
         if current is None:
             saved = save_memory(
                 team=team,

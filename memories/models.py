@@ -30,12 +30,35 @@ class IndexState(models.TextChoices):
     FAILED = "failed"
 
 
+class MemoryState(models.TextChoices):
+    """Where a version stands. Supersede and delete both clear is_active; only a delete
+    sets deleted_at, so the two are told apart without guessing."""
+
+    ACTIVE = "active"
+    SUPERSEDED = "superseded"
+    DELETED = "deleted"
+
+    def condition(self) -> Q:
+        """The one SQL definition of each state (filters, counts and the admin use it)."""
+        return {
+            MemoryState.ACTIVE: Q(is_active=True),
+            MemoryState.SUPERSEDED: Q(is_active=False, deleted_at__isnull=True),
+            MemoryState.DELETED: Q(deleted_at__isnull=False),
+        }[self]
+
+
 class MemoryQuerySet(models.QuerySet["Memory"]):
     def for_team(self, team_id: int) -> MemoryQuerySet:
         return self.filter(team_id=team_id)
 
     def active(self) -> MemoryQuerySet:
-        return self.filter(is_active=True)
+        return self.in_state(MemoryState.ACTIVE)
+
+    def in_state(self, state: str) -> MemoryQuerySet:
+        """Versions in one MemoryState; any other value ("all") filters nothing."""
+        if state not in MemoryState.values:
+            return self
+        return self.filter(MemoryState(state).condition())
 
     def active_at(self, when: datetime) -> MemoryQuerySet:
         """Versions that were the active one at `when`: created by then, not deleted by
@@ -93,8 +116,8 @@ class Memory(models.Model):
     index_state = models.CharField(max_length=16, choices=IndexState.choices, default=IndexState.PENDING)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)
-    # Quality signals. Changed only by UPDATE statements (services.record_access,
-    # services.rate_memory), never by Model.save(), so they never move updated_at:
+    # Quality signals. Changed only by UPDATE statements (feedback.record_access,
+    # feedback.rate_memory), never by Model.save(), so they never move updated_at:
     # reading or rating an entry does not change it.
     access_count = models.PositiveBigIntegerField(default=0)
     last_accessed_at = models.DateTimeField(null=True, blank=True)
@@ -161,9 +184,10 @@ class Memory(models.Model):
 
     @property
     def state(self) -> str:
+        """This row's MemoryState, by the same rules as MemoryState.condition."""
         if self.deleted_at is not None:
-            return "deleted"
-        return "active" if self.is_active else "superseded"
+            return MemoryState.DELETED
+        return MemoryState.ACTIVE if self.is_active else MemoryState.SUPERSEDED
 
 
 MAX_NOTE_LENGTH = 2000

@@ -12,7 +12,7 @@ from django.db.models import QuerySet
 
 from memories.exceptions import MemoryNotFound
 from memories.extraction import metadata_filter_q
-from memories.models import Annotation, Memory
+from memories.models import Annotation, Memory, MemoryState
 from teams.models import Team
 
 # Notes shown with an entry (GET of a key, search results, injection): the newest this
@@ -41,7 +41,7 @@ def list_memories(
 
 
 def get_active_memory(*, team: Team, key: str) -> Memory:
-    memory = Memory.objects.for_team(team.id).active().filter(key=key).first()
+    memory = find_active_memory(team=team, key=key)
     if memory is None:
         raise MemoryNotFound("no active memory under this key")
     return memory
@@ -141,29 +141,45 @@ class HistoryEvent:
     by: str
     at: datetime
 
+    @property
+    def key(self) -> str:
+        return self.memory.key
+
+
+def history_events(versions: Iterable[Memory], deletions: Iterable[Memory]) -> list[HistoryEvent]:
+    """The one way versions become history, newest first: each version is an event of
+    its supersede kind ("created" when it replaced nothing), and each deleted version
+    adds a "deleted" event of its own, so a key deleted and saved again reads as one
+    continuous story. An unsupersede is a version of its own, never an edit."""
+    events = [
+        HistoryEvent(v.supersede_kind or "created", v, v.supersede_reason, v.updated_by, v.created_at)
+        for v in versions
+    ]
+    events += [
+        HistoryEvent("deleted", d, "", d.deleted_by, d.deleted_at)
+        for d in deletions
+        if d.deleted_at is not None
+    ]
+    events.sort(key=lambda event: event.at, reverse=True)
+    return events
+
 
 def memory_history(*, team: Team, key: str) -> list[HistoryEvent]:
-    """Every version ever saved under the key, as events, newest first. A deletion is
-    its own event, so a key deleted and saved again reads as one continuous story.
-    An unsupersede is a version of its own (kind "unsupersede"), never an edit."""
+    """Every version ever saved under the key, as events, newest first."""
     versions = list(Memory.objects.for_team(team.id).filter(key=key).order_by("-created_at"))
     if not versions:
         raise MemoryNotFound("no memory was ever saved under this key")
-    events: list[HistoryEvent] = []
-    for version in versions:
-        if version.deleted_at is not None:
-            events.append(HistoryEvent("deleted", version, "", version.deleted_by, version.deleted_at))
-        events.append(
-            HistoryEvent(
-                version.supersede_kind or "created",
-                version,
-                version.supersede_reason,
-                version.updated_by,
-                version.created_at,
-            )
-        )
-    events.sort(key=lambda event: event.at, reverse=True)
-    return events
+    return history_events(versions, versions)
+
+
+def recent_history(*, team: Team, limit: int, changes_only: bool = False) -> list[HistoryEvent]:
+    """The team's newest history events across keys (at most `limit`); with
+    `changes_only`, first saves of a key are left out (the supersede audit)."""
+    memories = Memory.objects.for_team(team.id)
+    versions = memories.exclude(supersede_kind="") if changes_only else memories
+    newest_versions = versions.order_by("-created_at", "-id")[:limit]
+    newest_deletions = memories.in_state(MemoryState.DELETED).order_by("-deleted_at", "-id")[:limit]
+    return history_events(newest_versions, newest_deletions)[:limit]
 
 
 def history_successors(events: list[HistoryEvent], *, team_id: int) -> dict[uuid.UUID, dict[str, Any]]:
@@ -176,3 +192,19 @@ def history_successors(events: list[HistoryEvent], *, team_id: int) -> dict[uuid
             e.memory.id for e in events if e.kind != "deleted" and not e.memory.is_active
         ),
     )
+
+
+def find_active_memory(*, team: Team, key: str) -> Memory | None:
+    return Memory.objects.for_team(team.id).active().filter(key=key).first()
+
+
+def key_was_saved(*, team: Team, key: str) -> bool:
+    """Whether any version was ever saved under the key (active, superseded or deleted)."""
+    return Memory.objects.for_team(team.id).filter(key=key).exists()
+
+
+def replaced_version(*, team: Team, memory: Memory) -> Memory | None:
+    """The version `memory` superseded, if any."""
+    if memory.supersedes_id is None:
+        return None
+    return Memory.objects.for_team(team.id).filter(id=memory.supersedes_id).first()

@@ -10,7 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api_errors import BODY_ERRORS, TEAM_SCOPED_ERRORS, error_responses
-from memories import services as memory_services
+from memories import feedback
 from memories.serializers import AnnotationOutputSerializer, SupersededBySerializer
 from memories.types import ACCEPTED_TYPE_NAMES, resolve_type
 from search import selectors
@@ -166,5 +166,5 @@ class SearchViewSet(TeamScopedViewSet):
             mode=data["mode"],
         )
         # Every result handed to the agent counts as an access: one UPDATE for all.
-        memory_services.record_access(team=self.get_team(), memory_ids=[r.memory_id for r in outcome.results])
+        feedback.record_access(team=self.get_team(), memory_ids=[r.memory_id for r in outcome.results])
         return Response(SearchOutputSerializer(outcome).data)

@@ -246,7 +246,9 @@ class VaultEntryAdmin(admin.ModelAdmin):
     def _delete(self, request: HttpRequest, entry: VaultEntry) -> None:
         # Through the service, so the deletion is logged with the operator's name.
         with contextlib.suppress(NotFound):  # already gone
-            services.delete_vault_entry(team=entry.team, key=entry.key, actor=f"admin:{request.user.get_username()}")
+            services.delete_vault_entry(
+                team=entry.team, key=entry.key, actor=f"admin:{request.user.get_username()}"
+            )
 
 
 # The audit trail is read-only for operators too.

@@ -8,6 +8,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 REDACTED = "[REDACTED:{kind}]"
 
@@ -73,6 +74,26 @@ def scrub(text: str, secret_values: Iterable[str] = ()) -> ScrubResult:
         if occurrences:
             counts[kind] += occurrences
     return ScrubResult(text=text, redactions=counts)
+
+
+def scrub_json(value: Any, secret_values: Iterable[str] = ()) -> tuple[Any, ScrubResult]:
+    """Scrub every string (keys and values) inside a JSON value; the redactions of all
+    of them add up in the one ScrubResult (whose text is empty)."""
+    secrets = tuple(secret_values)
+    total = ScrubResult(text="")
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, str):
+            result = scrub(node, secrets)
+            total.redactions.update(result.redactions)
+            return result.text
+        if isinstance(node, dict):
+            return {walk(k): walk(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    return walk(value), total
 
 
 def _longest_first(secret_values: tuple[str, ...]) -> tuple[str, ...]:

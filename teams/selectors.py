@@ -6,7 +6,7 @@ from django.db.models import QuerySet
 
 from core.errors import NotFound
 from teams import vault_crypto
-from teams.models import AgentToken, Team, VaultEntry
+from teams.models import AgentToken, Membership, Team, VaultEntry
 
 
 def get_team_by_slug(*, slug: str) -> Team:
@@ -18,6 +18,33 @@ def get_team_by_slug(*, slug: str) -> Team:
 
 def list_tokens(*, team: Team) -> QuerySet[AgentToken]:
     return AgentToken.objects.filter(team=team).order_by("-created_at")
+
+
+def get_token(*, team: Team, token_id: int) -> AgentToken:
+    token = AgentToken.objects.filter(team=team, pk=token_id).first()
+    if token is None:
+        raise NotFound("no such token")
+    return token
+
+
+def list_memberships(*, team: Team) -> QuerySet[Membership]:
+    return Membership.objects.filter(team=team).select_related("user").order_by("user__username")
+
+
+def get_membership(*, team: Team, membership_id: int) -> Membership:
+    membership = Membership.objects.filter(team=team, pk=membership_id).select_related("user").first()
+    if membership is None:
+        raise NotFound("no such member")
+    return membership
+
+
+def find_membership(*, team: Team, user_id: int) -> Membership | None:
+    """A person's membership of the team, or None (not a member)."""
+    return Membership.objects.select_related("user").filter(team=team, user_id=user_id).first()
+
+
+def find_team(*, slug: str) -> Team | None:
+    return Team.objects.filter(slug=slug).first()
 
 
 def list_vault_entries(*, team: Team) -> QuerySet[VaultEntry]:

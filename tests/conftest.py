@@ -15,6 +15,8 @@ from teams.models import Team
 from teams.scope import dangerously_bypass_team_scope
 from tests.factories import TeamFactory
 
+pytest_plugins = ["tests.worker"]
+
 
 @dataclass
 class Agent:

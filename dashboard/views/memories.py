@@ -25,8 +25,10 @@ from dashboard.forms import (
     UnsupersedeForm,
     parse_version,
 )
+from memories import feedback
+from memories import selectors as memory_selectors
 from memories import services as memory_services
-from memories.exceptions import MemoryNotFound
+from memories.exceptions import MemoryNotFound, StaleVersion
 from memories.models import Memory
 from memories.selectors import list_annotations
 from search.selectors import MAX_RESULTS, search_memories
@@ -205,9 +207,9 @@ def _report_save(request: HttpRequest, result: memory_services.SaveResult) -> No
 @team_page(Role.MEMBER)
 def memory_edit(request: HttpRequest, access: TeamAccess, key: str) -> HttpResponse:
     path_key(key)
-    current = Memory.objects.for_team(access.team.id).active().filter(key=key).first()
+    current = memory_selectors.find_active_memory(team=access.team, key=key)
     if current is None:
-        if not Memory.objects.for_team(access.team.id).filter(key=key).exists():
+        if not memory_selectors.key_was_saved(team=access.team, key=key):
             raise MemoryNotFound("no memory under this key")
         messages.info(request, "This memory is deleted; save it again to bring it back.")
         return redirect(reverse("dashboard:memory_create", kwargs={"slug": access.team.slug}) + f"?key={key}")
@@ -222,13 +224,7 @@ def memory_edit(request: HttpRequest, access: TeamAccess, key: str) -> HttpRespo
                 current.type,
                 current.project,
             )
-            if data["base_version"] != current.id:
-                form.add_error(
-                    None,
-                    "Someone changed this memory since you opened it. Review the current version "
-                    "(reload the page) before you change it.",
-                )
-            elif unchanged:
+            if unchanged:
                 form.add_error("content", "Nothing changed: edit the content, type or project.")
             else:
                 try:
@@ -240,6 +236,15 @@ def memory_edit(request: HttpRequest, access: TeamAccess, key: str) -> HttpRespo
                         type_name=data["type"],
                         project=data["project"],
                         supersede_reason=form.supersede_reason(),
+                        # Checked under the key's lock: two people editing at once cannot
+                        # both replace the version they opened.
+                        expected_version=data["base_version"],
+                    )
+                except StaleVersion:
+                    form.add_error(
+                        None,
+                        "Someone changed this memory since you opened it. Review the current version "
+                        "(reload the page) before you change it.",
                     )
                 except DomainError as error:
                     form.add_domain_error(error, default_field="content")
@@ -261,10 +266,7 @@ def memory_edit(request: HttpRequest, access: TeamAccess, key: str) -> HttpRespo
 
 @team_page(Role.MEMBER)
 def memory_delete(request: HttpRequest, access: TeamAccess, key: str) -> HttpResponse:
-    path_key(key)
-    current = Memory.objects.for_team(access.team.id).active().filter(key=key).first()
-    if current is None:
-        raise MemoryNotFound("no active memory under this key")
+    current = memory_selectors.get_active_memory(team=access.team, key=path_key(key))
     if request.method == "POST":
         memory_services.delete_memory(team=access.team, key=key, deleted_by=person_actor(request))
         messages.success(request, f"Memory \u201c{key}\u201d deleted. Its history is kept.")
@@ -274,12 +276,8 @@ def memory_delete(request: HttpRequest, access: TeamAccess, key: str) -> HttpRes
 
 @team_page(Role.MEMBER)
 def memory_unsupersede(request: HttpRequest, access: TeamAccess, key: str) -> HttpResponse:
-    path_key(key)
-    memories = Memory.objects.for_team(access.team.id)
-    current = memories.active().filter(key=key).first()
-    if current is None:
-        raise MemoryNotFound("no active memory under this key")
-    previous = memories.filter(id=current.supersedes_id).first() if current.supersedes_id else None
+    current = memory_selectors.get_active_memory(team=access.team, key=path_key(key))
+    previous = memory_selectors.replaced_version(team=access.team, memory=current)
     status = 200
     form = UnsupersedeForm(request.POST or None)
     if request.method == "POST":
@@ -308,7 +306,7 @@ def memory_annotate(request: HttpRequest, access: TeamAccess, key: str) -> HttpR
     form = AnnotateForm(request.POST)
     if form.is_valid():
         try:
-            result = memory_services.annotate_memory(
+            result = feedback.annotate_memory(
                 team=access.team, key=key, note=form.cleaned_data["note"], created_by=person_actor(request)
             )
         except MemoryNotFound:
@@ -332,7 +330,7 @@ def memory_rate(request: HttpRequest, access: TeamAccess, key: str) -> HttpRespo
         messages.error(request, "Rate a memory up or down.")
         return redirect(_detail_url(access, key))
     try:
-        memory_services.rate_memory(
+        feedback.rate_memory(
             team=access.team,
             key=key,
             direction=form.cleaned_data["direction"],

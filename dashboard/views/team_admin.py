@@ -24,8 +24,15 @@ from dashboard.forms import (
     VaultSetForm,
 )
 from teams import services
-from teams.models import AgentToken, Membership, VaultEntry
-from teams.selectors import get_vault_entry, list_tokens, list_vault_entries
+from teams.models import Membership, VaultEntry
+from teams.selectors import (
+    get_membership,
+    get_token,
+    get_vault_entry,
+    list_memberships,
+    list_tokens,
+    list_vault_entries,
+)
 
 
 def _url(name: str, access: TeamAccess, **kwargs: object) -> str:
@@ -151,9 +158,7 @@ def tokens(request: HttpRequest, access: TeamAccess) -> HttpResponse:
 
 @team_page(Role.ADMIN)
 def token_revoke(request: HttpRequest, access: TeamAccess, token_id: int) -> HttpResponse:
-    token = AgentToken.objects.filter(team=access.team, pk=token_id).first()
-    if token is None:
-        raise NotFound("no such token")
+    token = get_token(team=access.team, token_id=token_id)
     if request.method == "POST":
         try:
             services.revoke_token_by_id(team=access.team, token_id=token_id, actor=person_actor(request))
@@ -188,7 +193,7 @@ def members(request: HttpRequest, access: TeamAccess) -> HttpResponse:
             else:
                 messages.success(request, f"{membership.user.get_username()} added as {membership.role}.")
                 return redirect(_url("members", access))
-    rows = Membership.objects.filter(team=access.team).select_related("user").order_by("user__username")
+    rows = list_memberships(team=access.team)
     context = page_context(access, rows=rows, form=form, role_choices=Membership.Role.choices)
     return render(request, "dashboard/members.html", context, status=status)
 
@@ -218,9 +223,7 @@ def member_role(request: HttpRequest, access: TeamAccess, membership_id: int) ->
 
 @team_page(Role.ADMIN)
 def member_remove(request: HttpRequest, access: TeamAccess, membership_id: int) -> HttpResponse:
-    membership = Membership.objects.filter(team=access.team, pk=membership_id).select_related("user").first()
-    if membership is None:
-        raise NotFound("no such member")
+    membership = get_membership(team=access.team, membership_id=membership_id)
     if request.method == "POST":
         try:
             services.remove_member(team=access.team, membership_id=membership_id, by=access.membership)

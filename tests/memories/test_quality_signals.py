@@ -11,7 +11,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from memories import selectors, services
+from memories import feedback, selectors
 from memories.models import Annotation, Memory
 from teams import services as team_services
 from teams.scope import team_scope
@@ -403,6 +403,6 @@ def test_record_access_ignores_ids_of_another_team(member: Agent, outsider: Agen
     alpha = save(member, "k", "Alpha's.")
 
     with team_scope(outsider.team.id):
-        services.record_access(team=outsider.team, memory_ids=[uuid.UUID(alpha["id"])])
+        feedback.record_access(team=outsider.team, memory_ids=[uuid.UUID(alpha["id"])])
 
     assert row(alpha["id"]).access_count == 0

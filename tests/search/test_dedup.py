@@ -409,7 +409,9 @@ def test_a_duplicate_changed_meanwhile_is_not_superseded(team: Team, monkeypatch
     """The check runs before any lock; the entry it found is read again under its lock."""
     with team_scope(team.id):
         held = services.save_memory(team=team, key="a", content=STAGING_SHORTER, updated_by="t").memory
-        stale = memory_hooks.DuplicateMatch(memory=held, similarity=0.95, matched_by="embedding", threshold=0.92)
+        stale = memory_hooks.DuplicateMatch(
+            memory=held, similarity=0.95, matched_by="embedding", threshold=0.92
+        )
         services.delete_memory(team=team, key="a", deleted_by="t")
         monkeypatch.setattr(memory_hooks.find_duplicate, "first", lambda **kwargs: stale)
         result = services.save_memory(team=team, key="b", content=STAGING, updated_by="t")

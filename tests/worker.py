@@ -1,0 +1,1 @@
+"""Fixtures for tests that need a real Celery worker on the embedded Redis (filled in next)."""
