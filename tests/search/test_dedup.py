@@ -3,6 +3,10 @@ supersedes that entry, shorter or equal text is refused with `duplicate_of`; exa
 copies are caught by hash without embeddings; allow_duplicate, the team's threshold,
 only active entries, and the cross-key supersede in history and unsupersede.
 
+The similarity check sees only entries whose vectors indexing wrote. The first tests run
+that flow as production does: a real worker process indexes each save (tests/worker.py).
+The rules after them index in-process after commit, as the broker-less fallback does.
+
 Similarities below are those of the embedded local model (all-MiniLM-L6-v2, int8)."""
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from search.models import EmbeddingCache
 from teams.models import Team
 from teams.scope import team_scope
 from tests.conftest import Agent, operator_view
+from tests.worker import CeleryProcess, wait_for_index_state
 
 TESTS = "Run the full test suite with make test before pushing."
 TESTS_LONGER = "Before pushing, run make test to run the whole test suite."  # 0.947, longer
@@ -58,13 +63,27 @@ def set_team(team: Team, **fields: Any) -> None:
     team.refresh_from_db()
 
 
-# --------------------------------------------------------------------------- both ways
+def post_indexed_by_worker(agent: Agent, key: str, content: str, **extra: Any) -> Any:
+    """POST memories/; once it is saved, wait until the worker has indexed it."""
+    response = agent.client.post(
+        agent.url("memories/"), {"key": key, "content": content, **extra}, format="json"
+    )
+    if response.status_code == 201:
+        assert response.json()["index_state"] == "pending"
+        wait_for_index_state(agent.team.id, key)
+    return response
 
 
-def test_a_longer_near_duplicate_under_a_new_key_supersedes_the_entry(member: Agent, post) -> None:  # type: ignore[no-untyped-def]
-    old = post(member, "testing", TESTS, type="lesson", project="web").json()
+# --------------------------------------------------------------------------- both ways, on the worker
 
-    response = post(member, "before-push", TESTS_LONGER)
+
+@pytest.mark.django_db(transaction=True)
+def test_a_longer_near_duplicate_under_a_new_key_supersedes_the_entry(
+    member: Agent, worker: CeleryProcess
+) -> None:
+    old = post_indexed_by_worker(member, "testing", TESTS, type="lesson", project="web").json()
+
+    response = post_indexed_by_worker(member, "before-push", TESTS_LONGER)
 
     assert response.status_code == 201, response.content
     body = response.json()
@@ -83,10 +102,13 @@ def test_a_longer_near_duplicate_under_a_new_key_supersedes_the_entry(member: Ag
     assert replaced.state == "superseded" and replaced.deleted_at is None
 
 
-def test_a_shorter_near_duplicate_is_refused_and_names_the_entry_that_holds_it(member: Agent, post) -> None:  # type: ignore[no-untyped-def]
-    held = post(member, "staging-db", STAGING).json()
+@pytest.mark.django_db(transaction=True)
+def test_a_shorter_near_duplicate_is_refused_and_names_the_entry_that_holds_it(
+    member: Agent, worker: CeleryProcess
+) -> None:
+    held = post_indexed_by_worker(member, "staging-db", STAGING).json()
 
-    response = post(member, "staging", STAGING_SHORTER)
+    response = post_indexed_by_worker(member, "staging", STAGING_SHORTER)
 
     assert response.status_code == 200
     body = response.json()

@@ -2,13 +2,15 @@
 search answers keyword-only with a warning, saves still succeed, and once the
 endpoint recovers the reconcile job indexes what was left behind.
 
-The endpoint is a real local HTTP server (tests/search/embedding_server.py)."""
+Saves are indexed as in production, by a real Celery worker process on the test run's
+own Redis (tests/worker.py); this process plays the web server. The endpoint is a real
+local HTTP server (tests/search/embedding_server.py)."""
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,9 @@ from search.tasks import reconcile_index_states
 from teams.scope import team_scope
 from tests.conftest import Agent, search
 from tests.search.embedding_server import API_KEY, EmbeddingServer
+from tests.worker import CeleryProcess, wait_for_index_state
+
+pytestmark = pytest.mark.django_db(transaction=True)
 
 BREAKER_RESET_SECONDS = 0.5
 PROFILES = """
@@ -60,19 +65,37 @@ def remote_team(
     reset_providers()
 
 
+@pytest.fixture
+def worker(remote_team: Agent, start_worker: Callable[..., CeleryProcess], tmp_path: Path) -> CeleryProcess:
+    """A worker of this test's own: it reads the same profiles, and its circuit breaker
+    starts closed."""
+    return start_worker(
+        MEMORYHUB_EMBEDDING_PROFILES_FILE=str(tmp_path / "profiles.yaml"),
+        MEMORYHUB_TEST_EMBEDDINGS_KEY=API_KEY,
+        MEMORYHUB_RECONCILE_AFTER_SECONDS="0",
+    )
+
+
+def save(agent: Agent, key: str, content: str, **extra: Any) -> None:
+    response = agent.client.post(
+        agent.url("memories/"), {"key": key, "content": content, **extra}, format="json"
+    )
+    assert response.status_code == 201, response.content
+
+
 def state(agent: Agent, key: str) -> str:
     return agent.client.get(agent.url(f"memories/{key}/")).json()["index_state"]
 
 
-def recover(server: EmbeddingServer, django_capture_on_commit_callbacks: Any) -> None:
-    """Let the breaker half-open, then run the periodic reconcile job."""
+def recover(agent: Agent) -> None:
+    """Let the breakers half-open, then have the worker run the periodic reconcile job."""
     time.sleep(BREAKER_RESET_SECONDS + 0.1)
-    with django_capture_on_commit_callbacks(execute=True):
-        reconcile_index_states.apply()
+    reconcile_index_states.delay()
+    wait_for_index_state(agent.team.id, "deploy-friday")
 
 
 def assert_keyword_fallback(agent: Agent, caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="search.selectors"):
+    with caplog.at_level(logging.WARNING, logger="search.querying"):
         body = search(agent, "Fridays production deploy")
     assert body["search_mode"] == "keyword"
     assert body["warnings"] and "keyword-only" in body["warnings"][0]
@@ -89,86 +112,82 @@ def assert_recovered(agent: Agent) -> None:
 
 
 def test_dead_endpoint_falls_back_to_keyword_and_recovers(
-    remote_team: Agent,
-    server: EmbeddingServer,
-    save,
-    caplog,
-    django_capture_on_commit_callbacks,  # type: ignore[no-untyped-def]
+    remote_team: Agent, worker: CeleryProcess, server: EmbeddingServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     save(remote_team, "deploy-friday", CONTENT)  # nothing listens on the port yet
 
-    assert state(remote_team, "deploy-friday") == "failed"
+    wait_for_index_state(remote_team.team.id, "deploy-friday", "failed")
     assert_keyword_fallback(remote_team, caplog)
 
     server.start()
-    recover(server, django_capture_on_commit_callbacks)
+    recover(remote_team)
     assert_recovered(remote_team)
 
 
 def test_rejected_key_falls_back_to_keyword_without_retrying_and_recovers(
-    remote_team: Agent,
-    server: EmbeddingServer,
-    save,
-    caplog,
-    django_capture_on_commit_callbacks,  # type: ignore[no-untyped-def]
+    remote_team: Agent, worker: CeleryProcess, server: EmbeddingServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     server.behaviour = "unauthorized"
     server.start()
 
     save(remote_team, "deploy-friday", CONTENT)
 
-    assert state(remote_team, "deploy-friday") == "failed"
-    assert len(server.requests) == 1  # a 401 is not retried
+    wait_for_index_state(remote_team.team.id, "deploy-friday", "failed")
+    assert len(server.requests) == 1  # the worker did not retry a 401
+    assert "Incorrect API key" in worker.log_since(0) or "401" in worker.log_since(0)
+    assert API_KEY not in worker.log_since(0)
     assert_keyword_fallback(remote_team, caplog)
     for request in caplog.records:
         assert API_KEY not in request.getMessage()
 
     server.behaviour = "ok"  # the operator fixed the key
-    recover(server, django_capture_on_commit_callbacks)
+    recover(remote_team)
     assert_recovered(remote_team)
 
 
 def test_slow_endpoint_costs_one_timeout_then_the_breaker_answers(
-    remote_team: Agent,
-    server: EmbeddingServer,
-    save,
-    caplog,
-    django_capture_on_commit_callbacks,  # type: ignore[no-untyped-def]
+    remote_team: Agent, worker: CeleryProcess, server: EmbeddingServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     server.behaviour, server.slow_seconds = "slow", 2.0
     server.start()
 
     save(remote_team, "deploy-friday", CONTENT)
-    assert state(remote_team, "deploy-friday") == "failed"
+    wait_for_index_state(remote_team.team.id, "deploy-friday", "failed")
+    # This process's first query embedding times out as the worker's indexing did...
+    assert_keyword_fallback(remote_team, caplog)
     requests_while_closed = len(server.requests)
 
     started = time.monotonic()
     assert_keyword_fallback(remote_team, caplog)
-    search(remote_team, "weekend")
-    # The breaker is open: no request reaches the endpoint, no timeout is waited out.
+    # ...then its breaker is open: no request reaches the endpoint, no timeout (two
+    # attempts of 0.5 s) is waited out.
     assert len(server.requests) == requests_while_closed
-    assert time.monotonic() - started < 0.5
+    assert time.monotonic() - started < 1.0
 
     server.behaviour = "ok"
-    recover(server, django_capture_on_commit_callbacks)
+    recover(remote_team)
     assert_recovered(remote_team)
 
 
 def test_only_text_never_seen_before_goes_to_the_provider(
-    remote_team: Agent,
-    server: EmbeddingServer,
-    save,  # type: ignore[no-untyped-def]
+    remote_team: Agent, worker: CeleryProcess, server: EmbeddingServer
 ) -> None:
+    """The web process's duplicate check and the worker share the embedding cache."""
     server.start()
+    team_id = remote_team.team.id
 
     save(remote_team, "first", CONTENT)
+    wait_for_index_state(team_id, "first")
     embedded_after_first = server.inputs_embedded
     save(remote_team, "copy", CONTENT, allow_duplicate=True)
+    wait_for_index_state(team_id, "copy")
     save(remote_team, "first", CONTENT, supersede_reason="minor correction")
+    wait_for_index_state(team_id, "first")
     save(remote_team, "other", "The staging database runs on db-3.internal.")
+    wait_for_index_state(team_id, "other")
 
     assert embedded_after_first == 1
     assert server.inputs_embedded == 2  # only "other" was new
-    with team_scope(remote_team.team.id):
+    with team_scope(team_id):
         assert ChunkEmbedding.objects.filter(team=remote_team.team).count() == 4
     assert EmbeddingCache.objects.filter(model__startswith="fake-minilm").count() == 2

@@ -1,10 +1,12 @@
 """`manage.py reindex --model PROFILE`: a team moves to another embedding model, even
-of other dimensions, with a progress bar, and loses nothing on the way."""
+of other dimensions, with a progress bar, and loses nothing on the way. The command does
+the work in its own process; a re-index requested from the dashboard or the admin is a
+task, which the last test runs on a real worker process (tests/worker.py)."""
 
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +18,13 @@ from django.test import override_settings
 from memories.models import Memory
 from search.embeddings.profiles import reset_providers
 from search.models import Chunk, ChunkEmbedding
+from search.services import request_reindex
 from search.vector_index import index_name
 from teams.models import Team
 from teams.scope import team_scope
 from tests.conftest import Agent, operator_view
 from tests.search.embedding_server import API_KEY, EmbeddingServer
+from tests.worker import CeleryProcess, wait_for, wait_for_index_state
 
 PROFILES = """
 profiles:
@@ -36,25 +40,27 @@ profiles:
 """
 
 
+NOTES = {
+    "deploy-friday": "Never deploy to production on Fridays: nobody is around over the weekend.",
+    "db-host": "The staging database runs on db-3.internal, port 5433.",
+    "lunch": "The team orders pizza on Wednesdays.",
+}
+
+
 @pytest.fixture
-def profiles(server: EmbeddingServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def profiles(server: EmbeddingServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     path = tmp_path / "profiles.yaml"
     path.write_text(PROFILES.format(base_url=server.base_url))
     monkeypatch.setenv("MEMORYHUB_TEST_EMBEDDINGS_KEY", API_KEY)
     with override_settings(MEMORYHUB_EMBEDDING_PROFILES_FILE=str(path)):
         reset_providers()
-        yield
+        yield path
     reset_providers()
 
 
 @pytest.fixture
 def indexed(member: Agent, django_capture_on_commit_callbacks: Any) -> None:
-    notes = {
-        "deploy-friday": "Never deploy to production on Fridays: nobody is around over the weekend.",
-        "db-host": "The staging database runs on db-3.internal, port 5433.",
-        "lunch": "The team orders pizza on Wednesdays.",
-    }
-    for key, content in notes.items():
+    for key, content in NOTES.items():
         with django_capture_on_commit_callbacks(execute=True):
             member.client.post(member.url("memories/"), {"key": key, "content": content}, format="json")
     with django_capture_on_commit_callbacks(execute=True):
@@ -155,3 +161,39 @@ def test_reindex_of_every_team_touches_each_only_in_its_own_scope(
     body = member.client.post(member.url("search/"), {"query": "pizza sushi"}, format="json").json()
     assert body["search_mode"] == "keyword"
     assert [r["key"] for r in body["results"]] == ["lunch", "lunch"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_requested_reindex_runs_on_the_worker_and_moves_the_team_to_its_profile(
+    profiles: Path, member: Agent, server: EmbeddingServer, start_worker: Callable[..., CeleryProcess]
+) -> None:
+    server.start()
+    worker = start_worker(
+        MEMORYHUB_EMBEDDING_PROFILES_FILE=str(profiles), MEMORYHUB_TEST_EMBEDDINGS_KEY=API_KEY
+    )
+    for key, content in NOTES.items():
+        response = member.client.post(
+            member.url("memories/"), {"key": key, "content": content}, format="json"
+        )
+        assert response.status_code == 201
+        wait_for_index_state(member.team.id, key)
+    with team_scope(member.team.id):
+        chunk_count = Chunk.objects.filter(team=member.team).count()
+    assert vectors_by_model(member.team) == {"all-MiniLM-L6-v2-onnx-int8": chunk_count}
+    with operator_view():
+        Team.objects.filter(id=member.team.id).update(embedding_profile="small")
+    log_start = worker.log_position()
+
+    with team_scope(member.team.id):
+        assert request_reindex(team=member.team, actor="test", scope="all") == len(NOTES)
+
+    wait_for(lambda: vectors_by_model(member.team) == {"fake-minilm@128": chunk_count}, 60, "the re-index")
+    assert server.inputs_embedded == chunk_count
+    assert "Task search.reindex_team[" in worker.log_since(log_start)
+    body = member.client.post(
+        member.url("search/"),
+        {"query": "production deploys before the weekend", "explain": True},
+        format="json",
+    ).json()
+    assert body["search_mode"] == "hybrid"
+    assert body["results"][0]["key"] == "deploy-friday"
