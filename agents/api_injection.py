@@ -15,6 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agents import injection
+from agents.injection.relevant import RELEVANT_MAX
 from core.api_errors import TEAM_SCOPED_ERRORS, error_responses
 from memories.types import MemoryType
 from search.selectors import MAX_QUERY_CHARS
@@ -51,7 +52,7 @@ class InjectionQuerySerializer(StrictInputSerializer):
     query = serializers.CharField(
         required=False,
         max_length=MAX_QUERY_CHARS,
-        help_text=f"Adds a 'relevant' section: the top {injection.RELEVANT_MAX} active search results "
+        help_text=f"Adds a 'relevant' section: the top {RELEVANT_MAX} active search results "
         "(any type) not in the block already, within the token budget.",
     )
     max_entries = QueryIntegerField(
@@ -179,7 +180,9 @@ class _IgnoreFormatParameter(DefaultContentNegotiation):
     """`format` is this endpoint's own parameter (markdown or json), not DRF's renderer
     override, which would answer 404 to format=markdown."""
 
-    settings = SimpleNamespace(URL_FORMAT_OVERRIDE=None)
+    # drf-stubs type this as DRF's global settings object with URL_FORMAT_OVERRIDE a str, though
+    # DRF documents None as turning the override off; only that one setting is read here.
+    settings = SimpleNamespace(URL_FORMAT_OVERRIDE=None)  # type: ignore[assignment]
 
 
 class InjectionViewSet(TeamScopedViewSet):

@@ -13,7 +13,7 @@ from core.api_errors import BODY_ERRORS, TEAM_SCOPED_ERRORS, error_responses
 from memories import feedback
 from memories.serializers import AnnotationOutputSerializer, SupersededBySerializer
 from memories.types import ACCEPTED_TYPE_NAMES, resolve_type
-from search import selectors
+from search import querying
 from search.selectors import MAX_QUERY_CHARS, MAX_RESULTS
 from teams.serializers import (
     StrictBooleanField,
@@ -90,7 +90,9 @@ class SearchResultSerializer(serializers.Serializer):
     score = serializers.FloatField()
     type = serializers.CharField()
     is_active = serializers.BooleanField()
-    source = serializers.CharField(
+    # The API's field is named `source`. DRF's metaclass moves declared fields off the class, so
+    # it never shadows Field.source at run time; the stubs cannot model that.
+    source = serializers.CharField(  # type: ignore[assignment]
         help_text="Which paths found it: keyword, vector or keyword+vector; skill_trigger for a skill "
         "whose keyword is in the query."
     )
@@ -152,7 +154,7 @@ class SearchViewSet(TeamScopedViewSet):
         payload = SearchInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         data = payload.validated_data
-        outcome = selectors.search_memories(
+        outcome = querying.embed_and_search(
             team=self.get_team(),
             query=data["query"],
             max_results=data["max_results"],

@@ -53,7 +53,10 @@ def find_duplicate(*, team: Team, text: str) -> DuplicateMatch | None:
         logger.warning("team %s: duplicate check by similarity skipped: %s", team.slug, exc)
         return None
     nearest = nearest_active_memory(
-        team_id=team.id, provider=provider, vectors=[vectors[p.content_hash] for p in pieces]
+        team_id=team.id,
+        model=provider.model,
+        dimensions=provider.dimensions,
+        vectors=[vectors[p.content_hash] for p in pieces],
     )
     if nearest is None or nearest[1] < team.dedup_threshold:
         return None

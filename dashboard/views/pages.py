@@ -15,17 +15,17 @@ from agents.injection import build_injection
 from agents.sessions import list_live_sessions, session_status, session_ttl
 from core.errors import DomainError
 from dashboard import charts, selectors
-from dashboard.access import Role, TeamAccess, page_context, person_actor, team_page
+from dashboard.access import Role, TeamAccess, page_context, person_actor, signed_in_user_id, team_page
 from dashboard.forms import InjectionForm, SearchForm
 from memories.models import IndexState
 from search import services as search_services
-from search.selectors import search_memories
+from search.querying import embed_and_search
 
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
     """The team picker: the teams the signed-in person belongs to, and nothing else."""
-    memberships = selectors.list_user_memberships(user_id=request.user.pk)
+    memberships = selectors.list_user_memberships(user_id=signed_in_user_id(request))
     return render(request, "dashboard/home.html", {"memberships": memberships})
 
 
@@ -96,7 +96,7 @@ def search(request: HttpRequest, access: TeamAccess) -> HttpResponse:
     if form.is_bound and form.is_valid():
         data = form.cleaned_data
         try:
-            outcome = search_memories(
+            outcome = embed_and_search(
                 team=access.team,
                 query=data["q"],
                 max_results=data["max_results"],

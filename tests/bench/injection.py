@@ -105,6 +105,7 @@ def run(*, quick: bool = False) -> dict[str, Any]:
     from rest_framework.test import APIClient
 
     from agents import injection
+    from agents.injection import rendering
     from teams.scope import team_scope
 
     calls = QUICK_CALLS if quick else CALLS
@@ -120,8 +121,7 @@ def run(*, quick: bool = False) -> dict[str, Any]:
             return injection.build_injection(team=team, project=project)
 
     def empty_caches() -> None:
-        injection._content_cache._counts.clear()
-        injection._tokens_of.cache_clear()
+        rendering.clear_token_caches()
 
     client = APIClient(HTTP_HOST="localhost")
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")

@@ -457,13 +457,13 @@ def _capture(seed_team: SeedTeam, queries: list[dict[str, str]], mode: str) -> l
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from search.selectors import search_memories
+    from search.querying import embed_and_search
     from teams.scope import team_scope
 
     captured = []
     for q in queries:
         with CaptureQueriesContext(connection) as ctx, team_scope(seed_team.team.id):
-            search_memories(team=seed_team.team, query=q["query"], max_results=MAX_RESULTS, mode=mode)
+            embed_and_search(team=seed_team.team, query=q["query"], max_results=MAX_RESULTS, mode=mode)
         statements = [s["sql"] for s in ctx.captured_queries]
         # The follow-up queries that complete the scores of candidates found by the
         # other path are limited to a list of memory ids; the two main ones are not.
@@ -521,7 +521,7 @@ def _measure_mode(base: str, seed_team: SeedTeam, queries: list[dict[str, str]],
     import httpx
 
     from search.embeddings.profiles import provider_for
-    from search.selectors import search_memories
+    from search.querying import embed_and_search
     from teams.scope import team_scope
 
     team = seed_team.team
@@ -547,7 +547,7 @@ def _measure_mode(base: str, seed_team: SeedTeam, queries: list[dict[str, str]],
 
             began = time.perf_counter()
             with team_scope(team.id):
-                search_memories(team=team, query=q["query"], max_results=MAX_RESULTS, mode=mode)
+                embed_and_search(team=team, query=q["query"], max_results=MAX_RESULTS, mode=mode)
             samples.add("selector", (time.perf_counter() - began) * 1000)
             if mode == "hybrid" and provider is not None:
                 began = time.perf_counter()
@@ -671,7 +671,7 @@ def run(*, quick: bool = False) -> dict[str, Any]:
         f"milliseconds; {REQUESTS} sequential requests per row ({len(queries)} queries: half paraphrase-like, "
         f"half rare-keyword; max_results={MAX_RESULTS}) after {WARMUP_PASSES} warm-up passes over every query.\n"
         "API = POST /search/ to gunicorn (2 workers) over HTTP, one client, body {query, max_results, mode}.\n"
-        "selector = search_memories in the bench process. embed = the query embedding alone.\n"
+        "selector = embed_and_search (query embedding + selector) in the bench process. embed = the query embedding alone.\n"
         "SQL = the selector's keyword full-text query (+ its vector query, for hybrid), captured once per query "
         "and replayed on a cursor; all SQL = every statement one search runs, replayed.\n"
         "Each request runs API, selector, embedding and SQL back to back for the same query."
@@ -710,7 +710,7 @@ def run(*, quick: bool = False) -> dict[str, Any]:
             f"passes over the {len(queries)} queries, then {REQUESTS} measured; "
             f"body {{query, max_results: {MAX_RESULTS}, mode}}",
             "keyword_only": "the API's mode=keyword on the same team (the same rows, vectors unused)",
-            "sql": "SQL captured from one in-process search_memories call per query (CaptureQueriesContext), "
+            "sql": "SQL captured from one in-process embed_and_search call per query (CaptureQueriesContext), "
             "replayed verbatim inside the team's scope; the vector query runs after the same set_config "
             "statements as in the selector (not timed)",
             "interleaving": "each measured request runs API, selector, embedding and SQL back to back",

@@ -5,7 +5,7 @@ user, so "search only that user's pool" is the team boundary itself). Each dialo
 query is the conversation before its first test turn; the top 10 keys are scored
 against the gold ids with Recall@k, binary nDCG@k, MRR@10 and Hit@5.
 
-The search runs in-process through `search.selectors.search_memories` (not over HTTP):
+The search runs in-process through `search.querying.embed_and_search` (not over HTTP):
 the quality figures are about ranking, and the selector is what the API calls.
 """
 
@@ -263,7 +263,7 @@ def _ingest(memories: list[BenchMemory]) -> dict[str, Any]:
 
 
 def _run(config: RunConfig, dialogues: list[Dialogue], teams: dict[int, Any]) -> dict[str, Any]:
-    from search.selectors import search_memories
+    from search.querying import embed_and_search
     from teams.scope import team_scope
 
     per_dialogue = []
@@ -274,7 +274,7 @@ def _run(config: RunConfig, dialogues: list[Dialogue], teams: dict[int, Any]) ->
         team = teams[dialogue.user_id]
         started = time.perf_counter()
         with team_scope(team.id):
-            outcome = search_memories(
+            outcome = embed_and_search(
                 team=team,
                 query=dialogue.query,
                 max_results=TOP_K,
@@ -332,7 +332,7 @@ def run(*, quick: bool = False) -> dict[str, Any]:
     lengths = sorted(len(d.query) for d in dialogues)
     print(
         f"queries: {len(dialogues)} dialogue contexts, {lengths[0]}-{lengths[-1]} characters "
-        f"(median {lengths[len(lengths) // 2]}); searched in-process with search_memories, top {TOP_K}"
+        f"(median {lengths[len(lengths) // 2]}); searched in-process with embed_and_search, top {TOP_K}"
     )
 
     runs = [_run(config, dialogues, ingested["teams"]) for config in RUNS]
@@ -372,7 +372,7 @@ def run(*, quick: bool = False) -> dict[str, Any]:
             "ingest": "one team per user (madial-bart, madial-lisa); key madial-<id>, content = event, "
             "type context, metadata {scene, emotion}, created_at backdated to `time` (12:00 UTC)",
             "query": "dialogue lines before test-turn[0], <BOD> dropped, <Name>: prefixes stripped, joined by newlines",
-            "search": f"search.selectors.search_memories in-process, the user's team only, max_results={TOP_K}, "
+            "search": f"search.querying.embed_and_search in-process, the user's team only, max_results={TOP_K}, "
             "min_score left at the selector's default",
             "metrics": "README definitions, mean over 160 dialogues; missing results count as misses",
         },

@@ -3,6 +3,7 @@ path, the merge, decay, MMR, filters, state rules, bad input and isolation."""
 
 from __future__ import annotations
 
+import re
 import socket
 from datetime import timedelta
 from typing import Any
@@ -36,20 +37,54 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket.socket, "connect", guarded)
 
 
+DB_HOST = "The staging database runs on db-3.internal, port 5433."
+CORPUS_KEYS = {"deploy-friday", "db-host", "lunch", "brewing", "ci-cache"}
+RESULT_FIELDS = [
+    "id",
+    "key",
+    "snippet",
+    "score",
+    "type",
+    "is_active",
+    "source",
+    "via_skill_trigger",
+    "created_at",
+    "rating",
+    "annotations",
+    "explain",
+]
+_WORD = re.compile(r"\w+")
+
+
 @pytest.fixture
-def corpus(member: Agent, save) -> None:  # type: ignore[no-untyped-def]
-    save(member, "deploy-friday", FRIDAY, type="lesson")
-    save(member, "db-host", "The staging database runs on db-3.internal, port 5433.", type="reference")
-    save(member, "lunch", "The team orders pizza on Wednesdays from the place on Elm Street.")
-    save(member, "brewing", "Ada's hobby is zymurgy; she brews a porter every winter.", type="identity")
-    save(member, "ci-cache", "CI caches pip wheels keyed by the hash of pyproject.toml.", type="decision")
+def corpus(member: Agent, save) -> dict[str, dict[str, Any]]:  # type: ignore[no-untyped-def]
+    """Five entries with nothing in common, by key: the saved bodies."""
+    return {
+        "deploy-friday": save(member, "deploy-friday", FRIDAY, type="lesson"),
+        "db-host": save(member, "db-host", DB_HOST, type="reference"),
+        "lunch": save(member, "lunch", "The team orders pizza on Wednesdays from the place on Elm Street."),
+        "brewing": save(
+            member, "brewing", "Ada's hobby is zymurgy; she brews a porter every winter.", type="identity"
+        ),
+        "ci-cache": save(
+            member, "ci-cache", "CI caches pip wheels keyed by the hash of pyproject.toml.", type="decision"
+        ),
+    }
 
 
 def keys(body: dict[str, Any]) -> list[str]:
     return [r["key"] for r in body["results"]]
 
 
-def test_saved_memory_is_indexed_with_chunks_and_vectors(corpus: None, member: Agent) -> None:
+def jaccard(a: str, b: str) -> float:
+    """Jaccard similarity of the lowercase word sets, as the diversification step counts it."""
+    words_a, words_b = set(_WORD.findall(a.lower())), set(_WORD.findall(b.lower()))
+    return len(words_a & words_b) / len(words_a | words_b)
+
+
+def test_saved_memory_is_indexed_with_chunks_and_vectors(
+    corpus: dict[str, dict[str, Any]], member: Agent
+) -> None:
     response = member.client.get(member.url("memories/deploy-friday/"))
 
     assert response.json()["index_state"] == "indexed"
@@ -61,7 +96,43 @@ def test_saved_memory_is_indexed_with_chunks_and_vectors(corpus: None, member: A
         )
 
 
-def test_paraphrase_is_found_by_the_vector_path(corpus: None, member: Agent) -> None:
+def test_each_result_carries_its_fields_with_real_values(
+    corpus: dict[str, dict[str, Any]], member: Agent
+) -> None:
+    body = search(member, "staging database port", explain=True)
+
+    assert body["search_mode"] == "hybrid"
+    assert body["warnings"] == []
+    # Five entries, five results: the vector path ranks every entry of the team.
+    assert len(body["results"]) == 5
+    assert set(keys(body)) == CORPUS_KEYS
+    top = body["results"][0]
+    assert list(top) == RESULT_FIELDS
+    saved = corpus["db-host"]
+    assert {name: top[name] for name in ("id", "key", "type", "is_active", "created_at", "rating")} == {
+        name: saved[name] for name in ("id", "key", "type", "is_active", "created_at", "rating")
+    }
+    assert top["snippet"] == DB_HOST
+    assert top["source"] == "keyword+vector"
+    assert top["via_skill_trigger"] is False
+    assert top["annotations"] == []
+    parts = top["explain"]
+    assert parts["keyword"] == 1.0  # the best (and only) keyword match of the query
+    assert 0.5 < parts["vector"] <= 1.0
+    assert parts["decay"] == pytest.approx(1.0, abs=1e-4)  # saved seconds ago
+    assert parts["rating"] == 1.0
+    assert parts["mmr"] == pytest.approx(0.7 * top["score"], abs=1e-5)  # nothing above it
+    for result in body["results"]:
+        parts = result["explain"]
+        assert 0.0 <= result["score"] <= 1.0
+        assert all(0.0 <= parts[name] <= 1.0 for name in ("vector", "keyword", "merged", "decay"))
+        assert result["score"] == pytest.approx(parts["merged"] * parts["decay"] * parts["rating"], abs=1e-5)
+    for result in body["results"][1:]:  # none of the other entries has a word of the query
+        assert (result["source"], result["explain"]["keyword"]) == ("vector", 0.0)
+        assert result["score"] < top["score"]
+
+
+def test_paraphrase_is_found_by_the_vector_path(corpus: dict[str, dict[str, Any]], member: Agent) -> None:
     body = search(member, PARAPHRASE, explain=True)
 
     assert body["search_mode"] == "hybrid"
@@ -73,7 +144,7 @@ def test_paraphrase_is_found_by_the_vector_path(corpus: None, member: Agent) -> 
     assert top["source"] == "vector"
 
 
-def test_rare_word_is_found_by_the_keyword_path(corpus: None, member: Agent) -> None:
+def test_rare_word_is_found_by_the_keyword_path(corpus: dict[str, dict[str, Any]], member: Agent) -> None:
     body = search(member, "zymurgy", explain=True)
 
     top = body["results"][0]
@@ -83,19 +154,29 @@ def test_rare_word_is_found_by_the_keyword_path(corpus: None, member: Agent) -> 
     assert "zymurgy" in top["snippet"]
 
 
-def test_keyword_and_vector_modes_run_one_path(corpus: None, member: Agent) -> None:
-    keyword = search(member, PARAPHRASE, mode="keyword")
+def test_keyword_and_vector_modes_run_one_path(corpus: dict[str, dict[str, Any]], member: Agent) -> None:
+    paraphrase = search(member, PARAPHRASE, mode="keyword")
+    keyword = search(member, "zymurgy", mode="keyword", explain=True)
     vector = search(member, "zymurgy", mode="vector", explain=True)
 
+    assert paraphrase["search_mode"] == "keyword"
+    assert "deploy-friday" not in keys(paraphrase)  # no word in common: only vectors find it
     assert keyword["search_mode"] == "keyword"
-    assert "deploy-friday" not in keys(keyword)
+    assert keys(keyword) == ["brewing"]
+    [found] = keyword["results"]
+    assert (found["source"], found["explain"]["vector"], found["score"]) == ("keyword", 0.0, 1.0)
     assert vector["search_mode"] == "vector"
+    assert set(keys(vector)) == CORPUS_KEYS
+    assert keys(vector)[0] == "brewing"
     assert all(r["explain"]["keyword"] == 0 and r["source"] == "vector" for r in vector["results"])
 
 
-def test_merged_score_is_the_weighted_sum_times_decay(corpus: None, member: Agent) -> None:
+def test_merged_score_is_the_weighted_sum_times_decay(
+    corpus: dict[str, dict[str, Any]], member: Agent
+) -> None:
     body = search(member, "staging database port", explain=True, max_results=5)
 
+    assert len(body["results"]) == 5
     for result in body["results"]:
         parts = result["explain"]
         assert parts["merged"] == pytest.approx(0.7 * parts["vector"] + 0.3 * parts["keyword"], abs=1e-5)
@@ -103,7 +184,7 @@ def test_merged_score_is_the_weighted_sum_times_decay(corpus: None, member: Agen
     assert body["results"][0]["key"] == "db-host"
 
 
-def test_team_weights_change_the_merge(corpus: None, member: Agent) -> None:
+def test_team_weights_change_the_merge(corpus: dict[str, dict[str, Any]], member: Agent) -> None:
     member.team.hybrid_vector_weight, member.team.hybrid_keyword_weight = 0.2, 0.8
     member.team.save()
 
@@ -147,11 +228,26 @@ def test_mmr_lets_a_different_answer_past_near_duplicates(member: Agent, save) -
         "To roll back a bad release, redeploy the previous tag and restore the release notes.",
     )
 
-    body = search(member, "release checklist tag announce", max_results=2, explain=True)
+    contents = {f"checklist-{n}": base + end for n, end in enumerate([".", " channel.", " today."], start=1)}
+    contents["rollback"] = (
+        "To roll back a bad release, redeploy the previous tag and restore the release notes."
+    )
 
-    assert keys(body)[0].startswith("checklist-")
-    assert keys(body)[1] == "rollback"
-    assert body["results"][1]["explain"]["mmr"] is not None
+    results = search(member, "release checklist tag announce", max_results=4, explain=True)["results"]
+
+    order = [r["key"] for r in results]
+    assert order[0].startswith("checklist-")
+    assert order[1] == "rollback"
+    assert sorted(order[2:]) == sorted(set(contents) - {order[0], "rollback"})
+    # Not the order of the scores: the rollback entry scores below the checklists
+    # it passed, which are near-duplicates of the first result.
+    assert results[1]["score"] < min(results[2]["score"], results[3]["score"])
+    for position, result in enumerate(results):
+        redundancy = max(
+            (jaccard(contents[result["key"]], contents[above["key"]]) for above in results[:position]),
+            default=0.0,
+        )
+        assert result["explain"]["mmr"] == pytest.approx(0.7 * result["score"] - 0.3 * redundancy, abs=1e-5)
 
 
 def test_superseded_entries_are_found_and_point_to_their_successor(member: Agent, save) -> None:  # type: ignore[no-untyped-def]
@@ -185,10 +281,11 @@ def test_deleted_entries_are_never_returned(member: Agent, save) -> None:  # typ
         supersede_reason="new owner",
     )
     assert member.client.delete(member.url("memories/old-wifi/")).status_code == 204
+    save(member, "printer", "The office printer is on the second floor, next to the helpdesk.")
 
     for mode in ("hybrid", "keyword", "vector"):
         body = search(member, "office wifi Quentin helpdesk", mode=mode, max_results=10)
-        assert body["results"] == [], mode
+        assert keys(body) == ["printer"], mode
 
 
 def test_type_and_project_filters(member: Agent, save) -> None:  # type: ignore[no-untyped-def]
@@ -206,7 +303,7 @@ def test_type_and_project_filters(member: Agent, save) -> None:  # type: ignore[
     assert keys(search(member, "deploys", project="nope")) == []
 
 
-def test_min_score_and_max_results(corpus: None, member: Agent) -> None:
+def test_min_score_and_max_results(corpus: dict[str, dict[str, Any]], member: Agent) -> None:
     everything = search(member, "database deploy pizza brewing cache", max_results=50)["results"]
     assert len(everything) == 5
     assert len(search(member, "database deploy pizza brewing cache", max_results=2)["results"]) == 2
@@ -216,18 +313,21 @@ def test_min_score_and_max_results(corpus: None, member: Agent) -> None:
     assert len(kept) == 3 and all(r["score"] >= floor for r in kept)
 
 
-def test_read_scope_may_search(corpus: None, readonly_member: Agent) -> None:
+def test_read_scope_may_search(corpus: dict[str, dict[str, Any]], readonly_member: Agent) -> None:
     assert search(readonly_member, "zymurgy")["results"][0]["key"] == "brewing"
 
 
-def test_other_team_never_sees_this_teams_memories(corpus: None, outsider: Agent, save) -> None:  # type: ignore[no-untyped-def]
+def test_other_team_never_sees_this_teams_memories(
+    corpus: dict[str, dict[str, Any]], outsider: Agent, save
+) -> None:  # type: ignore[no-untyped-def]
     save(outsider, "bravo-note", "Bravo keeps its own notes about deploys.")
 
     for mode in ("hybrid", "keyword", "vector"):
         response = outsider.client.post(
             outsider.url("search/"), {"query": f"{FRIDAY} zymurgy staging", "mode": mode}, format="json"
         )
-        assert keys(response.json()) in ([], ["bravo-note"])
+        assert response.status_code == 200
+        assert keys(response.json()) == ["bravo-note"]  # its own entry ("deploys"), nothing else
         for marker in (b"deploy-friday", b"zymurgy", b"db-3.internal", b"alpha"):
             assert marker not in response.content
 
@@ -272,10 +372,16 @@ def test_nul_bytes_in_a_query_answer_400(member: Agent) -> None:
     assert response.json()["error"] == "invalid_characters"
 
 
-def test_queries_with_tsquery_syntax_are_plain_words(corpus: None, member: Agent) -> None:
-    for query in ["zymurgy & | ! ( ) : * '", "\\", "'''", "a:* <-> b", "&&&"]:
-        response = member.client.post(member.url("search/"), {"query": query}, format="json")
-        assert response.status_code == 200, (query, response.content)
+def test_queries_with_tsquery_syntax_are_plain_words(
+    corpus: dict[str, dict[str, Any]], member: Agent
+) -> None:
+    # Operators are not operators: "!" does not negate, ":*" is no prefix match.
+    for query in ["zymurgy & | ! ( ) : * '", "!zymurgy", "'zymurgy'", "zymurgy <-> porter"]:
+        assert keys(search(member, query, mode="keyword")) == ["brewing"], query
+    for query in ["zymurg:*", "\\", "'''", "a:* <-> b", "&&&"]:
+        assert keys(search(member, query, mode="keyword")) == [], query
+        # No word to match: the vector path still ranks the team's entries.
+        assert set(keys(search(member, query))) == CORPUS_KEYS, query
 
 
 def test_secret_values_never_come_back_in_search(member: Agent, admin_member: Agent, save) -> None:  # type: ignore[no-untyped-def]

@@ -1,30 +1,43 @@
-"""The vector path returns k results whatever the team filter does to the index scan.
+"""The vector path returns k results whatever the filters do to the index scan.
 
-pgvector's HNSW index filters after the scan (team, type, state), so a filtered
-approximate scan can come back short. Small teams are scanned exactly; large ones
-use the HNSW index with iterative scans. Both are checked here among large teams."""
+pgvector's HNSW index applies filters after the scan (team, type, state): a plain
+scan hands out its `hnsw.ef_search` nearest rows of every team and the filters keep
+what they keep, so a narrow filter comes back short. Small teams are scanned exactly;
+larger ones go through the index with `hnsw.iterative_scan`, which keeps reading the
+index until enough rows pass the filters (pgvector README, "Iterative Index Scans").
+
+At this test's size PostgreSQL would rather sort a team's few filtered rows than walk
+the index (right for the size, and never short); a team of production size gets the
+index plan. The tests that are about the index pin the planner to it (no explicit
+sort), and prove that the index ran: the same search without the iterative scan comes
+back short."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from search import selectors
-from search.embeddings.profiles import provider_for
+from search.querying import embed_and_search, embed_query
+from search.retrieval import candidates
 from teams.models import Team
 from teams.scope import dangerously_bypass_team_scope, team_scope
 from tests.conftest import Agent
 from tests.factories import TeamFactory
 
 MODEL = "all-MiniLM-L6-v2-onnx-int8"
+QUERY = "a note about something"
+NEAR_ENTRIES = 400  # more than the plain scan's hnsw.ef_search (100..1000, 160 here)
 
 
-def bulk_team(slug: str, count: int, *, identity_every: int = 0) -> Team:
-    """A team of `count` memories, one chunk and one random unit vector each, in SQL."""
-    team = TeamFactory(slug=slug, name=slug)
+def add_memories(
+    team: Team, prefix: str, count: int, memory_type: str, *, centre: list[float] | None, spread: float
+) -> None:
+    """`count` memories of `memory_type`, one chunk each, with vectors `centre` plus
+    uniform noise of width `spread` in every dimension (no centre: random directions)."""
     with dangerously_bypass_team_scope(reason="test data"), connection.cursor() as cursor:
         cursor.execute(
             """
@@ -32,9 +45,8 @@ def bulk_team(slug: str, count: int, *, identity_every: int = 0) -> Team:
                 INSERT INTO memories_memory (id, team_id, key, content, type, project, metadata, is_active,
                     deleted_by, supersede_reason, supersede_kind, updated_by, content_hash, index_state,
                     access_count, upvotes, downvotes, created_at, updated_at)
-                SELECT gen_random_uuid(), %(team)s, %(slug)s || '-' || n, 'note number ' || n,
-                    CASE WHEN %(every)s > 0 AND n %% %(every)s = 0 THEN 'identity' ELSE 'context' END,
-                    '', '{}', true, '', '', '', 'seed', md5(n::text), 'indexed', 0, 0, 0, now(), now()
+                SELECT gen_random_uuid(), %(team)s, %(prefix)s || '-' || n, 'note number ' || n, %(type)s,
+                    '', '{}', true, '', '', '', 'seed', md5(%(prefix)s || n), 'indexed', 0, 0, 0, now(), now()
                 FROM generate_series(1, %(count)s) AS n
                 RETURNING id, content
             ), chunks AS (
@@ -45,32 +57,66 @@ def bulk_team(slug: str, count: int, *, identity_every: int = 0) -> Team:
             )
             INSERT INTO search_chunkembedding (team_id, chunk_id, model, embedding)
             SELECT %(team)s, chunks.id, %(model)s, (
-                SELECT array_agg(random() - 0.5)::vector FROM generate_series(1, 384) WHERE chunks.id > 0
+                SELECT array_agg(coalesce((%(centre)s::float8[])[d], 0) + (random() - 0.5) * %(spread)s
+                                 ORDER BY d)::vector
+                FROM generate_series(1, 384) AS d WHERE chunks.id > 0
             ) FROM chunks
             """,
-            {"team": team.id, "slug": slug, "count": count, "every": identity_every, "model": MODEL},
+            {
+                "team": team.id,
+                "prefix": prefix,
+                "count": count,
+                "type": memory_type,
+                "model": MODEL,
+                "centre": centre,
+                "spread": spread,
+            },
         )
-    return team
 
 
 @pytest.fixture
-def crowd(db: None) -> list[Team]:
-    teams = [bulk_team(f"big-{n}", 1500, identity_every=250) for n in range(2)]
+def crowded(db: None) -> tuple[Team, Team]:
+    """Two teams in one HNSW index. `near` has 400 entries right next to the query
+    (cosine about 0.96). `far` has 300 context entries in random directions (about 0)
+    and 5 identity entries in between (about 0.66): every one of its entries is
+    farther from the query than all of `near`'s, so a plain index scan, whose first
+    rows are all `near`'s, finds none of `far`'s."""
+    near, far = TeamFactory(slug="near", name="Near"), TeamFactory(slug="far", name="Far")
+    centre, _warnings = embed_query(team=near, query=QUERY)
+    assert centre is not None
+    add_memories(near, "near", NEAR_ENTRIES, "context", centre=centre.values, spread=0.05)
+    add_memories(far, "far-context", 300, "context", centre=None, spread=1.0)
+    add_memories(far, "far-identity", 5, "identity", centre=centre.values, spread=0.2)
     with connection.cursor() as cursor:  # planner statistics, as autovacuum would gather them
         cursor.execute("ANALYZE memories_memory, search_chunk, search_chunkembedding")
-    return teams
+    return near, far
+
+
+@pytest.fixture
+def index_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Teams of 100 vectors or more take the HNSW path, and PostgreSQL walks the index
+    (it may not sort instead); both settings end with the test."""
+    monkeypatch.setattr(candidates, "EXACT_SCAN_BELOW", 100)
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_sort = off")
 
 
 def run_search(team: Team, **options: Any) -> tuple[list[Any], list[str]]:
     with team_scope(team.id), CaptureQueriesContext(connection) as queries:
-        outcome = selectors.search_memories(
-            team=team, query="a note about something", mode="vector", **options
-        )
+        outcome = embed_and_search(team=team, query=QUERY, mode="vector", **options)
+    assert outcome.search_mode == "vector"
     return outcome.results, [q["sql"] for q in queries.captured_queries]
 
 
-def test_small_team_among_large_ones_gets_k_results(
-    crowd: list[Team], member: Agent, django_capture_on_commit_callbacks: Any
+def without_iterative_scan(execute: Callable[..., Any], sql: str, *args: Any) -> Any:
+    """Runs the selector's statements with the iterative scan turned off instead of on."""
+    if "hnsw.iterative_scan" in sql:
+        sql = "SELECT set_config('hnsw.iterative_scan', 'off', true)"
+    return execute(sql, *args)
+
+
+def test_small_team_among_large_ones_is_scanned_exactly(
+    crowded: tuple[Team, Team], member: Agent, django_capture_on_commit_callbacks: Any
 ) -> None:
     for n in range(8):
         with django_capture_on_commit_callbacks(execute=True):
@@ -85,29 +131,34 @@ def test_small_team_among_large_ones_gets_k_results(
     assert not any("iterative_scan" in q for q in queries)  # scanned exactly
 
 
-def test_large_team_with_a_narrow_filter_still_gets_k_results_from_hnsw(
-    crowd: list[Team], monkeypatch: pytest.MonkeyPatch
+def test_narrow_filter_on_a_large_team_gets_k_results_through_the_iterative_scan(
+    crowded: tuple[Team, Team], index_plan: None
 ) -> None:
-    monkeypatch.setattr(selectors, "EXACT_SCAN_BELOW", 100)
-    team = crowd[0]
-    assert provider_for("local") is not None
+    _near, far = crowded
+    # The case is one where the iterative scan matters: without it the index hands
+    # out only `near`'s rows, which the team filter drops.
+    with connection.execute_wrapper(without_iterative_scan):
+        short, _ = run_search(far, max_results=5, types=["identity"])
+    assert len(short) < 5
 
-    results, queries = run_search(team, max_results=5, types=["identity"])
+    results, queries = run_search(far, max_results=5, types=["identity"])
 
-    assert any("iterative_scan" in q for q in queries)  # went through the HNSW path
-    assert len(results) == 5  # 6 identity rows among 1,500
-    assert {r.type for r in results} == {"identity"}
-    # Which plan PostgreSQL picks (the HNSW index, or the type's few rows first) is
-    # its choice by statistics; either way the answer must not come back short.
+    assert len(results) == 5
+    assert {r.key for r in results} == {f"far-identity-{n}" for n in range(1, 6)}
+    assert any("'hnsw.iterative_scan', 'relaxed_order'" in q for q in queries)
 
 
-def test_large_team_unfiltered_gets_k_results_from_the_hnsw_path(
-    crowd: list[Team], monkeypatch: pytest.MonkeyPatch
+def test_large_team_behind_another_teams_rows_gets_k_results_of_its_own(
+    crowded: tuple[Team, Team], index_plan: None
 ) -> None:
-    monkeypatch.setattr(selectors, "EXACT_SCAN_BELOW", 100)
+    _near, far = crowded
+    with connection.execute_wrapper(without_iterative_scan):
+        short, _ = run_search(far, max_results=10, include_superseded=False)
+    assert len(short) < 10
 
-    results, queries = run_search(crowd[1], max_results=10, include_superseded=False)
+    results, _queries = run_search(far, max_results=10, include_superseded=False)
 
-    assert any("iterative_scan" in q for q in queries)
     assert len(results) == 10
-    assert {r.key for r in results} <= {f"big-1-{n}" for n in range(1, 1501)}
+    assert all(r.key.startswith("far-") for r in results)
+    # The 5 identity entries are far's nearest: they come first.
+    assert {r.key for r in results[:5]} == {f"far-identity-{n}" for n in range(1, 6)}

@@ -36,13 +36,13 @@ class Command(BaseCommand):
             if not is_team_slug(slug):
                 raise CommandError(f"'{slug}' is not a valid team slug")
         with dangerously_bypass_team_scope(reason=f"reindex --model {model}", actor="manage.py reindex"):
-            teams = Team.objects.order_by("slug")
+            selected = Team.objects.order_by("slug")
             if team:
-                teams = teams.filter(slug__in=team)
-                missing = set(team) - set(teams.values_list("slug", flat=True))
+                selected = selected.filter(slug__in=team)
+                missing = set(team) - set(selected.values_list("slug", flat=True))
                 if missing:
                     raise CommandError(f"no such team: {', '.join(sorted(missing))}")
-            teams = list(teams)
+            teams = list(selected)
         for t in teams:
             with team_scope(t.id):
                 total = Chunk.objects.filter(team_id=t.id, memory__deleted_at__isnull=True).count()

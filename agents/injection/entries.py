@@ -1,0 +1,65 @@
+"""What an injection block is made of: entries, the section each is in, and why it is
+in or out."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal, Protocol
+
+from memories.types import MemoryType
+
+INJECTED_TYPES = (MemoryType.IDENTITY, MemoryType.LESSON, MemoryType.DECISION, MemoryType.CONTEXT)
+IncludedReason = Literal["identity", "skill", "ranked", "relevant"]
+Section = Literal["core", "skill", "relevant"]
+LeftOutReason = Literal["cap", "budget"]
+SKILL_SECTION: Literal["skill"] = "skill"
+
+
+@dataclass
+class InjectionEntry:
+    memory_id: uuid.UUID
+    key: str
+    type: str
+    project: str
+    content: str
+    created_at: datetime
+    section: Section
+    rank: int  # core and skill: position in the injection order; relevant: in the search results
+    reason: IncludedReason | LeftOutReason
+    tokens: int | None = None  # the rendered block; None when never measured (left out by the cap)
+    score: float | None = None  # relevant entries: the search score
+
+
+class _EntrySource(Protocol):
+    """A Memory, or a row of the ranked read: what an entry is made from."""
+
+    @property
+    def id(self) -> uuid.UUID: ...
+    @property
+    def key(self) -> str: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def project(self) -> str: ...
+    @property
+    def content(self) -> str: ...
+    @property
+    def created_at(self) -> datetime: ...
+
+
+def entry_from(
+    row: _EntrySource, *, section: Section, rank: int, reason: IncludedReason | LeftOutReason
+) -> InjectionEntry:
+    return InjectionEntry(
+        memory_id=row.id,
+        key=row.key,
+        type=row.type,
+        project=row.project,
+        content=row.content,
+        created_at=row.created_at,
+        section=section,
+        rank=rank,
+        reason=reason,
+    )

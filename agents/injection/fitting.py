@@ -1,0 +1,98 @@
+"""Step 2 of an injection, fit within the cap and the budget.
+
+The walk down the ranking includes an entry when the entry cap is not reached and its
+block (plus its type's heading, if it is the first of its type) fits the remaining
+token budget; an entry that does not fit is left out (`budget`) and the walk goes on,
+so a smaller entry further down may still fit; once the cap is reached, the rest is
+left out (`cap`). Identity entries are never left out, whatever they cost.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from agents.injection.entries import SKILL_SECTION, IncludedReason, InjectionEntry, entry_from
+from agents.injection.ranking import SKILL_GROUP, RankedRow
+from agents.injection.rendering import SECTION_HEADINGS, TITLE, block_tokens, tokens_of
+from memories.types import MemoryType
+from teams.models import Team
+
+logger = logging.getLogger("agents.injection")
+
+WARN_SHARE = (4, 5)  # warn when the candidates reach 4/5 of the cap
+
+
+@dataclass
+class Fit:
+    """The entries in and out so far, and the tokens the included ones use (with the
+    title and the headings)."""
+
+    included: list[InjectionEntry] = field(default_factory=list)
+    left_out: list[InjectionEntry] = field(default_factory=list)
+    used: int = 0
+
+
+def fit_ranked(rows: list[RankedRow], *, cap: int, budget: int) -> Fit:
+    """Walk the ranked rows in order, within `cap` entries and `budget` tokens."""
+    fit = Fit(used=tokens_of(TITLE))
+    headed: set[str] = set()
+    for row in rows:
+        entry = _ranked_entry(row)
+        never_dropped = entry.reason == "identity"
+        if not never_dropped and len(fit.included) >= cap:
+            entry.reason = "cap"
+            fit.left_out.append(entry)
+            continue
+        heading = SKILL_SECTION if entry.section == SKILL_SECTION else entry.type
+        entry.tokens = block_tokens(entry)
+        cost = entry.tokens + (0 if heading in headed else tokens_of(SECTION_HEADINGS[heading]))
+        if not never_dropped and fit.used + cost > budget:
+            entry.reason = "budget"
+            fit.left_out.append(entry)
+            continue
+        fit.included.append(entry)
+        headed.add(heading)
+        fit.used += cost
+    return fit
+
+
+def _ranked_entry(row: RankedRow) -> InjectionEntry:
+    if row.grp == SKILL_GROUP:
+        return entry_from(row, section=SKILL_SECTION, rank=row.position, reason="skill")
+    reason: IncludedReason = "identity" if row.type == MemoryType.IDENTITY else "ranked"
+    return entry_from(row, section="core", rank=row.position, reason=reason)
+
+
+def limit_warnings(
+    *, team: Team, fit: Fit, cap: int, budget: int, candidates: int, has_skills: bool, project: str | None
+) -> list[str]:
+    """What the caller should know about the limits: identity alone over the cap or
+    the budget, and candidates at 80% of the cap (also logged: the team should prune)."""
+    warnings = []
+    identities = [e for e in fit.included if e.reason == "identity"]
+    if identities and len(identities) > cap:
+        warnings.append(
+            f"{len(identities)} identity entries are over the cap of {cap} entries; identity is never dropped"
+        )
+    if identities and fit.used > budget:
+        warnings.append(
+            f"identity entries alone use {fit.used} tokens, over the budget of {budget}; "
+            "identity is never dropped"
+        )
+    if candidates * WARN_SHARE[1] >= cap * WARN_SHARE[0] and candidates:
+        message = (
+            f"{candidates} active identity, lesson, decision and context entries"
+            f"{' and always-on skills' if has_skills else ''}{_project_words(project)} reach 80% of the "
+            f"injection cap of {cap}: entries past the cap are left out (they stay searchable); "
+            "consider marking old ones historical"
+        )
+        logger.warning("team %s: %s", team.slug, message)
+        warnings.append(message)
+    return warnings
+
+
+def _project_words(project: str | None) -> str:
+    if project is None:
+        return ""
+    return f" of project '{project}' or no project" if project else " with no project"

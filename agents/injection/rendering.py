@@ -1,0 +1,115 @@
+"""The last step of an injection: render the block, and count the tokens of what is
+rendered (offline, search.tokens), which the fitting step spends against the budget."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from functools import lru_cache
+
+from agents.injection.entries import SKILL_SECTION, InjectionEntry
+from memories.models import Memory
+from memories.types import MemoryType
+from search.tokens import count_tokens
+
+# Rendering order of the sections, with their headings.
+SECTION_HEADINGS: dict[str, str] = {
+    MemoryType.IDENTITY: "### Identity",
+    SKILL_SECTION: "### Skills",
+    MemoryType.LESSON: "### Lessons",
+    MemoryType.DECISION: "### Decisions",
+    MemoryType.CONTEXT: "### Context",
+    "relevant": "### Relevant to the query",
+}
+TITLE = "## MemoryHub memory"
+EMPTY_NOTE = "No memories to inject."
+
+
+def render_block(entry: InjectionEntry) -> str:
+    """`[LESSON] [deploy-friday]: Never deploy on Fridays.` Continuation lines are
+    indented, so no line of a memory can pass for a heading or a section marker."""
+    lines = entry.content.replace("\r\n", "\n").replace("\r", "\n").strip().split("\n")
+    body = "\n".join([lines[0], *(f"  {line}" if line.strip() else "" for line in lines[1:])])
+    return f"{_prefix(entry.type, entry.key)} {body}"
+
+
+def render_injection(included: list[InjectionEntry]) -> str:
+    """The markdown block: the title, then each section with entries under its heading."""
+    parts = [TITLE]
+    if not included:
+        parts.append(EMPTY_NOTE)
+    for section in SECTION_HEADINGS:
+        entries = [
+            e
+            for e in included
+            if (
+                e.section == section
+                if section in ("relevant", SKILL_SECTION)
+                else e.section == "core" and e.type == section
+            )
+        ]
+        if entries:
+            parts.append(SECTION_HEADINGS[section])
+            parts.extend(render_block(e) for e in entries)
+    return "\n\n".join(parts) + "\n"
+
+
+def block_tokens(entry: InjectionEntry) -> int:
+    """Tokens of the rendered block. The tokenizer splits on whitespace first, so the
+    prefix and the body add up exactly (and the whole block is the sum of its blocks
+    and headings, which a test checks against counting the rendered text)."""
+    return tokens_of(_prefix(entry.type, entry.key)) + _content_tokens(entry)
+
+
+@lru_cache(maxsize=8192)
+def tokens_of(text: str) -> int:
+    return count_tokens(text)
+
+
+@lru_cache(maxsize=8192)
+def _prefix(memory_type: str, key: str) -> str:
+    return f"[{memory_type.upper()}] [{key}]:"
+
+
+class _ContentTokenCache:
+    """Token counts of memory contents, by SHA-256 of the content, least recently used
+    out: the same entries are injected call after call, and counting is the slow part
+    (about 0.1 ms per entry) while hashing is not."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._counts: OrderedDict[tuple[str, int], int] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, content: str) -> int:
+        key = (Memory.hash_content(content), len(content))
+        with self._lock:
+            count = self._counts.get(key)
+            if count is not None:
+                self._counts.move_to_end(key)
+                return count
+        count = count_tokens(content)
+        with self._lock:
+            self._counts[key] = count
+            if len(self._counts) > self.size:
+                self._counts.popitem(last=False)
+        return count
+
+    def clear(self) -> None:
+        with self._lock:
+            self._counts.clear()
+
+
+_content_cache = _ContentTokenCache(size=20_000)
+
+
+def _content_tokens(entry: InjectionEntry) -> int:
+    # Rendering changes only whitespace, which the tokenizer drops: the content's count
+    # is the rendered body's count.
+    return _content_cache.get(entry.content)
+
+
+def clear_token_caches() -> None:
+    """Forget every counted token (benchmarks measure cold caches)."""
+    _content_cache.clear()
+    tokens_of.cache_clear()

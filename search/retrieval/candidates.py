@@ -1,0 +1,245 @@
+"""Step 1, candidate generation: the memories a query could be about, with the raw
+score of each path.
+
+- Keyword path: PostgreSQL full-text over chunk tsvectors. The query's lexemes are
+  OR-ed (an agent's query is a sentence, not a boolean formula), ranked with `ts_rank`,
+  best chunk per memory, top `limit`.
+- Vector path: cosine similarity (1 - cosine distance, floored at 0) between the query
+  vector and the chunk vectors of its model, best chunk per memory, top `limit`. Teams
+  with few vectors are scanned exactly; larger ones go through the model's HNSW index
+  with pgvector's iterative scan, so filters applied after the index (team, type,
+  project, state) cannot silently return fewer than `limit` rows.
+- In hybrid mode every candidate of either path then gets the other path's score too
+  (exactly, by memory id): one path's top list says nothing about how a memory found
+  only by the other path scores on this one.
+
+Reads only, inside the caller's transaction and team scope.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from django.db import connection
+
+from search.models import SEARCH_CONFIG
+
+SearchMode = Literal["hybrid", "keyword", "vector"]
+
+# Below this many vectors a team is scanned exactly: exact is fast at that size, and
+# an approximate scan filtered down to a small team could come back short.
+EXACT_SCAN_BELOW = 10_000
+MAX_QUERY_LEXEMES = 256
+
+# (memory id, score of the path, id of the memory's best chunk on that path)
+Match = tuple[uuid.UUID, float, int]
+
+
+@dataclass(frozen=True)
+class QueryVector:
+    """A query's embedding and its vector space: only vectors of `model` are compared."""
+
+    values: list[float]
+    model: str
+    dimensions: int
+
+
+@dataclass
+class SearchFilters:
+    team_id: int
+    types: list[str] | None
+    project: str | None
+    include_superseded: bool
+    metadata: dict[str, list[str]] | None = None
+
+    def sql(self) -> tuple[str, list[Any]]:
+        # A deleted key takes its earlier versions out of search with it.
+        clauses = [
+            "m.team_id = %s",
+            "m.deleted_at IS NULL",
+            "NOT EXISTS (SELECT 1 FROM memories_memory d WHERE d.team_id = m.team_id AND d.key = m.key"
+            " AND d.deleted_at IS NOT NULL AND d.created_at >= m.created_at)",
+        ]
+        params: list[Any] = [self.team_id]
+        if not self.include_superseded:
+            clauses.append("m.is_active")
+        if self.types:
+            clauses.append("m.type = ANY(%s)")
+            params.append(list(self.types))
+        if self.project is not None:
+            clauses.append("m.project = %s")
+            params.append(self.project)
+        if self.metadata:
+            clauses.append("m.metadata @> %s::jsonb")
+            params.append(json.dumps(self.metadata))
+        return " AND ".join(clauses), params
+
+
+@dataclass
+class Candidate:
+    memory_id: uuid.UUID
+    keyword_rank: float = 0.0
+    keyword_chunk: int | None = None
+    similarity: float | None = None
+    vector_chunk: int | None = None
+    found_by: set[str] = field(default_factory=set)
+
+
+def gather_candidates(
+    *, query: str, vector: QueryVector | None, filters: SearchFilters, mode: SearchMode, limit: int
+) -> dict[uuid.UUID, Candidate]:
+    """The top `limit` of each path that `mode` runs (the vector path only with a
+    vector), by memory id, in the order found: keyword first, then vector."""
+    candidates: dict[uuid.UUID, Candidate] = {}
+    if mode in ("hybrid", "keyword"):
+        for memory_id, rank, chunk_id in keyword_matches(query, filters, limit=limit):
+            c = candidates.setdefault(memory_id, Candidate(memory_id))
+            c.keyword_rank, c.keyword_chunk = rank, chunk_id
+            c.found_by.add("keyword")
+    if vector is not None:
+        for memory_id, similarity, chunk_id in vector_matches(vector, filters, limit=limit):
+            c = candidates.setdefault(memory_id, Candidate(memory_id))
+            c.similarity, c.vector_chunk = similarity, chunk_id
+            c.found_by.add("vector")
+    if mode == "hybrid" and vector is not None:
+        complete_scores(candidates, query, vector, filters)
+    return candidates
+
+
+def complete_scores(
+    candidates: dict[uuid.UUID, Candidate], query: str, vector: QueryVector, filters: SearchFilters
+) -> None:
+    """Give every candidate both scores, reading only the scores it is missing."""
+    no_keyword = [c.memory_id for c in candidates.values() if "keyword" not in c.found_by]
+    if no_keyword:
+        for memory_id, rank, chunk_id in keyword_matches(query, filters, limit=None, memory_ids=no_keyword):
+            candidates[memory_id].keyword_rank, candidates[memory_id].keyword_chunk = rank, chunk_id
+    no_vector = [c.memory_id for c in candidates.values() if "vector" not in c.found_by]
+    if no_vector:
+        for memory_id, similarity, chunk_id in vector_matches(
+            vector, filters, limit=len(no_vector), memory_ids=no_vector
+        ):
+            candidates[memory_id].similarity, candidates[memory_id].vector_chunk = similarity, chunk_id
+
+
+# The query's lexemes, OR-ed, each quoted as a tsquery literal.
+_OR_QUERY = f"""
+    SELECT to_tsquery('simple', coalesce(string_agg(
+        '''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || '''', ' | '), ''))
+    FROM (SELECT lexeme FROM unnest(to_tsvector('{SEARCH_CONFIG}', %s)) LIMIT {MAX_QUERY_LEXEMES}) AS lexemes
+"""  # noqa: S608 (constants only)
+
+
+def keyword_matches(
+    query: str, filters: SearchFilters, *, limit: int | None, memory_ids: list[uuid.UUID] | None = None
+) -> list[Match]:
+    """Best chunk per memory by `ts_rank`, best first (ties by memory id); all of
+    `memory_ids` that match when given, else the top `limit`."""
+    where, params = filters.sql()
+    only = ""
+    if memory_ids is not None:
+        only = "AND c.memory_id = ANY(%s)"
+        params = [*params, memory_ids]
+    sql = f"""
+        WITH q AS MATERIALIZED ({_OR_QUERY}),
+        best AS (
+            SELECT DISTINCT ON (c.memory_id) c.memory_id, ts_rank(c.search_vector, q.to_tsquery) AS rank, c.id
+            FROM q, search_chunk c JOIN memories_memory m ON m.id = c.memory_id
+            WHERE c.team_id = %s AND c.search_vector @@ q.to_tsquery AND {where} {only}
+            ORDER BY c.memory_id, rank DESC
+        )
+        SELECT memory_id, rank, id FROM best ORDER BY rank DESC, memory_id
+        {"LIMIT %s" if limit is not None else ""}
+    """  # noqa: S608 (fragments are constants; values are parameters)
+    args = [query, filters.team_id, *params] + ([limit] if limit is not None else [])
+    with connection.cursor() as cursor:
+        cursor.execute(sql, args)
+        return [(row[0], float(row[1]), row[2]) for row in cursor.fetchall()]
+
+
+def vector_matches(
+    vector: QueryVector, filters: SearchFilters, *, limit: int, memory_ids: list[uuid.UUID] | None = None
+) -> list[Match]:
+    """Best chunk per memory by cosine similarity, best first (ties by memory id), at
+    most `limit`. Exact over the team's rows when the team is small or `memory_ids`
+    names the memories; through the HNSW index otherwise."""
+    with connection.cursor() as cursor:
+        if memory_ids is not None or _vector_count(cursor, filters.team_id, vector.model) < EXACT_SCAN_BELOW:
+            _exact_scan(cursor, vector, filters, limit=limit, memory_ids=memory_ids)
+        else:
+            _index_scan(cursor, vector, filters, limit=limit)
+        rows = [(row[0], max(0.0, 1.0 - float(row[1])), row[2]) for row in cursor.fetchall()]
+    rows.sort(key=lambda row: (-row[1], str(row[0])))
+    return rows[:limit]
+
+
+def _exact_scan(
+    cursor: Any,
+    vector: QueryVector,
+    filters: SearchFilters,
+    *,
+    limit: int,
+    memory_ids: list[uuid.UUID] | None,
+) -> None:
+    where, params = filters.sql()
+    only = ""
+    if memory_ids is not None:
+        only = "AND c.memory_id = ANY(%s)"
+        params = [*params, memory_ids]
+    # No cast to vector(n): this expression does not match the HNSW index, so
+    # the planner scans the team's rows exactly.
+    sql = f"""
+                SELECT memory_id, distance, chunk_id FROM (
+                    SELECT DISTINCT ON (c.memory_id) c.memory_id, e.embedding <=> %s::vector AS distance,
+                           c.id AS chunk_id
+                    FROM search_chunkembedding e
+                    JOIN search_chunk c ON c.id = e.chunk_id
+                    JOIN memories_memory m ON m.id = c.memory_id
+                    WHERE e.team_id = %s AND e.model = %s AND {where} {only}
+                    ORDER BY c.memory_id, distance
+                ) best ORDER BY distance, memory_id LIMIT %s
+            """  # noqa: S608
+    cursor.execute(sql, [_vector_literal(vector.values), filters.team_id, vector.model, *params, limit])
+
+
+def _index_scan(cursor: Any, vector: QueryVector, filters: SearchFilters, *, limit: int) -> None:
+    where, params = filters.sql()
+    dims = int(vector.dimensions)
+    literal = _vector_literal(vector.values)
+    # The index hands out rows in distance order and the filters drop some; the
+    # iterative scan goes on reading the index until enough rows pass them.
+    cursor.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
+    cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(min(1000, max(100, limit * 4)))])
+    # Several chunks of one memory may come back; fetch extra and keep the best.
+    sql = f"""
+                WITH nearest AS MATERIALIZED (
+                    SELECT c.memory_id, e.embedding::vector({dims}) <=> %s::vector({dims}) AS distance,
+                           c.id AS chunk_id
+                    FROM search_chunkembedding e
+                    JOIN search_chunk c ON c.id = e.chunk_id
+                    JOIN memories_memory m ON m.id = c.memory_id
+                    WHERE e.model = %s AND e.team_id = %s AND {where}
+                    ORDER BY e.embedding::vector({dims}) <=> %s::vector({dims})
+                    LIMIT %s
+                )
+                SELECT DISTINCT ON (memory_id) memory_id, distance, chunk_id FROM nearest
+                ORDER BY memory_id, distance
+            """  # noqa: S608
+    cursor.execute(sql, [literal, vector.model, filters.team_id, *params, literal, limit * 2])
+
+
+def _vector_count(cursor: Any, team_id: int, model: str) -> int:
+    """The team's vectors of `model`, counted up to EXACT_SCAN_BELOW (enough to choose)."""
+    cursor.execute(
+        "SELECT count(*) FROM"
+        " (SELECT 1 FROM search_chunkembedding WHERE team_id = %s AND model = %s LIMIT %s) AS capped",
+        [team_id, model, EXACT_SCAN_BELOW],
+    )
+    return cursor.fetchone()[0]
+
+
+def _vector_literal(vector: list[float]) -> str:
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"

@@ -1,0 +1,109 @@
+"""Steps 2 and 3, scoring: merge the two paths, then age decay and rating. Pure
+functions of the candidates and their memories; no database, no clock of their own.
+
+- keyword score = rank / best rank among this query's candidates, so 0..1 with 1 for
+  the best keyword match; vector score = cosine similarity (0 when not found);
+- merged = w_vec * vector + w_kw * keyword in hybrid mode (the team's weights, 0.7 /
+  0.3 by default), one of them alone in a single mode;
+- decay = 0.5 ** (age_days / half_life), identity and lesson exempt;
+- rating = 1 + 0.05 * clamp(upvotes - downvotes, -5, 5): a version's net rating moves
+  it by at most ±25% (0.75..1.25); unrated entries are unchanged;
+- score = merged * decay * rating, rounded to 6 places; below `min_score` it is out.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from memories.models import Memory
+from memories.types import MemoryType
+from search.retrieval.candidates import Candidate, SearchMode
+
+DECAY_EXEMPT_TYPES = frozenset({MemoryType.IDENTITY, MemoryType.LESSON})
+RATING_STEP = 0.05
+RATING_CAP = 5
+
+
+@dataclass(frozen=True)
+class Weights:
+    """How much each path counts in a hybrid score (a team's hybrid weights)."""
+
+    vector: float
+    keyword: float
+
+
+@dataclass(frozen=True)
+class Scored:
+    """A candidate with its score and the parts it was computed from (the `explain`
+    of a result); `mmr` is the value MMR picked it with, None when MMR did not run."""
+
+    score: float
+    candidate: Candidate
+    parts: dict[str, float]
+    mmr: float | None = None
+
+
+def score_candidates(
+    candidates: Iterable[Candidate],
+    memories: Mapping[uuid.UUID, Memory],
+    *,
+    mode: SearchMode,
+    weights: Weights,
+    half_life_days: float,
+    now: datetime,
+    decay: bool = True,
+    min_score: float | None = None,
+) -> list[Scored]:
+    """The candidates that have a memory in `memories` and reach `min_score`, best
+    first (ties by memory id, so the order never depends on how they were found)."""
+    candidates = list(candidates)
+    best_rank = max((c.keyword_rank for c in candidates), default=0.0) or 1.0
+    scored: list[Scored] = []
+    for c in candidates:
+        memory = memories.get(c.memory_id)
+        if memory is None:
+            continue
+        keyword = c.keyword_rank / best_rank
+        vector = c.similarity or 0.0
+        merged = merge_scores(vector=vector, keyword=keyword, mode=mode, weights=weights)
+        factor = (
+            decay_factor(
+                memory_type=memory.type, created_at=memory.created_at, now=now, half_life_days=half_life_days
+            )
+            if decay
+            else 1.0
+        )
+        boost = rating_factor(memory.rating)
+        score = round(merged * factor * boost, 6)
+        if min_score is not None and score < min_score:
+            continue
+        parts = {"vector": vector, "keyword": keyword, "merged": merged, "decay": factor, "rating": boost}
+        scored.append(Scored(score=score, candidate=c, parts=parts))
+    scored.sort(key=lambda item: (-item.score, str(item.candidate.memory_id)))
+    return scored
+
+
+def merge_scores(*, vector: float, keyword: float, mode: SearchMode, weights: Weights) -> float:
+    if mode == "hybrid":
+        return weights.vector * vector + weights.keyword * keyword
+    if mode == "vector":
+        return vector
+    return keyword
+
+
+def decay_factor(*, memory_type: str, created_at: datetime, now: datetime, half_life_days: float) -> float:
+    """0.5 per half-life of age; 1 for identity and lesson, and when decay is off
+    (a half-life of 0 or less)."""
+    if memory_type in DECAY_EXEMPT_TYPES or half_life_days <= 0:
+        return 1.0
+    age_days = max(0.0, (now - created_at).total_seconds() / 86400)
+    return math.pow(0.5, age_days / half_life_days)
+
+
+def rating_factor(net: int) -> float:
+    """1 + 0.05 per net vote, the net clamped to ±5: a nudge, never a takeover."""
+    return 1.0 + RATING_STEP * max(-RATING_CAP, min(RATING_CAP, net))

@@ -1,0 +1,185 @@
+"""The scoring step alone (search.retrieval.scoring): merge, decay, rating and the
+ranking of candidates. Pure functions over unsaved memories: no database."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from memories.models import Memory
+from search.retrieval.candidates import Candidate
+from search.retrieval.scoring import (
+    Weights,
+    decay_factor,
+    merge_scores,
+    rating_factor,
+    score_candidates,
+)
+
+NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
+DEFAULT_WEIGHTS = Weights(vector=0.7, keyword=0.3)
+
+
+def memory(
+    memory_type: str = "context", *, age_days: float = 0, upvotes: int = 0, downvotes: int = 0
+) -> Memory:
+    return Memory(
+        id=uuid.uuid4(),
+        key=f"k-{uuid.uuid4().hex[:8]}",
+        content="text",
+        type=memory_type,
+        created_at=NOW - timedelta(days=age_days),
+        upvotes=upvotes,
+        downvotes=downvotes,
+    )
+
+
+def candidate(entry: Memory, *, rank: float = 0.0, similarity: float | None = None) -> Candidate:
+    found_by = {"keyword"} if rank else set()
+    if similarity is not None:
+        found_by.add("vector")
+    return Candidate(entry.id, keyword_rank=rank, similarity=similarity, found_by=found_by)
+
+
+@pytest.mark.parametrize(
+    ("net", "factor"),
+    [(0, 1.0), (1, 1.05), (-2, 0.9), (5, 1.25), (6, 1.25), (40, 1.25), (-5, 0.75), (-40, 0.75)],
+)
+def test_rating_moves_a_score_five_percent_per_net_vote_and_at_most_a_quarter(
+    net: int, factor: float
+) -> None:
+    assert rating_factor(net) == pytest.approx(factor)
+
+
+@pytest.mark.parametrize(
+    ("age_days", "factor"), [(0, 1.0), (15, 0.5**0.5), (30, 0.5), (60, 0.25), (90, 0.125)]
+)
+def test_decay_halves_a_score_every_half_life(age_days: float, factor: float) -> None:
+    created = NOW - timedelta(days=age_days)
+
+    assert decay_factor(
+        memory_type="context", created_at=created, now=NOW, half_life_days=30
+    ) == pytest.approx(factor)
+
+
+@pytest.mark.parametrize("memory_type", ["identity", "lesson"])
+def test_identity_and_lesson_never_decay(memory_type: str) -> None:
+    created = NOW - timedelta(days=3650)
+
+    assert decay_factor(memory_type=memory_type, created_at=created, now=NOW, half_life_days=30) == 1.0
+    assert decay_factor(memory_type="decision", created_at=created, now=NOW, half_life_days=30) < 1e-30
+
+
+def test_a_half_life_of_zero_turns_decay_off() -> None:
+    created = NOW - timedelta(days=365)
+
+    assert decay_factor(memory_type="context", created_at=created, now=NOW, half_life_days=0) == 1.0
+
+
+def test_an_entry_dated_after_now_does_not_gain_from_decay() -> None:
+    created = NOW + timedelta(days=30)
+
+    assert decay_factor(memory_type="context", created_at=created, now=NOW, half_life_days=30) == 1.0
+
+
+def test_merge_weighs_both_paths_in_hybrid_mode_and_takes_one_in_single_modes() -> None:
+    weights = Weights(vector=0.6, keyword=0.4)
+
+    assert merge_scores(vector=0.5, keyword=1.0, mode="hybrid", weights=weights) == pytest.approx(0.7)
+    assert merge_scores(vector=0.5, keyword=1.0, mode="vector", weights=weights) == 0.5
+    assert merge_scores(vector=0.5, keyword=1.0, mode="keyword", weights=weights) == 1.0
+
+
+def test_keyword_rank_is_divided_by_the_best_rank_of_the_query() -> None:
+    best, half = memory(), memory()
+    found = [candidate(best, rank=0.08), candidate(half, rank=0.04)]
+
+    scored = score_candidates(
+        found,
+        {best.id: best, half.id: half},
+        mode="keyword",
+        weights=DEFAULT_WEIGHTS,
+        half_life_days=30,
+        now=NOW,
+    )
+
+    assert [(s.candidate.memory_id, s.parts["keyword"], s.score) for s in scored] == [
+        (best.id, 1.0, 1.0),
+        (half.id, 0.5, 0.5),
+    ]
+
+
+def test_score_is_merged_times_decay_times_rating_with_its_parts() -> None:
+    entry = memory(age_days=30, upvotes=3, downvotes=1)
+
+    [scored] = score_candidates(
+        [candidate(entry, rank=0.2, similarity=0.5)],
+        {entry.id: entry},
+        mode="hybrid",
+        weights=DEFAULT_WEIGHTS,
+        half_life_days=30,
+        now=NOW,
+    )
+
+    assert scored.parts == pytest.approx(
+        {"vector": 0.5, "keyword": 1.0, "merged": 0.65, "decay": 0.5, "rating": 1.1}
+    )
+    assert list(scored.parts) == ["vector", "keyword", "merged", "decay", "rating"]
+    assert scored.score == round(0.65 * 0.5 * 1.1, 6)
+    assert scored.mmr is None
+
+
+def test_without_decay_old_entries_keep_their_score() -> None:
+    entry = memory(age_days=300)
+
+    [scored] = score_candidates(
+        [candidate(entry, similarity=0.8)],
+        {entry.id: entry},
+        mode="vector",
+        weights=DEFAULT_WEIGHTS,
+        half_life_days=30,
+        now=NOW,
+        decay=False,
+    )
+
+    assert (scored.parts["decay"], scored.score) == (1.0, 0.8)
+
+
+def test_candidates_rank_by_score_then_id_and_min_score_drops_the_rest() -> None:
+    entries = [memory() for _ in range(4)]
+    similarities = [0.2, 0.9, 0.5, 0.5]
+    found = [candidate(e, similarity=s) for e, s in zip(entries, similarities, strict=True)]
+
+    scored = score_candidates(
+        found,
+        {e.id: e for e in entries},
+        mode="vector",
+        weights=DEFAULT_WEIGHTS,
+        half_life_days=30,
+        now=NOW,
+        min_score=0.3,
+    )
+
+    tied = sorted([entries[2].id, entries[3].id], key=str)
+    assert [s.candidate.memory_id for s in scored] == [entries[1].id, *tied]
+
+
+def test_a_candidate_without_its_memory_is_skipped_but_still_sets_the_best_rank() -> None:
+    gone, kept = memory(), memory()
+
+    [scored] = score_candidates(
+        [candidate(gone, rank=0.4), candidate(kept, rank=0.1)],
+        {kept.id: kept},
+        mode="keyword",
+        weights=DEFAULT_WEIGHTS,
+        half_life_days=30,
+        now=NOW,
+    )
+
+    assert (scored.candidate.memory_id, scored.parts["keyword"]) == (kept.id, 0.25)
+
+
+def test_no_candidates_score_nothing() -> None:
+    assert score_candidates([], {}, mode="hybrid", weights=DEFAULT_WEIGHTS, half_life_days=30, now=NOW) == []
