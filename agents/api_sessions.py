@@ -54,7 +54,9 @@ class AgentSessionBootInputSerializer(StrictInputSerializer):
     """Everything is optional; what is sent must have the right type. Unknown fields
     are rejected."""
 
-    source = StrictCharField(
+    # The API's field is named `source`. DRF's metaclass moves declared fields off the class, so
+    # it never shadows Field.source at run time; the stubs cannot model that.
+    source = StrictCharField(  # type: ignore[assignment]
         required=False, allow_blank=True, max_length=64, help_text="The client, e.g. `claude-code`."
     )
     project = StrictCharField(
@@ -193,8 +195,9 @@ class AgentSessionViewSet(TeamScopedViewSet):
     def create(self, request: Request, team: str) -> Response:
         payload = AgentSessionBootInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
+        token = self.get_token()
         booted = sessions.boot_session(
-            team=self.get_team(), token=request.auth, agent=request.user.name, **payload.validated_data
+            team=self.get_team(), token=token, agent=token.name, **payload.validated_data
         )
         body = {
             "session": booted.session,

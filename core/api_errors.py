@@ -134,12 +134,12 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     view = context.get("view")
     headers: dict[str, str] = {}
     if isinstance(exc, DomainError):
-        extra = {name: _serialize_extra(view, name, value) for name, value in exc.extra.items()}
+        domain_extra = {name: _serialize_extra(view, name, value) for name, value in exc.extra.items()}
         # A domain error about one field reads like a validation error of that field.
-        if "field" in extra:
-            extra["fields"] = {extra.pop("field"): [exc.detail]}
+        if "field" in domain_extra:
+            domain_extra["fields"] = {domain_extra.pop("field"): [exc.detail]}
         set_rollback()
-        return Response(error_body(exc.code, exc.detail, **extra), status=exc.status)
+        return Response(error_body(exc.code, exc.detail, **domain_extra), status=exc.status)
     if isinstance(exc, Http404):
         exc = drf.NotFound("not found")
     elif isinstance(exc, DjangoPermissionDenied):
@@ -156,10 +156,14 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         extra["fields"] = fields if isinstance(fields, dict) else {"non_field_errors": fields}
     else:
         detail = str(exc.detail)
-    if getattr(exc, "auth_header", None):
-        headers["WWW-Authenticate"] = exc.auth_header  # type: ignore[attr-defined]
-    if isinstance(exc, drf.Throttled) and exc.wait is not None:
-        headers["Retry-After"] = str(int(exc.wait))
+    # APIView.handle_exception attaches the authenticator's challenge to the exception.
+    auth_header = getattr(exc, "auth_header", None)
+    if auth_header:
+        headers["WWW-Authenticate"] = auth_header
+    if isinstance(exc, drf.Throttled):
+        wait: float | None = exc.wait  # type: ignore[attr-defined]  # DRF sets it; drf-stubs omit it
+        if wait is not None:
+            headers["Retry-After"] = str(int(wait))
     set_rollback()
     return Response(error_body(code, detail, **extra), status=exc.status_code, headers=headers)
 
@@ -190,12 +194,14 @@ def json_403(request: Any, exception: Exception | None = None) -> JsonResponse:
     return JsonResponse(error_body("forbidden", "forbidden"), status=403)
 
 
-class ErrorSerializer(serializers.Serializer):
+class ErrorSerializer(serializers.Serializer[dict[str, Any]]):
     """Every 4xx body. More members may follow `detail`, as named by the operation."""
 
     error = serializers.CharField(help_text="A short, stable code, e.g. `not_found` or `invalid`.")
     detail = serializers.CharField(help_text="What went wrong, for a person or an agent to read.")
-    fields = serializers.DictField(
+    # The serializer's metaclass moves declared fields off the class, so this does not
+    # shadow Serializer.fields at run time; the stubs cannot see that.
+    fields = serializers.DictField(  # type: ignore[assignment]
         required=False, help_text="Validation messages per input field (`non_field_errors`: the whole body)."
     )
 

@@ -1,14 +1,18 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db.models import Model, QuerySet
+from django.db.models import Field, Model, QuerySet
 from rest_framework.pagination import Cursor, CursorPagination
 from rest_framework.request import Request
 
 from core.errors import InvalidInput
+
+_M = TypeVar("_M", bound=Model)
+_Row = TypeVar("_Row")
 
 
 class KeysetPagination(CursorPagination):
@@ -20,9 +24,12 @@ class KeysetPagination(CursorPagination):
     _model: type[Model] | None = None
 
     def paginate_queryset(
-        self, queryset: QuerySet[Any], request: Request, view: Any = None
-    ) -> list[Any] | None:
-        self._model = queryset.model
+        self, queryset: QuerySet[_M, _Row] | Sequence[_Row], request: Request, view: Any = None
+    ) -> list[_Row] | None:
+        # Only a queryset can be paged by cursor (DRF orders it); remember its model to
+        # check cursors against.
+        if isinstance(queryset, QuerySet):
+            self._model = queryset.model
         return super().paginate_queryset(queryset, request, view)
 
     def decode_cursor(self, request: Request) -> Cursor | None:
@@ -31,13 +38,14 @@ class KeysetPagination(CursorPagination):
         except Exception as exc:  # DRF raises NotFound; a bad cursor is bad input
             raise InvalidInput("invalid cursor", field="cursor") from exc
         if cursor is not None and cursor.position is not None:
-            self._check_position(cursor.position)
+            # drf-stubs type the position as int; DRF decodes it from the cursor as a str.
+            self._check_position(cursor.position)  # type: ignore[arg-type]
         return cursor
 
     def _check_position(self, position: str) -> None:
         """A cursor comes back from the client, so its position may be anything; it is
         compared with the first ordering column and must be a value of that column."""
-        field = self._model._meta.get_field(self.ordering[0].lstrip("-"))  # type: ignore[union-attr]
+        field = self._ordering_field()
         try:
             if "\x00" in position:
                 raise DjangoValidationError("NUL")
@@ -47,7 +55,16 @@ class KeysetPagination(CursorPagination):
         if isinstance(value, dt.datetime) and value.tzinfo is None:
             raise InvalidInput("invalid cursor", field="cursor")
 
-    def get_page_size(self, request: Request) -> int:
+    def _ordering_field(self) -> Field[Any, Any]:
+        if self._model is None:
+            raise RuntimeError("cursors are decoded only while paginating a queryset")
+        ordering = self.ordering if isinstance(self.ordering, str) else self.ordering[0]
+        field = self._model._meta.get_field(ordering.lstrip("-"))
+        if not isinstance(field, Field):
+            raise TypeError(f"{type(self).__name__} orders by {ordering}, which is not a column")
+        return field
+
+    def get_page_size(self, request: Request) -> int | None:
         raw = request.query_params.get(self.page_size_query_param)
         if raw is not None and not (raw.isascii() and raw.isdigit() and 1 <= int(raw) <= self.max_page_size):
             raise InvalidInput(f"limit must be a whole number from 1 to {self.max_page_size}", field="limit")

@@ -17,8 +17,8 @@ class SettingError(RuntimeError):
 def read_secret(env: environ.Env, name: str, *, generated_in: Path, fernet: bool = False) -> str:
     """Read a secret from NAME, else from the file named by NAME_FILE, else from a
     value generated once and kept (mode 0600) at `generated_in` for local installs."""
-    value = env.str(name, default="")
-    file_name = env.str(f"{name}_FILE", default="")
+    value: str = env.str(name, default="")
+    file_name: str = env.str(f"{name}_FILE", default="")
     if value and file_name:
         raise SettingError(f"set {name} or {name}_FILE, not both")
     if file_name:

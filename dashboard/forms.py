@@ -152,7 +152,8 @@ class MemorySupersedeForm(AccessibleForm):
     )
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         if data.get("kind") == "hard" and not (data.get("reason") or "").strip():
             self.add_error("reason", "Give a reason for the change, or choose minor correction.")
         return data

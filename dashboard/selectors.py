@@ -20,9 +20,6 @@ from memories.types import MemoryType
 from teams.models import AuditEvent, Membership, Team
 from teams.scope import own_memberships_scope
 
-STATES = ("active", "superseded", "deleted", "all")
-
-
 # --- the team picker ---------------------------------------------------------
 
 
@@ -58,23 +55,19 @@ def memory_counts(*, team: Team) -> list[TypeCounts]:
         Memory.objects.for_team(team.id)
         .values("type")
         .annotate(
-            **{state: Count("id", filter=MemoryState(state).condition()) for state in MemoryState.values},
+            active=Count("id", filter=MemoryState.ACTIVE.condition()),
+            superseded=Count("id", filter=MemoryState.SUPERSEDED.condition()),
+            deleted=Count("id", filter=MemoryState.DELETED.condition()),
         )
         .order_by()
     )
-    by_type = {row["type"]: row for row in rows}
-    counts = []
-    for memory_type in MemoryType.values:
-        row = by_type.get(memory_type, {})
-        counts.append(
-            TypeCounts(
-                type=memory_type,
-                active=row.get("active", 0),
-                superseded=row.get("superseded", 0),
-                deleted=row.get("deleted", 0),
-            )
+    by_type = {
+        row["type"]: TypeCounts(
+            type=row["type"], active=row["active"], superseded=row["superseded"], deleted=row["deleted"]
         )
-    return counts
+        for row in rows
+    }
+    return [by_type.get(memory_type, TypeCounts(type=memory_type)) for memory_type in MemoryType.values]
 
 
 def index_health(*, team: Team) -> dict[str, int]:
@@ -193,7 +186,8 @@ def key_story(*, team: Team, key: str) -> KeyStory:
     timeline = []
     for event in events:
         entry = TimelineEntry(event=event)
-        previous = versions.get(event.memory.supersedes_id) if event.kind != "deleted" else None
+        supersedes_id = event.memory.supersedes_id
+        previous = versions.get(supersedes_id) if supersedes_id and event.kind != "deleted" else None
         if previous is not None:
             entry.previous = previous
             entry.diff = word_diff(previous.content, event.memory.content)

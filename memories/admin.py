@@ -8,6 +8,7 @@ in the audited bypass scope set by teams.middleware.OperatorScopeMiddleware.
 from __future__ import annotations
 
 from django.contrib import admin
+from django.contrib.admin.utils import flatten_fieldsets
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest
@@ -73,7 +74,7 @@ class MemoryAdmin(admin.ModelAdmin):
         ),
         ("Quality signals", {"fields": ["access_count", "last_accessed_at", "upvotes", "downvotes"]}),
     ]
-    readonly_fields = [field for _, options in fieldsets for field in options["fields"]]
+    readonly_fields = flatten_fieldsets(fieldsets)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -118,7 +119,14 @@ class MemoryAdmin(admin.ModelAdmin):
         if team is None:
             raise Http404("no such team")
         rows = [
-            {"at": e.at, "key": e.key, "kind": e.kind, "by": e.by, "why": e.reason}
+            {
+                "at": e.at,
+                "key": e.key,
+                "kind": e.kind,
+                "by": e.by,
+                "why": e.reason,
+                "url": audit_url(team_id=team.id, key=e.key),
+            }
             for e in recent_history(team=team, limit=TEAM_AUDIT_ROWS, changes_only=True)
         ]
         context = {
@@ -126,9 +134,7 @@ class MemoryAdmin(admin.ModelAdmin):
             "opts": self.model._meta,
             "title": f"Supersede audit: team {team.slug}",
             "team": team,
-            "rows": [
-                {**row, "url": audit_url(team_id=team.id, key=row["key"])} for row in rows[:TEAM_AUDIT_ROWS]
-            ],
+            "rows": rows[:TEAM_AUDIT_ROWS],
             "limit": TEAM_AUDIT_ROWS,
             "team_memories_url": f"{reverse('admin:memories_memory_changelist')}?team__id__exact={team.id}",
         }
@@ -157,6 +163,9 @@ class MemoryAdmin(admin.ModelAdmin):
         return TemplateResponse(request, "admin/memories/supersede_audit.html", context)
 
 
+ANNOTATION_FIELDS = ("id", "team", "memory", "note", "created_by", "created_at")
+
+
 @admin.register(Annotation)
 class AnnotationAdmin(admin.ModelAdmin):
     """Notes agents wrote on memories, read-only like the memories themselves."""
@@ -167,8 +176,8 @@ class AnnotationAdmin(admin.ModelAdmin):
     search_fields = ["note", "memory__key"]
     ordering = ["-created_at"]
     show_full_result_count = False
-    fields = ["id", "team", "memory", "note", "created_by", "created_at"]
-    readonly_fields = fields
+    fields = ANNOTATION_FIELDS
+    readonly_fields = ANNOTATION_FIELDS
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

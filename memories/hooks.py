@@ -30,7 +30,7 @@ memory_written: Hook[None] = Hook(
     `transaction.on_commit` (search enqueues indexing).""",
 )
 
-find_duplicate: Hook[DuplicateMatch] = Hook(
+find_duplicate: Hook[DuplicateMatch | None] = Hook(
     "memories.find_duplicate",
     """Which active entry of the team already holds `text` (scrubbed):
     `receiver(team=Team, text=str) -> DuplicateMatch | None`; the first answer counts.

@@ -14,9 +14,8 @@ Recording a claim again:
 
 Locking rule: under the key's advisory lock (as every writer of a key), the active row
 is read FOR NO KEY UPDATE before deciding, so a second writer of the same key waits and
-then decides against the committed result. A writer
-that found no row while another inserted one gets MemoryExists from save_memory and
-decides again (the save ran in a savepoint, so nothing of it remains).
+then decides against the committed result. The lock is held from that read to the
+save, so no writer can insert the key in between: no retry is needed.
 """
 
 from __future__ import annotations
@@ -31,7 +30,6 @@ from typing import Any, Literal
 from django.db import models, transaction
 
 from core.errors import InvalidInput
-from memories.exceptions import MemoryExists
 from memories.locks import lock_active_memory
 from memories.models import Memory
 from memories.services import SOFT_SUPERSEDE_REASON, SaveResult, save_memory
@@ -50,7 +48,6 @@ MAX_DOMAIN_CHARS = 40
 LEARNING_TYPES = (MemoryType.LESSON.value, MemoryType.REFERENCE.value)
 # Changes of these fields change what the team believes: a hard supersede.
 BELIEF_FIELDS = ("confidence", "corroborated", "verified")
-_ATTEMPTS = 3
 
 Outcome = Literal["created", "superseded", "unchanged"]
 
@@ -140,18 +137,10 @@ def record_learning(
         "verified": verified,
     }
 
-    for attempt in range(_ATTEMPTS):
-        try:
-            result = _save(team, key, claim, type_name, learning, updated_by)
-        except MemoryExists:
-            # Another writer inserted the key between our read and our save.
-            if attempt == _ATTEMPTS - 1:
-                raise
-            continue
-        if redactions:
-            result.saved.redactions = _merge_redactions(result.saved.redactions, redactions)
-        return result
-    raise AssertionError("unreachable")  # pragma: no cover
+    result = _save(team, key, claim, type_name, learning, updated_by)
+    if redactions:
+        result.saved.redactions = _merge_redactions(result.saved.redactions, redactions)
+    return result
 
 
 def _save(

@@ -168,7 +168,7 @@ def triggered_skills(
     if types:
         rows = rows.filter(type__in=types)
     rows = rows.filter(metadata_filter_q(tags, people))
-    fired = []
+    fired: list[tuple[Memory, str]] = []
     for memory in rows.order_by("created_at", "id"):
         trigger = memory.skill_trigger or {}
         if not fires_in_project(trigger, project):

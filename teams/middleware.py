@@ -18,8 +18,8 @@ class OperatorScopeMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         user = getattr(request, "user", None)
-        is_operator = bool(user and user.is_authenticated and user.is_staff)
-        if not (request.path.startswith(ADMIN_PREFIX) and is_operator):
+        is_operator = user is not None and user.is_authenticated and user.is_staff
+        if user is None or not (request.path.startswith(ADMIN_PREFIX) and is_operator):
             return self.get_response(request)
         reason = f"admin {request.method} {request.path}"
         with dangerously_bypass_team_scope(reason=reason, actor=user.get_username()):

@@ -5,6 +5,8 @@ from typing import Any
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.request import Request
 
+from teams.models import AgentToken
+
 
 class HasTokenScope(BasePermission):
     """read for safe methods, write for changes; a view may ask for more per action
@@ -15,4 +17,5 @@ class HasTokenScope(BasePermission):
         if needed is None:
             needed = "read" if request.method in SAFE_METHODS else "write"
         self.message = f"this token lacks the '{needed}' scope"
-        return bool(request.auth and request.auth.grants(needed))
+        token = request.auth
+        return isinstance(token, AgentToken) and token.grants(needed)

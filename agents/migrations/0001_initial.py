@@ -1,5 +1,5 @@
-"""Agent sessions move here from teams: a database from before the move has
-`teams_agentsession` (teams 0003), which is renamed with its rows and policy."""
+"""Agent sessions move here from teams: `teams_agentsession`
+(made by teams 0003) is renamed with its rows and policy."""
 
 import uuid
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.core.paginator import Paginator
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -31,7 +32,8 @@ from memories import services as memory_services
 from memories.exceptions import MemoryNotFound, StaleVersion
 from memories.models import Memory
 from memories.selectors import list_annotations
-from search.selectors import MAX_RESULTS, search_memories
+from search.querying import embed_and_search
+from search.selectors import MAX_RESULTS
 
 PAGE_SIZE = 25
 
@@ -46,7 +48,11 @@ def _detail_url(access: TeamAccess, key: str) -> str:
 @team_page()
 def memory_list(request: HttpRequest, access: TeamAccess) -> HttpResponse:
     form = MemoryFilterForm(request.GET)
-    status, rows, notes, search_mode = 200, [], [], None
+    status = 200
+    # Search results, or the browse queryset the paginator slices without loading it all.
+    rows: list[Any] | QuerySet[Memory] = []
+    notes: list[str] = []
+    search_mode: str | None = None
     if form.is_valid():
         data = form.cleaned_data
         if data["q"]:
@@ -86,7 +92,7 @@ def _search_rows(access: TeamAccess, data: dict[str, Any]) -> tuple[list[Any], s
     if data["state"] == "deleted":
         return [], None, ["Search never returns deleted memories; clear the search box to list them."]
     try:
-        outcome = search_memories(
+        outcome = embed_and_search(
             team=access.team,
             query=data["q"],
             max_results=MAX_RESULTS,

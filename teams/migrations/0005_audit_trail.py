@@ -1,7 +1,7 @@
 """The audit trail moves from the dashboard into teams (every surface records into it).
 
-A database from before the move has `dashboard_auditevent` (dashboard 0001 runs before
-this migration): it is renamed with its rows, index and policy. The membership policy
+`dashboard_auditevent` (made by dashboard 0001, which runs before this migration) is
+renamed with its rows, index and policy. The membership policy
 that the dashboard's migration widened for the team picker is now teams' own."""
 
 import django.db.models.deletion

@@ -476,24 +476,43 @@ def test_bad_parameters_answer_400_in_the_error_shape(
     assert field in body["fields"]
 
 
-def test_limits_at_the_edges_are_accepted(member: Agent) -> None:
-    for params in (
-        {"max_entries": "1", "max_tokens": "50"},
-        {"max_entries": "200", "max_tokens": "100000"},
-        {"project": "p" * 200},
-        {"format": "json", "project": ""},
-    ):
-        assert member.client.get(member.url("injection/"), params).status_code == 200, params
+@pytest.mark.parametrize(
+    ("params", "echoed"),
+    [
+        ({"max_entries": "1", "max_tokens": "50"}, ("markdown", None, 1, 50)),
+        ({"max_entries": "200", "max_tokens": "100000"}, ("markdown", None, 200, 100000)),
+        ({"project": "p" * 200}, ("markdown", "p" * 200, 50, 2000)),
+        ({"format": "json", "project": ""}, ("json", "", 50, 2000)),
+    ],
+)
+def test_limits_at_the_edges_are_accepted_and_applied(
+    team: Team, member: Agent, params: dict[str, str], echoed: tuple[Any, ...]
+) -> None:
+    remember(team, "fridays", "Never deploy on Fridays.", "lesson")
+
+    body = inject(member, **params)
+
+    assert (body["format"], body["project"], body["max_entries"], body["tokens"]["budget"]) == echoed
+    assert body["counts"]["included"] == 1 and body["tokens"]["used"] <= body["tokens"]["budget"]
+    assert "[LESSON] [fridays]: Never deploy on Fridays." in body["text"]
 
 
-def test_a_read_only_token_may_inject(mixed: None, readonly_member: Agent) -> None:
-    assert inject(readonly_member)["counts"]["included"] == 8
+def test_a_read_only_token_may_inject(mixed: None, member: Agent, readonly_member: Agent) -> None:
+    body = inject(readonly_member, format="json")
+
+    assert body["counts"]["included"] == 8
+    assert body == inject(member, format="json")
+    assert "[IDENTITY] [who]: I am the release agent of the platform team." in body["text"]
 
 
 def test_no_token_answers_401(member: Agent) -> None:
     member.client.credentials()
 
-    assert member.client.get(member.url("injection/")).status_code == 401
+    response = member.client.get(member.url("injection/"))
+
+    assert response.status_code == 401
+    assert response.json() == {"error": "unauthenticated", "detail": "send 'Authorization: Bearer <token>'"}
+    assert response["WWW-Authenticate"] == 'Bearer realm="memoryhub"'
 
 
 def test_another_teams_token_gets_404_and_no_byte_of_the_team(
@@ -521,7 +540,7 @@ def test_vault_secrets_never_appear_in_the_block(team: Team, member: Agent, admi
 
     assert response.status_code == 200
     assert b"swordfish" not in response.content
-    assert "[REDACTED:vault_secret]" in response.json()["text"]
+    assert "[CONTEXT] [creds]: The staging password is [REDACTED:vault_secret]" in response.json()["text"]
 
 
 def test_the_endpoint_is_in_the_openapi_schema(member: Agent) -> None:

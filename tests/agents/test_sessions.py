@@ -15,6 +15,7 @@ from django.utils import timezone
 from agents.models import AgentSession
 from agents.sessions import HEARTBEAT_RESOLUTION
 from memories import services as memory_services
+from memories.models import Memory
 from teams.scope import team_scope
 from teams.services import shutdown_team
 from tests.conftest import Agent, operator_view
@@ -34,6 +35,12 @@ def age(session_id: str, seconds: float) -> None:
         AgentSession.objects.filter(pk=session_id).update(
             last_heartbeat_at=timezone.now() - timedelta(seconds=seconds)
         )
+
+
+def heartbeats() -> dict[str, Any]:
+    """The last heartbeat of every session of every team, by id."""
+    with operator_view():
+        return {str(pk): at for pk, at in AgentSession.objects.values_list("pk", "last_heartbeat_at")}
 
 
 def stored(session_id: str) -> AgentSession:
@@ -75,6 +82,14 @@ def test_boot_with_an_empty_body_is_allowed(member: Agent) -> None:
     session = boot(member)["session"]
 
     assert session["project"] == "" and session["pid"] is None
+    row = stored(session["id"])
+    assert (row.team_id, row.agent, row.project, row.pid, row.ended_at) == (
+        member.team.id,
+        "writer-bot",
+        "",
+        None,
+        None,
+    )
 
 
 def test_boot_lists_other_live_sessions_of_the_same_project_only(member: Agent) -> None:
@@ -184,11 +199,17 @@ def test_boot_rejects_badly_typed_or_oversized_input(member: Agent, body: dict[s
 
 
 def test_a_read_only_token_cannot_boot_but_can_list(member: Agent, readonly_member: Agent) -> None:
-    boot(member)
+    session = boot(member)["session"]
 
-    assert readonly_member.client.post(readonly_member.url("sessions/"), {}, format="json").status_code == 403
+    refused = readonly_member.client.post(readonly_member.url("sessions/"), {}, format="json")
     listed = readonly_member.client.get(readonly_member.url("sessions/"))
-    assert listed.status_code == 200 and len(listed.json()["results"]) == 1
+
+    assert refused.status_code == 403
+    assert refused.json() == {"error": "forbidden", "detail": "this token lacks the 'write' scope"}
+    with operator_view():
+        assert [str(pk) for pk in AgentSession.objects.values_list("pk", flat=True)] == [session["id"]]
+    assert listed.status_code == 200
+    assert [(s["id"], s["agent"]) for s in listed.json()["results"]] == [(session["id"], "writer-bot")]
 
 
 # --- heartbeat --------------------------------------------------------------
@@ -219,41 +240,55 @@ def test_a_heartbeat_keeps_a_session_out_of_the_sweep(member: Agent) -> None:
 def test_heartbeats_closer_than_the_resolution_are_not_written(member: Agent) -> None:
     session = boot(member)["session"]
     age(session["id"], HEARTBEAT_RESOLUTION.total_seconds() / 2)
-    before = stored(session["id"]).last_heartbeat_at
+    before = heartbeats()
 
-    member.client.get(member.url("memories/"), **{HEADER: session["id"]})
+    response = member.client.get(member.url("memories/"), **{HEADER: session["id"]})
 
-    assert stored(session["id"]).last_heartbeat_at == before
+    assert response.status_code == 200 and response.json()["results"] == []
+    assert heartbeats() == before
 
 
 def test_the_header_cannot_refresh_another_teams_session(member: Agent, outsider: Agent) -> None:
     theirs = boot(outsider)["session"]
+    ours = boot(member)["session"]
     age(theirs["id"], 250)
-    before = stored(theirs["id"]).last_heartbeat_at
+    age(ours["id"], 250)
+    before = heartbeats()
 
     response = member.client.get(member.url("memories/"), **{HEADER: theirs["id"]})
 
-    assert response.status_code == 200
-    assert stored(theirs["id"]).last_heartbeat_at == before
+    assert response.status_code == 200 and response.json()["results"] == []
+    # Neither their session nor any of ours was refreshed.
+    assert heartbeats() == before
 
 
 @pytest.mark.parametrize("value", [str(uuid.uuid4()), "my-own-label", "not a session id!"])
 def test_unknown_or_non_uuid_session_headers_are_ignored_by_reads(member: Agent, value: str) -> None:
+    live = boot(member)["session"]
+    age(live["id"], 250)
+    before = heartbeats()
+
     response = member.client.get(member.url("memories/"), **{HEADER: value})
 
-    assert response.status_code == 200
+    assert response.status_code == 200 and response.json()["results"] == []
+    # Nothing refreshed, and no session made up for the unknown id.
+    assert heartbeats() == before
 
 
 def test_an_ended_session_is_not_revived_by_its_header(member: Agent) -> None:
     session = boot(member)["session"]
+    other = boot(member)["session"]
     member.client.delete(member.url(f"sessions/{session['id']}/"))
     age(session["id"], 250)
-    before = stored(session["id"]).last_heartbeat_at
+    age(other["id"], 250)
+    before = heartbeats()
 
-    member.client.get(member.url("memories/"), **{HEADER: session["id"]})
+    response = member.client.get(member.url("memories/"), **{HEADER: session["id"]})
 
+    assert response.status_code == 200
+    assert heartbeats() == before
     row = stored(session["id"])
-    assert row.last_heartbeat_at == before and row.ended_at is not None
+    assert (row.ended_at is not None, row.end_reason) == (True, "ended")
 
 
 def test_a_request_that_fails_after_the_scope_check_still_counts_as_a_heartbeat(member: Agent) -> None:
@@ -262,14 +297,14 @@ def test_a_request_that_fails_after_the_scope_check_still_counts_as_a_heartbeat(
 
     response = member.client.get(member.url("memories/no-such-key/"), **{HEADER: session["id"]})
 
-    assert response.status_code == 404
+    assert response.status_code == 404 and response.json()["error"] == "not_found"
     assert timezone.now() - stored(session["id"]).last_heartbeat_at < timedelta(seconds=5)
 
 
 def test_a_request_refused_for_its_scope_is_not_a_heartbeat(member: Agent, readonly_member: Agent) -> None:
     session = boot(member)["session"]
     age(session["id"], 250)
-    before = stored(session["id"]).last_heartbeat_at
+    before = heartbeats()
 
     response = readonly_member.client.post(
         readonly_member.url("memories/"),
@@ -279,7 +314,10 @@ def test_a_request_refused_for_its_scope_is_not_a_heartbeat(member: Agent, reado
     )
 
     assert response.status_code == 403
-    assert stored(session["id"]).last_heartbeat_at == before
+    assert response.json() == {"error": "forbidden", "detail": "this token lacks the 'write' scope"}
+    assert heartbeats() == before
+    with operator_view():
+        assert not Memory.objects.exists()
 
 
 def test_the_header_still_names_the_session_in_updated_by(member: Agent) -> None:
@@ -289,7 +327,10 @@ def test_the_header_still_names_the_session_in_updated_by(member: Agent) -> None
         member.url("memories/"), {"key": "k", "content": "c"}, format="json", **{HEADER: session["id"]}
     )
 
+    assert response.status_code == 201
     assert response.json()["updated_by"] == f"writer-bot/{session['id']}"
+    with operator_view():
+        assert Memory.objects.get(team=member.team, key="k").updated_by == f"writer-bot/{session['id']}"
 
 
 # --- update, end, get, list -------------------------------------------------
@@ -313,9 +354,14 @@ def test_patch_changes_the_task_and_project_and_is_a_heartbeat(member: Agent) ->
 def test_patch_with_only_a_task_keeps_the_project(member: Agent) -> None:
     session = boot(member, project="api")["session"]
 
-    member.client.patch(member.url(f"sessions/{session['id']}/"), {"current_task": "x"}, format="json")
+    response = member.client.patch(
+        member.url(f"sessions/{session['id']}/"), {"current_task": "x"}, format="json"
+    )
 
-    assert stored(session["id"]).project == "api"
+    assert response.status_code == 200
+    assert (response.json()["current_task"], response.json()["project"]) == ("x", "api")
+    row = stored(session["id"])
+    assert (row.current_task, row.project) == ("x", "api")
 
 
 @pytest.mark.parametrize(
@@ -327,7 +373,9 @@ def test_patch_rejects_bad_input(member: Agent, body: dict[str, Any]) -> None:
     response = member.client.patch(member.url(f"sessions/{session['id']}/"), body, format="json")
 
     assert response.status_code == 400
-    assert stored(session["id"]).current_task == "kept"
+    assert response.json()["error"] == "invalid" and set(response.json()["fields"]) == set(body)
+    row = stored(session["id"])
+    assert (row.current_task, row.project, row.pid) == ("kept", "", None)
 
 
 def test_patch_of_an_ended_session_is_a_conflict(member: Agent) -> None:
@@ -345,7 +393,8 @@ def test_patch_of_an_ended_session_is_a_conflict(member: Agent) -> None:
 def test_delete_ends_the_session_once(member: Agent) -> None:
     session = boot(member)["session"]
 
-    assert member.client.delete(member.url(f"sessions/{session['id']}/")).status_code == 204
+    deleted = member.client.delete(member.url(f"sessions/{session['id']}/"))
+    assert deleted.status_code == 204 and deleted.content == b""
     first = stored(session["id"])
     assert first.ended_at is not None and first.end_reason == "ended"
     assert member.client.delete(member.url(f"sessions/{session['id']}/")).status_code == 204

@@ -47,23 +47,36 @@ def test_supersede_through_the_api(member: Agent) -> None:
     response = post(member, {"key": "k", "content": "two", "supersede_reason": "changed"})
 
     assert response.status_code == 201
-    assert response.json()["supersedes_id"] == first["id"]
-    assert response.json()["supersede_kind"] == "hard"
+    body = response.json()
+    assert (body["content"], body["is_active"], body["supersede_reason"]) == ("two", True, "changed")
+    assert body["supersedes_id"] == first["id"]
+    assert body["supersede_kind"] == "hard"
+    with operator_view():
+        old, new = Memory.objects.filter(team=member.team, key="k").order_by("created_at")
+    assert (old.content, old.is_active, old.deleted_at) == ("one", False, None)
+    assert (str(new.id), new.content, new.is_active, new.supersedes_id) == (body["id"], "two", True, old.id)
 
 
 def test_session_header_is_recorded_in_updated_by(member: Agent) -> None:
     response = post(member, {"key": "k", "content": "one"}, HTTP_X_MEMORYHUB_SESSION="sess-42")
 
+    assert response.status_code == 201
     assert response.json()["updated_by"] == "writer-bot/sess-42"
+    with operator_view():
+        assert Memory.objects.get(team=member.team, key="k").updated_by == "writer-bot/sess-42"
 
 
 def test_hint_and_redactions_are_in_the_response(member: Agent) -> None:
     response = post(member, {"key": "k", "content": "Always pin versions. ghp_" + "a" * 36})
 
+    assert response.status_code == 201
     body = response.json()
     assert body["hint"]["suggested_type"] == "lesson"
     assert body["redactions"] == [{"kind": "github_token", "count": 1}]
-    assert "ghp_" not in body["content"]
+    assert "ghp_" not in body["content"] and body["content"].startswith("Always pin versions. ")
+    with operator_view():
+        stored = Memory.objects.get(team=member.team, key="k")
+    assert stored.content == body["content"] and "a" * 36 not in stored.content
 
 
 def test_list_returns_active_entries_filtered_and_paginated(member: Agent) -> None:
@@ -92,23 +105,31 @@ def test_list_runs_a_fixed_number_of_queries(member: Agent, django_assert_max_nu
     with django_assert_max_num_queries(12):
         response = member.client.get(member.url("memories/"))
 
-    assert len(response.json()["results"]) == 30
+    assert response.status_code == 200
+    assert {(m["key"], m["content"]) for m in response.json()["results"]} == {
+        (f"k{i}", f"note {i}") for i in range(30)
+    }
 
 
 def test_retrieve_returns_the_active_entry(member: Agent) -> None:
-    post(member, {"key": "k", "content": "one"})
-    post(member, {"key": "k", "content": "two", "supersede_reason": "update"})
+    first = post(member, {"key": "k", "content": "one"}).json()
+    second = post(member, {"key": "k", "content": "two", "supersede_reason": "update"}).json()
 
     response = member.client.get(member.url("memories/k/"))
 
     assert response.status_code == 200
-    assert response.json()["content"] == "two"
+    body = response.json()
+    assert (body["id"], body["content"], body["is_active"]) == (second["id"], "two", True)
+    assert body["supersedes_id"] == first["id"]
 
 
 def test_keys_with_dots_and_colons_route(member: Agent) -> None:
-    post(member, {"key": "learn:deploy.v2:ab12@x", "content": "one"})
+    saved = post(member, {"key": "learn:deploy.v2:ab12@x", "content": "one"}).json()
 
-    assert member.client.get(member.url("memories/learn:deploy.v2:ab12@x/")).status_code == 200
+    response = member.client.get(member.url("memories/learn:deploy.v2:ab12@x/"))
+
+    assert response.status_code == 200
+    assert (response.json()["id"], response.json()["key"]) == (saved["id"], "learn:deploy.v2:ab12@x")
 
 
 def test_history_shows_the_whole_chain(member: Agent) -> None:
@@ -133,21 +154,31 @@ def test_delete_is_soft_and_answers_204(member: Agent) -> None:
 
     response = member.client.delete(member.url("memories/k/"))
 
-    assert response.status_code == 204
-    assert member.client.get(member.url("memories/k/")).status_code == 404
-    assert member.client.delete(member.url("memories/k/")).status_code == 404
+    assert response.status_code == 204 and response.content == b""
+    read = member.client.get(member.url("memories/k/"))
+    again = member.client.delete(member.url("memories/k/"))
+    assert (read.status_code, read.json()["error"]) == (404, "not_found")
+    assert again.status_code == 404
+    assert again.json() == {"error": "not_found", "detail": "no active memory under this key"}
     with operator_view():
         row = Memory.objects.get(team=member.team, key="k")
     assert row.deleted_at is not None and not row.is_active
+    assert (row.deleted_by, row.content) == ("writer-bot", "one")
 
 
 def test_read_only_token_can_read_but_not_write(member: Agent, readonly_member: Agent) -> None:
-    post(member, {"key": "k", "content": "one"})
+    saved = post(member, {"key": "k", "content": "one"}).json()
 
-    assert readonly_member.client.get(readonly_member.url("memories/k/")).status_code == 200
+    read = readonly_member.client.get(readonly_member.url("memories/k/"))
+    assert read.status_code == 200
+    assert (read.json()["id"], read.json()["content"]) == (saved["id"], "one")
+    refused = {"error": "forbidden", "detail": "this token lacks the 'write' scope"}
     response = post(readonly_member, {"key": "k2", "content": "two"})
     assert response.status_code == 403
-    assert response.json() == {"error": "forbidden", "detail": "this token lacks the 'write' scope"}
-    assert readonly_member.client.delete(readonly_member.url("memories/k/")).status_code == 403
+    assert response.json() == refused
+    deleted = readonly_member.client.delete(readonly_member.url("memories/k/"))
+    assert deleted.status_code == 403 and deleted.json() == refused
     with operator_view():
-        assert Memory.objects.filter(team=member.team, is_active=True).count() == 1
+        assert list(
+            Memory.objects.filter(team=member.team).values_list("key", "is_active", "deleted_at")
+        ) == [("k", True, None)]

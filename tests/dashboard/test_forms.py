@@ -10,14 +10,40 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from memories.models import Memory
-from teams.models import Team
+from memories.models import Annotation, Memory
+from teams.models import AgentToken, AuditEvent, Membership, Team, VaultEntry
 from tests.conftest import operator_view
 from tests.dashboard.conftest import PASSWORD, Cast, save
 
 
 def url(name: str, **kwargs: Any) -> str:
     return reverse(f"dashboard:{name}", kwargs={"slug": "alpha", **kwargs})
+
+
+def database_state() -> dict[str, list[tuple[Any, ...]]]:
+    """Every row a dashboard form can write, across teams, for before/after comparisons."""
+    with operator_view():
+        return {
+            "teams": list(Team.objects.order_by("pk").values_list("pk", "slug", "name")),
+            "memories": list(
+                Memory.objects.order_by("created_at").values_list(
+                    "id", "team_id", "key", "content", "type", "is_active", "deleted_at", "supersedes_id"
+                )
+            ),
+            "annotations": list(Annotation.objects.order_by("created_at").values_list("id", "note")),
+            "vault": list(
+                VaultEntry.objects.order_by("pk").values_list(
+                    "team_id", "key", "value", "ciphertext", "updated_at"
+                )
+            ),
+            "tokens": list(
+                AgentToken.objects.order_by("pk").values_list("pk", "name", "scopes", "revoked_at")
+            ),
+            "memberships": list(
+                Membership.objects.order_by("pk").values_list("pk", "team_id", "user_id", "role")
+            ),
+            "audit": list(AuditEvent.objects.order_by("pk").values_list("pk", "action", "target")),
+        }
 
 
 @pytest.fixture
@@ -60,6 +86,18 @@ def test_posts_with_the_csrf_token_of_the_page_go_through(cast: Cast, team: Team
     )
 
     assert response.status_code == 302
+    assert response["Location"] == url("memory", key="with-token")
+    with operator_view():
+        saved = Memory.objects.get(key="with-token")
+    assert (saved.team_id, saved.content, saved.type, saved.is_active, saved.updated_by) == (
+        team.id,
+        "Saved.",
+        "context",
+        True,
+        "user:mia",
+    )
+    page = client.get(response["Location"]).content.decode()
+    assert "with-token" in page and "Saved." in page
 
 
 def test_sign_in_and_out(cast: Cast) -> None:
@@ -78,12 +116,15 @@ def test_sign_in_and_out(cast: Cast) -> None:
         reverse("dashboard:login"), {"csrfmiddlewaretoken": token, "username": "vera", "password": PASSWORD}
     )
     assert good.status_code == 302 and good["Location"] == reverse("dashboard:home")
-    assert client.get(reverse("dashboard:home")).status_code == 200
+    signed_in = client.get(reverse("dashboard:home"))
+    assert signed_in.status_code == 200 and signed_in.wsgi_request.user.get_username() == "vera"
 
-    home = client.get(reverse("dashboard:home")).content.decode()
+    home = signed_in.content.decode()
+    assert url("overview") in home
     token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', home).group(1)  # type: ignore[union-attr]
     assert client.post(reverse("dashboard:logout"), {"csrfmiddlewaretoken": token}).status_code == 302
-    assert client.get(reverse("dashboard:home")).status_code == 302
+    signed_out = client.get(reverse("dashboard:home"))
+    assert signed_out.status_code == 302 and signed_out["Location"].startswith(reverse("dashboard:login"))
 
 
 # --- bad input re-renders the form ------------------------------------------------------------------
@@ -195,6 +236,7 @@ def test_bad_input_re_renders_the_form_with_the_error(
         team_services.set_vault_entry(team=team, key="api-key", value="v", is_secret=False, actor="x")
         deploy_id = str(Memory.objects.get(team=team, key="deploy", is_active=True).id)
     data = {k: (v.replace("{id}", deploy_id) if isinstance(v, str) else v) for k, v in data.items()}
+    before = database_state()
 
     response = cast.client(role).post(url(name, **kwargs), data)
 
@@ -203,6 +245,8 @@ def test_bad_input_re_renders_the_form_with_the_error(
     assert message in body
     assert 'role="alert"' in body
     assert "<form" in body
+    # Refused means nothing written, anywhere.
+    assert database_state() == before
 
 
 @pytest.mark.usefixtures("deploy")
@@ -224,8 +268,9 @@ def test_bad_query_parameters_show_the_error(
 ) -> None:
     response = cast.client("viewer").get(url(name), params)
 
+    body = response.content.decode()
     assert response.status_code == 400
-    assert message in response.content.decode()
+    assert message in body and 'role="alert"' in body
 
 
 def test_every_input_of_every_form_page_has_a_label(cast: Cast, team: Team, deploy: Memory) -> None:

@@ -4,12 +4,12 @@ superseded when what the team believes about them changes."""
 from __future__ import annotations
 
 import hashlib
+import threading
 from typing import Any
 
 import pytest
+from django.db import connections
 
-from memories import learnings
-from memories.exceptions import MemoryExists
 from memories.learnings import claim_hash, learning_key, record_learning, topic_slug
 from memories.models import Memory
 from teams.scope import team_scope
@@ -187,47 +187,46 @@ def test_a_secret_in_a_claim_is_redacted_before_it_shapes_the_key(member: Agent)
         assert not Memory.objects.filter(content__contains="hunter2").exists()
 
 
-def test_a_writer_that_loses_the_race_for_a_new_key_decides_again(
-    member: Agent, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    real_save = learnings._save
-    attempts: list[str] = []
-
-    def racing_save(team: Any, key: str, claim: str, type_name: str, learning: Any, updated_by: str) -> Any:
-        attempts.append(key)
-        if len(attempts) == 1:
-            # Another agent committed the same claim, with another confidence, between
-            # our read and our insert: save_memory answers MemoryExists.
-            learnings.save_memory(
-                team=team,
-                key=key,
-                content=claim,
-                metadata={"learning": {**learning, "confidence": "low"}},
-                updated_by="other-bot",
-            )
-            raise MemoryExists("taken", current=None)
-        return real_save(team, key, claim, type_name, learning, updated_by)
-
-    monkeypatch.setattr(learnings, "_save", racing_save)
-    with team_scope(member.team.id):
-        result = record_learning(
-            team=member.team, topic="Deploys", claim=CLAIM, confidence="high", updated_by="t"
-        )
-
-    assert len(attempts) == 2 and result.outcome == "superseded"
-    assert result.saved.memory.supersede_reason.startswith("confidence low → high")
-    assert [m.updated_by for m in versions(member, result.saved.memory.key)] == ["other-bot", "t"]
+# --- concurrent writers ------------------------------------------------------------------
 
 
-def test_a_writer_that_keeps_losing_the_race_gets_the_conflict(
-    member: Agent, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    def always_taken(*args: Any) -> Any:
-        raise MemoryExists("taken", current=None)
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_records_of_one_claim_serialise_on_the_key(member: Agent) -> None:
+    """Two agents record the same claim at once, with different confidence, each on its
+    own connection: the key's lock makes one create it and the other decide against
+    the committed row (a supersede), never a conflict or two active rows."""
+    barrier = threading.Barrier(2)
+    outcomes: list[str] = []
+    failures: list[BaseException] = []
 
-    monkeypatch.setattr(learnings, "_save", always_taken)
-    with team_scope(member.team.id), pytest.raises(MemoryExists):
-        record_learning(team=member.team, topic="Deploys", claim=CLAIM, confidence="high", updated_by="t")
+    def record(confidence: str, agent_name: str) -> None:
+        try:
+            barrier.wait(10)
+            with team_scope(member.team.id):
+                result = record_learning(
+                    team=member.team,
+                    topic="Deploys",
+                    claim=CLAIM,
+                    confidence=confidence,
+                    updated_by=agent_name,
+                )
+            outcomes.append(result.outcome)
+        except BaseException as error:  # re-raised in the test's thread
+            failures.append(error)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=record, args=args) for args in (("high", "a-bot"), ("low", "b-bot"))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)  # a hang detector
+
+    assert failures == []
+    assert sorted(outcomes) == ["created", "superseded"]
+    first, second = versions(member, learning_key("Deploys", CLAIM))
+    assert (first.is_active, second.is_active, second.supersedes_id) == (False, True, first.id)
+    assert {first.updated_by, second.updated_by} == {"a-bot", "b-bot"}
 
 
 # --- bad input ------------------------------------------------------------------------

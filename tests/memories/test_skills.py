@@ -4,6 +4,7 @@ fire; a name is unique among the team's active entries."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -44,6 +45,13 @@ def search(agent: Agent, query: str, **extra: Any) -> list[dict[str, Any]]:
 
 def skill_results(results: list[dict[str, Any]]) -> list[str]:
     return [r["key"] for r in results if r["via_skill_trigger"]]
+
+
+def stored_triggers(team: Team, key: str) -> list[tuple[bool, str | None]]:
+    """(is_active, skill name) of every version of the key, oldest first."""
+    with operator_view():
+        rows = Memory.objects.filter(team=team, key=key).order_by("created_at")
+        return [(m.is_active, m.skill_trigger["name"] if m.skill_trigger else None) for m in rows]
 
 
 def inject(agent: Agent, **params: Any) -> dict[str, Any]:
@@ -96,6 +104,7 @@ def test_a_bad_skill_trigger_is_refused(member: Agent, post, trigger: Any, field
     response = post(member, "release", CHECKLIST, skill_trigger=trigger)
 
     assert response.status_code == 400
+    assert response.json()["error"] == "invalid"
     errors = response.json()["fields"]["skill_trigger"]
     if field is not None:
         assert field in errors
@@ -107,7 +116,10 @@ def test_a_keyword_of_punctuation_only_is_refused(member: Agent, post) -> None: 
     response = post(member, "release", CHECKLIST, skill_trigger=skill("r", "!!"))
 
     assert response.status_code == 400
+    assert response.json()["error"] == "invalid"
     assert "letter or digit" in str(response.json()["fields"]["skill_trigger"])
+    with operator_view():
+        assert not Memory.objects.filter(team=member.team).exists()
 
 
 def test_a_second_active_skill_of_the_same_name_is_409(member: Agent, post) -> None:  # type: ignore[no-untyped-def]
@@ -125,11 +137,17 @@ def test_a_second_active_skill_of_the_same_name_is_409(member: Agent, post) -> N
 
 
 def test_another_team_may_use_the_same_skill_name(member: Agent, outsider: Agent, post) -> None:  # type: ignore[no-untyped-def]
-    post(member, "release", CHECKLIST, skill_trigger=skill("release-checklist"))
+    ours = post(member, "release", CHECKLIST, skill_trigger=skill("release-checklist")).json()
 
     response = post(outsider, "release", CHECKLIST, skill_trigger=skill("release-checklist"))
 
     assert response.status_code == 201
+    theirs = response.json()
+    assert theirs["skill_trigger"]["name"] == "release-checklist" and theirs["id"] != ours["id"]
+    assert stored_triggers(member.team, "release") == [(True, "release-checklist")]
+    assert stored_triggers(outsider.team, "release") == [(True, "release-checklist")]
+    assert member.client.get(member.url("skills/release-checklist/")).json()["id"] == ours["id"]
+    assert outsider.client.get(outsider.url("skills/release-checklist/")).json()["id"] == theirs["id"]
 
 
 def test_a_supersede_carries_the_skill_over_unless_given(member: Agent, post) -> None:  # type: ignore[no-untyped-def]
@@ -141,6 +159,7 @@ def test_a_supersede_carries_the_skill_over_unless_given(member: Agent, post) ->
     )
     removed = post(member, "release", CHECKLIST, supersede_reason="not a skill", skill_trigger=None)
 
+    assert kept.status_code == changed.status_code == 201
     assert kept.json()["skill_trigger"]["name"] == "release-checklist"
     assert changed.json()["skill_trigger"] == {
         "name": "shipping",
@@ -149,7 +168,15 @@ def test_a_supersede_carries_the_skill_over_unless_given(member: Agent, post) ->
         "always_on": False,
     }
     assert removed.status_code == 201 and removed.json()["skill_trigger"] is None
-    assert member.client.get(member.url("skills/shipping/")).status_code == 404
+    gone = member.client.get(member.url("skills/shipping/"))
+    assert gone.status_code == 404
+    assert gone.json() == {"error": "not_found", "detail": "no active entry carries this skill"}
+    assert stored_triggers(member.team, "release") == [
+        (False, "release-checklist"),
+        (False, "release-checklist"),
+        (False, "shipping"),
+        (True, None),
+    ]
 
 
 def test_a_superseded_skill_gives_its_name_up(member: Agent, post) -> None:  # type: ignore[no-untyped-def]
@@ -159,7 +186,14 @@ def test_a_superseded_skill_gives_its_name_up(member: Agent, post) -> None:  # t
     response = post(member, "rollback", ROLLBACK, skill_trigger=skill("release-checklist"))
 
     assert response.status_code == 201
-    assert member.client.get(member.url("skills/release-checklist/")).json()["key"] == "rollback"
+    assert (response.json()["key"], response.json()["skill_trigger"]["name"]) == (
+        "rollback",
+        "release-checklist",
+    )
+    loaded = member.client.get(member.url("skills/release-checklist/")).json()
+    assert (loaded["key"], loaded["id"]) == ("rollback", response.json()["id"])
+    assert stored_triggers(member.team, "release") == [(False, "release-checklist"), (True, "shipping")]
+    assert stored_triggers(member.team, "rollback") == [(True, "release-checklist")]
 
 
 def test_unsupersede_refuses_to_restore_a_skill_name_now_taken(member: Agent, post) -> None:  # type: ignore[no-untyped-def]
@@ -174,19 +208,33 @@ def test_unsupersede_refuses_to_restore_a_skill_name_now_taken(member: Agent, po
     assert response.status_code == 409
     assert response.json()["error"] == "skill_exists"
     assert response.json()["current"]["key"] == "rollback"
+    assert "release-checklist" in response.json()["detail"]
+    # Nothing was restored: the key keeps its two versions, the newest (no skill) active.
+    assert stored_triggers(member.team, "release") == [(False, "release-checklist"), (True, None)]
+    assert stored_triggers(member.team, "rollback") == [(True, "release-checklist")]
 
 
 def test_unsupersede_restores_the_skill_of_the_version(member: Agent, post) -> None:  # type: ignore[no-untyped-def]
-    post(member, "release", CHECKLIST, skill_trigger=skill("release-checklist", "release"))
-    post(member, "release", CHECKLIST, supersede_reason="not a skill", skill_trigger=None)
+    first = post(member, "release", CHECKLIST, skill_trigger=skill("release-checklist", "release")).json()
+    second = post(member, "release", CHECKLIST, supersede_reason="not a skill", skill_trigger=None).json()
 
     response = member.client.post(
         member.url("memories/release/unsupersede/"), {"reason": "it was a skill"}, format="json"
     )
 
     assert response.status_code == 201
-    assert response.json()["skill_trigger"]["name"] == "release-checklist"
-    assert member.client.get(member.url("skills/release-checklist/")).json()["id"] == response.json()["id"]
+    body = response.json()
+    assert body["skill_trigger"] == first["skill_trigger"]
+    assert (body["supersedes_id"], body["supersede_reason"]) == (second["id"], "it was a skill")
+    assert member.client.get(member.url("skills/release-checklist/")).json()["id"] == body["id"]
+    assert stored_triggers(member.team, "release") == [
+        (False, "release-checklist"),
+        (False, None),
+        (True, "release-checklist"),
+    ]
+    with operator_view():
+        restored = Memory.objects.get(id=body["id"])
+    assert restored.restored_from_id == uuid.UUID(first["id"]) and restored.content == CHECKLIST
 
 
 def test_the_database_keeps_one_active_skill_per_name(team: Team) -> None:
@@ -251,6 +299,7 @@ def test_get_skill_refuses_a_malformed_name(member: Agent) -> None:
     response = member.client.get(member.url("skills/Not%20A%20Name/"))
 
     assert response.status_code == 400
+    assert response.json()["error"] == "invalid"
     assert "name" in response.json()["fields"]
 
 

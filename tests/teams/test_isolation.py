@@ -1,35 +1,98 @@
-"""The second lock: row-level security bites for the role the service really uses."""
+"""The second lock: row-level security bites for the role the service really uses.
+
+The tables under test are derived from the models, not listed by hand: every model of
+every installed app with a foreign key to Team is team-scoped, so a new one without
+row-level security fails here."""
 
 from __future__ import annotations
 
 import pytest
-from django.db import connection, transaction
+from django.apps import apps
+from django.contrib.auth import get_user_model
+from django.db import connection, models, transaction
 
+from agents.sessions import boot_session
 from memories import services as memory_services
+from memories.feedback import annotate_memory
+from search.models import Chunk, ChunkEmbedding
 from teams import services
-from teams.models import Team
+from teams.models import Membership, Team
 from teams.scope import dangerously_bypass_team_scope, team_scope, token_lookup_scope
+from tests.conftest import operator_view
 
-TEAM_SCOPED_TABLES = [
-    "teams_membership",
-    "teams_agenttoken",
-    "teams_vaultentry",
+
+def team_foreign_key(model: type[models.Model]) -> models.ForeignKey | None:
+    for field in model._meta.concrete_fields:
+        if isinstance(field, models.ForeignKey) and field.related_model is Team:
+            return field
+    return None
+
+
+def team_scoped_models() -> list[type[models.Model]]:
+    """Every model, across all installed apps, that holds rows of one team."""
+    found = [model for model in apps.get_models() if team_foreign_key(model) is not None]
+    return sorted(found, key=lambda model: model._meta.db_table)
+
+
+TEAM_SCOPED_MODELS = team_scoped_models()
+# The tables that exist today: a floor, so that a derivation matching nothing (and
+# so testing nothing) fails instead of passing.
+KNOWN_TEAM_TABLES = {
+    "agents_agentsession",
+    "memories_annotation",
     "memories_memory",
-]
+    "search_chunk",
+    "search_chunkembedding",
+    "teams_agenttoken",
+    "teams_auditevent",
+    "teams_membership",
+    "teams_vaultentry",
+}
+
+
+def table_of(model: type[models.Model]) -> str:
+    return model._meta.db_table
+
+
+def team_column(model: type[models.Model]) -> str:
+    field = team_foreign_key(model)
+    assert field is not None
+    return field.column
 
 
 def fill(team: Team, label: str) -> None:
+    """One row (at least) of every team-scoped table for `team`, through the services
+    that write them where there is one. The search index rows are written directly:
+    their values do not matter here, only whose they are."""
+    person = get_user_model().objects.create_user(f"{label}-person")
     with team_scope(team.id):
-        memory_services.save_memory(team=team, key=f"{label}-key", content=f"{label} note", updated_by=label)
+        Membership.objects.create(team=team, user=person, role=Membership.Role.MEMBER)
+        memory = memory_services.save_memory(
+            team=team, key=f"{label}-key", content=f"{label} note", updated_by=label
+        ).memory
+        annotate_memory(team=team, key=f"{label}-key", note=f"{label} annotation", created_by=label)
+        # Writes the vault entry and its audit event.
         services.set_vault_entry(
             team=team, key=f"{label}-setting", value=f"{label}-value", is_secret=False, actor=label
+        )
+        boot_session(team=team, token=None, agent=f"{label}-agent")
+        chunk = Chunk.objects.create(
+            team=team,
+            memory=memory,
+            chunk_index=0,
+            text=f"{label} note",
+            token_count=2,
+            content_hash=memory.content_hash,
+        )
+        ChunkEmbedding.objects.create(
+            team=team, chunk=chunk, model="isolation-test", embedding=[0.1, 0.2, 0.3]
         )
     services.create_token(team=team, name=f"{label}-bot", scopes=["read"], actor="test")
 
 
-def raw_team_ids(table: str) -> set[int]:
+def raw_team_ids(table: str, column: str = "team_id") -> set[int]:
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT team_id FROM {table}")  # noqa: S608 (fixed table names)
+        cursor.execute(f"SELECT {column} FROM {table}")  # noqa: S608 (names from the models)
         return {row[0] for row in cursor.fetchall()}
 
 
@@ -39,33 +102,70 @@ def test_service_role_is_neither_superuser_nor_bypassrls(db: None) -> None:
         assert cursor.fetchone() == (False, False)
 
 
-@pytest.mark.parametrize("table", TEAM_SCOPED_TABLES)
-def test_every_team_scoped_table_forces_row_level_security(db: None, table: str) -> None:
+def test_the_team_scoped_tables_are_derived_from_every_installed_app() -> None:
+    assert {table_of(model) for model in TEAM_SCOPED_MODELS} >= KNOWN_TEAM_TABLES
+
+
+@pytest.mark.parametrize("model", TEAM_SCOPED_MODELS, ids=table_of)
+def test_every_team_scoped_table_forces_row_level_security_with_a_team_policy(
+    db: None, model: type[models.Model]
+) -> None:
+    table, column = table_of(model), team_column(model)
     with connection.cursor() as cursor:
-        cursor.execute("SELECT relrowsecurity, relforcerowsecurity FROM pg_class WHERE relname = %s", [table])
-        assert cursor.fetchone() == (True, True)
-        cursor.execute("SELECT count(*) FROM pg_policies WHERE tablename = %s", [table])
-        assert cursor.fetchone()[0] == 1
+        cursor.execute(
+            "SELECT relrowsecurity, relforcerowsecurity FROM pg_class WHERE oid = %s::regclass", [table]
+        )
+        assert cursor.fetchone() == (True, True), f"{table} needs ENABLE and FORCE ROW LEVEL SECURITY"
+        cursor.execute(
+            "SELECT policyname, cmd, qual, with_check FROM pg_policies"
+            " WHERE schemaname = current_schema() AND tablename = %s",
+            [table],
+        )
+        policies = cursor.fetchall()
+    assert len(policies) == 1, f"{table} needs exactly one policy, has {policies}"
+    [(name, command, using, with_check)] = policies
+    # One policy for every command, keyed on the team of the row for reads and writes.
+    assert (name, command) == ("team_isolation", "ALL")
+    assert f"({column} = memoryhub_current_team())" in using
+    assert f"({column} = memoryhub_current_team())" in with_check
 
 
-def test_raw_unscoped_query_inside_team_a_sees_no_row_of_team_b(team: Team, other_team: Team) -> None:
+@pytest.mark.parametrize("model", TEAM_SCOPED_MODELS, ids=table_of)
+def test_inside_one_teams_scope_a_select_returns_none_of_another_teams_rows(
+    team: Team, other_team: Team, model: type[models.Model]
+) -> None:
+    fill(team, "alpha")
+    fill(other_team, "bravo")
+    table, column = table_of(model), team_column(model)
+    with operator_view():
+        assert raw_team_ids(table, column) == {team.id, other_team.id}, (
+            f"fill() wrote no row of {table} for both teams: add one, or this check proves nothing"
+        )
+
+    with team_scope(team.id), connection.cursor() as cursor:
+        assert raw_team_ids(table, column) == {team.id}
+        cursor.execute(f"SELECT count(*) FROM {table} WHERE {column} = %s", [other_team.id])  # noqa: S608
+        assert cursor.fetchone()[0] == 0
+
+
+def test_memory_content_of_another_team_is_not_readable_inside_a_teams_scope(
+    team: Team, other_team: Team
+) -> None:
     fill(team, "alpha")
     fill(other_team, "bravo")
 
-    with team_scope(team.id):
-        for table in ["teams_agenttoken", "teams_vaultentry", "memories_memory"]:
-            assert raw_team_ids(table) == {team.id}, table
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT content FROM memories_memory")
-            assert [row[0] for row in cursor.fetchall()] == ["alpha note"]
+    with team_scope(team.id), connection.cursor() as cursor:
+        cursor.execute("SELECT content FROM memories_memory")
+        assert [row[0] for row in cursor.fetchall()] == ["alpha note"]
 
 
-def test_no_scope_sees_nothing(team: Team) -> None:
+def test_no_scope_sees_nothing(team: Team, other_team: Team) -> None:
     fill(team, "alpha")
+    fill(other_team, "bravo")
 
     with transaction.atomic():
-        for table in TEAM_SCOPED_TABLES:
-            assert raw_team_ids(table) == set(), table
+        for model in TEAM_SCOPED_MODELS:
+            assert raw_team_ids(table_of(model), team_column(model)) == set(), table_of(model)
 
 
 def test_writes_into_another_team_are_refused_by_the_policy(team: Team, other_team: Team) -> None:

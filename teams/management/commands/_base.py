@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from core.errors import DomainError
 from teams.models import Team
@@ -11,7 +11,7 @@ from teams.validators import is_team_slug
 class TeamCommand(BaseCommand):
     """A command that acts on one team named by its slug."""
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("slug", help="the team's slug")
 
     def team(self, slug: str) -> Team:

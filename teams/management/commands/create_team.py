@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from core.errors import DomainError
 from teams import services
@@ -9,11 +11,11 @@ from teams import services
 class Command(BaseCommand):
     help = "Create a team."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("slug", help="lowercase letters, digits and '-'")
         parser.add_argument("--name", default="", help="display name (default: the slug)")
 
-    def handle(self, *args, slug: str, name: str, **options) -> None:  # type: ignore[no-untyped-def]
+    def handle(self, *args: Any, slug: str, name: str, **options: Any) -> None:
         try:
             team = services.create_team(slug=slug, name=name)
         except DomainError as exc:

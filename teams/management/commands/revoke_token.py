@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-from django.core.management.base import CommandError
+from typing import Any
+
+from django.core.management.base import CommandError, CommandParser
 
 from core.errors import DomainError
 from teams import services
@@ -10,11 +12,11 @@ from teams.management.commands._base import TeamCommand
 class Command(TeamCommand):
     help = "Revoke a team's live token by name; requests with it then answer 401."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser: CommandParser) -> None:
         super().add_arguments(parser)
         parser.add_argument("--name", required=True)
 
-    def handle(self, *args, slug: str, name: str, **options) -> None:  # type: ignore[no-untyped-def]
+    def handle(self, *args: Any, slug: str, name: str, **options: Any) -> None:
         team = self.team(slug)
         try:
             token = services.revoke_token(team=team, name=name, actor="manage.py")

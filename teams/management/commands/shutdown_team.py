@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-from django.core.management.base import CommandError
+from typing import Any
+
+from django.core.management.base import CommandError, CommandParser
 
 from teams import services
 from teams.management.commands._base import TeamCommand
@@ -9,11 +11,11 @@ from teams.management.commands._base import TeamCommand
 class Command(TeamCommand):
     help = "Delete a team and every row it owns (memories, vault, tokens). Irreversible."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser: CommandParser) -> None:
         super().add_arguments(parser)
         parser.add_argument("--yes", action="store_true", help="confirm the deletion")
 
-    def handle(self, *args, slug: str, yes: bool, **options) -> None:  # type: ignore[no-untyped-def]
+    def handle(self, *args: Any, slug: str, yes: bool, **options: Any) -> None:
         if not yes:
             raise CommandError("this deletes the whole team and cannot be undone; add --yes")
         team = self.team(slug)
