@@ -28,11 +28,11 @@ from django.utils import timezone
 from agents.models import AgentSession
 from core.errors import Conflict, InvalidInput, NotFound
 from teams.models import AgentToken, Team
+from teams.services import check_quota
 
 logger = logging.getLogger(__name__)
 
 SESSION_HEADER = "X-MemoryHub-Session"
-DEFAULT_TTL_SECONDS = 300
 # Heartbeats closer together than this are not written: liveness is measured in
 # minutes, and an agent firing many requests should not rewrite its row each time.
 HEARTBEAT_RESOLUTION = timedelta(seconds=5)
@@ -56,8 +56,7 @@ class BootedSession:
 
 
 def session_ttl() -> timedelta:
-    seconds = getattr(settings, "MEMORYHUB_SESSION_TTL_SECONDS", DEFAULT_TTL_SECONDS)
-    return timedelta(seconds=seconds)
+    return timedelta(seconds=settings.MEMORYHUB_SESSION_TTL_SECONDS)
 
 
 def parse_session_id(value: str) -> uuid.UUID:
@@ -104,6 +103,13 @@ def boot_session(
     with transaction.atomic():
         now = timezone.now()
         expired = expire_stale_sessions(team=team, now=now)
+        check_quota(
+            team=team,
+            quota="sessions",
+            used=list_live_sessions(team=team, now=now).count(),
+            limit=settings.MEMORYHUB_QUOTA_SESSIONS,
+            what="live agent sessions",
+        )
         session = AgentSession.objects.create(
             team=team,
             token=token,

@@ -19,7 +19,6 @@ shut the team down.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import wraps
@@ -32,9 +31,9 @@ from django.shortcuts import render
 from core.errors import NotFound
 from teams.models import Membership, Team
 from teams.scope import team_scope
-from teams.scrubber import REDACTED
-from teams.selectors import find_membership, find_team, team_secret_values
+from teams.selectors import find_membership, find_team
 from teams.validators import is_key, is_team_slug
+from teams.vault_matcher import team_secret_matcher
 
 Role = Membership.Role
 ROLE_RANK: dict[str, int] = {Role.VIEWER: 0, Role.MEMBER: 1, Role.ADMIN: 2, Role.OWNER: 3}
@@ -89,11 +88,10 @@ def team_page(
             if team is None:
                 return not_found(request)
             with team_scope(team.id):
-                membership = find_membership(team=team, user_id=request.user.pk)
+                membership = find_membership(team=team, user_id=signed_in_user_id(request))
                 if membership is None:
                     return not_found(request)
                 access = TeamAccess(team=team, membership=membership)
-                request.team_access = access  # type: ignore[attr-defined] (for templates)
                 if not access.can(min_role):
                     return forbidden(request, access, min_role)
                 try:
@@ -110,6 +108,14 @@ def team_page(
     return decorator
 
 
+def signed_in_user_id(request: HttpRequest) -> int:
+    """The signed-in person's id. Only for views behind login_required."""
+    user = request.user
+    if not user.is_authenticated:
+        raise RuntimeError("login_required lets only signed-in people through")
+    return user.pk
+
+
 def not_found(request: HttpRequest) -> HttpResponse:
     """The one 404 body of the dashboard: nothing in it depends on the URL."""
     return render(request, "dashboard/error.html", {"status": 404, "title": "Not found"}, status=404)
@@ -123,18 +129,16 @@ def forbidden(request: HttpRequest, access: TeamAccess, min_role: str) -> HttpRe
 def _scrub_secrets(response: HttpResponse, *, team_id: int) -> None:
     """The credential scrubber for HTML: a secret that reached text before it entered
     the vault (an old memory, a note) never leaves in a page. Vault values only; the
-    credential shapes were scrubbed from content when it was written."""
+    credential shapes were scrubbed from content when it was written. One pass of the
+    team's cached matcher, which also knows each secret's HTML-escaped forms."""
     if not response.get("Content-Type", "").startswith("text/html") or response.streaming:
         return
-    secrets = [s for s in team_secret_values(team_id=team_id) if len(s) >= 6]
-    if not secrets:
+    matcher = team_secret_matcher(team_id=team_id)
+    if matcher.is_empty:
         return
-    body = response.content.decode(response.charset or "utf-8")
-    marker = REDACTED.format(kind="vault_secret")
-    for secret in sorted(secrets, key=len, reverse=True):
-        for form in {secret, html.escape(secret), html.escape(secret, quote=False)}:
-            body = body.replace(form, marker)
-    response.content = body.encode(response.charset or "utf-8")
+    body, redacted = matcher.redact(response.content.decode(response.charset or "utf-8"))
+    if redacted:
+        response.content = body.encode(response.charset or "utf-8")
 
 
 def path_key(key: str) -> str:

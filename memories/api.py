@@ -50,11 +50,26 @@ VERSION_PATH_PARAMETER = OpenApiParameter(
     OpenApiParameter.PATH,
     description="The id of one version of the key (from history, search or `superseded_by`).",
 )
+CURSOR_HELP = "The `next` or `previous` link's cursor, as given."
+IF_MATCH_HEADER = OpenApiParameter(
+    "If-Match",
+    str,
+    OpenApiParameter.HEADER,
+    required=False,
+    description='The id of the active version the write was based on, as an ETag: `"<id>"` (the '
+    "`ETag` of `GET memories/{key}/`). Same as `expected_version`.",
+)
 ERRORS = error_responses(*TEAM_SCOPED_ERRORS)
 WRITE_ERRORS = error_responses(*TEAM_SCOPED_ERRORS, *BODY_ERRORS)
 
 
 class MemoryPagination(KeysetPagination):
+    ordering = ("-created_at", "-id")
+
+
+class HistoryPagination(KeysetPagination):
+    """Pages of versions; each version brings its events (and its deletion)."""
+
     ordering = ("-created_at", "-id")
 
 
@@ -77,7 +92,7 @@ class AnnotationPagination(KeysetPagination):
         "similarity of at least the team's `dedup_threshold`, 0.92 by default) is a duplicate: a longer "
         "text supersedes that entry (201, `replaced_duplicate`); otherwise nothing is written (200, "
         "`duplicate_of`). `allow_duplicate: true` skips the check. `skill_trigger` makes the entry a skill.",
-        parameters=[TEAM_PATH_PARAMETER],
+        parameters=[TEAM_PATH_PARAMETER, IF_MATCH_HEADER],
         request=MemoryCreateInputSerializer,
         responses={
             201: OpenApiResponse(
@@ -94,7 +109,10 @@ class AnnotationPagination(KeysetPagination):
             409: OpenApiResponse(
                 ConflictErrorSerializer,
                 description="`conflict`: the key has an active entry and no `supersede_reason` was given. "
-                "`skill_exists`: another active entry carries the skill's name. `current` is that entry.",
+                "`skill_exists`: another active entry carries the skill's name. `stale_version`: the "
+                "key's active version is not `expected_version` (or `If-Match`). `current` is that "
+                "entry (null when the key has no active entry). `quota_exceeded`: a new key past the "
+                "team's quota of active memories (`quota`, `limit`; no `current`).",
             ),
             **error_responses(*BODY_ERRORS),
         },
@@ -114,8 +132,21 @@ class AnnotationPagination(KeysetPagination):
     ),
     history=extend_schema(
         summary="Every version of a key",
-        description="Created, superseded, unsuperseded and deleted events, newest first.",
-        parameters=[TEAM_PATH_PARAMETER, KEY_PATH_PARAMETER],
+        description="Created, superseded, unsuperseded and deleted events, newest first, a page of "
+        "versions at a time (`limit` versions, 50 by default; a deleted version also brings its "
+        "`deleted` event). `next` and `previous` link to the neighbouring pages.",
+        parameters=[
+            TEAM_PATH_PARAMETER,
+            KEY_PATH_PARAMETER,
+            OpenApiParameter("cursor", str, OpenApiParameter.QUERY, description=CURSOR_HELP),
+            OpenApiParameter(
+                "limit",
+                int,
+                OpenApiParameter.QUERY,
+                description=f"Versions per page (default {KeysetPagination.page_size}, "
+                f"at most {KeysetPagination.max_page_size}).",
+            ),
+        ],
         responses={200: MemoryHistoryOutputSerializer, **ERRORS},
     ),
     version=extend_schema(
@@ -193,6 +224,7 @@ class MemoryViewSet(TeamScopedViewSet):
             skill_trigger=data.get("skill_trigger", services.UNSET),
             allow_duplicate=data["allow_duplicate"],
             updated_by=agent_actor(request),
+            expected_version=_expected_version(request, data.get("expected_version")),
         )
         if not result.saved:
             return Response(duplicate_payload(result), status=status.HTTP_200_OK)
@@ -207,7 +239,11 @@ class MemoryViewSet(TeamScopedViewSet):
             memory = selectors.get_active_memory(team=self.get_team(), key=key)
         else:
             memory = selectors.get_memory_as_of(team=self.get_team(), key=key, as_of=as_of)
-        return Response(self._detail(memory, as_of=as_of, count_access=True))
+        response = Response(self._detail(memory, as_of=as_of, count_access=True))
+        if as_of is None:
+            # What a writer sends back in If-Match to supersede exactly this version.
+            response["ETag"] = f'"{memory.id}"'
+        return response
 
     def destroy(self, request: Request, team: str, key: str) -> Response:
         check_key(key)
@@ -217,9 +253,18 @@ class MemoryViewSet(TeamScopedViewSet):
     @action(detail=True, methods=["get"])
     def history(self, request: Request, team: str, key: str) -> Response:
         check_key(key)
-        events = selectors.memory_history(team=self.get_team(), key=key)
+        versions = selectors.list_memory_versions(team=self.get_team(), key=key)
+        paginator = HistoryPagination()
+        page = paginator.paginate_queryset(versions, request, view=self) or []
+        events = selectors.history_events(page, page)
         context = {"successors": selectors.history_successors(events, team_id=self.get_team().id)}
-        return Response(MemoryHistoryOutputSerializer({"key": key, "history": events}, context=context).data)
+        body = {
+            "key": key,
+            "history": events,
+            "next": paginator.get_next_link(),
+            "previous": paginator.get_previous_link(),
+        }
+        return Response(MemoryHistoryOutputSerializer(body, context=context).data)
 
     @action(detail=True, methods=["get"], url_path=r"versions/(?P<version_id>[^/]+)")
     def version(self, request: Request, team: str, key: str, version_id: str) -> Response:
@@ -312,3 +357,23 @@ class MemoryViewSet(TeamScopedViewSet):
             "annotations": selectors.annotations_for(team.id, [memory.id], as_of=as_of),
         }
         return MemoryDetailOutputSerializer(memory, context=context).data
+
+
+def _expected_version(request: Request, from_body: uuid.UUID | None) -> uuid.UUID | None:
+    """`expected_version` from the body or the `If-Match` header (an ETag: the id in
+    quotes); both may be sent if they agree."""
+    header = request.headers.get("If-Match")
+    if header is None:
+        return from_body
+    text = header.strip()
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        text = text[1:-1]
+    try:
+        from_header = uuid.UUID(text) if len(text) <= 64 else None
+    except ValueError:
+        from_header = None
+    if from_header is None:
+        raise InvalidInput('If-Match takes one version id as an ETag: "<id>"', field="If-Match")
+    if from_body is not None and from_body != from_header:
+        raise InvalidInput("If-Match and expected_version name different versions", field="If-Match")
+    return from_header

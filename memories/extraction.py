@@ -29,6 +29,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+import re2
 from django.db.models import Q
 
 EXTRACTED_KEYS = ("people", "tags", "action_items")
@@ -45,17 +46,26 @@ MAX_FILTER_VALUES = 10
 
 _FENCED_CODE = re.compile(r"^[ \t]*(```|~~~).*?(?:^[ \t]*\1[^\n]*$|\Z)", re.S | re.M)
 _INLINE_CODE = re.compile(r"(`+)[^`]*?\1")
-_LINK_TARGET = re.compile(r"\]\([^)\s]*(?:\s+\"[^\"]*\")?\)")
-_URL = re.compile(r"\b(?:[a-z][a-z0-9+.-]*://|www\.)\S+", re.I)
-_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
+# These three scan forward over runs of text that an adversarial input can make as long
+# as the text (`a.a.a.…`, `](](…`); with a backtracking engine every start position
+# would rescan the run. RE2 matches in linear time (docs/decisions.md, "Scrubber and
+# linear patterns"); the others below need lookaround, which RE2 lacks, and stop at
+# the first character that cannot continue them, so each is linear as written.
+_LINK_TARGET = re2.compile(r"\]\([^)\s]*(?:\s+\"[^\"]*\")?\)")
+_URL = re2.compile(r"(?i)\b(?:[a-z][a-z0-9+.-]*://|www\.)\S+")
+_EMAIL = re2.compile(r"[\pL\pN_.+-]+@[\pL\pN_-]+(?:\.[\pL\pN_-]+)+")
 
-# Allowed just before @ or #: start, whitespace, opening brackets and quotes.
-_BEFORE = r"(?:^|(?<=[\s(\[{<\"'\u201c\u2018,;]))"
-_MENTION = re.compile(_BEFORE + r"@([^\W\d_][\w.-]*)(?![\w/@])", re.M)
-_HASHTAG = re.compile(_BEFORE + r"#([^\W\d_][\w/-]*)(?![\w#])", re.M)
+# Allowed just before @ or #: start, whitespace, opening brackets and quotes. Written
+# as "the sign, not preceded by anything else", so each pattern starts with its literal
+# sign and the engine jumps from one sign to the next instead of trying every position.
+_NOT_AFTER = r"[^\s(\[{<\"'\u201c\u2018,;]"
+_MENTION = re.compile(r"@(?<!" + _NOT_AFTER + r"@)([^\W\d_][\w.-]*)(?![\w/@])")
+_HASHTAG = re.compile(r"#(?<!" + _NOT_AFTER + r"#)([^\W\d_][\w/-]*)(?![\w#])")
 _HEX = re.compile(r"^[0-9a-f]+$")
 
-_ACTION = re.compile(r"\b(?:needs?\s+to|must|follow[\s-]?ups?|todos?)\b", re.I)
+# RE2 (linear and fast on text without any of the words); \pZ adds the Unicode spaces
+# RE2's \s leaves out.
+_ACTION = re2.compile(r"(?i)\b(?:needs?[\s\pZ]+to|must|follow[\s\pZ-]?ups?|todos?)\b")
 # Sentence ends: . ! ? followed by whitespace (so URLs, versions and file names
 # survive), and line breaks (list items, one-line notes).
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -65,7 +75,7 @@ _LIST_MARKER = re.compile(r"^(?:[-*+•]\s+|\d+[.)]\s+)?(?:\[[ xX]\]\s+)?")
 def extract_metadata(content: str) -> dict[str, list[str]]:
     """People, tags and action items found in `content`; every key is always present
     (an empty list when nothing was found)."""
-    prose = _strip_code(content)
+    prose = _strip_code(str(content))  # re2 rebuilds results with type(text)(): a plain str
     words = _EMAIL.sub(" ", _URL.sub(" ", _LINK_TARGET.sub("]", prose)))
     return {
         "people": _unique((_clean_name(m) for m in _MENTION.findall(words)), MAX_PEOPLE),
@@ -147,10 +157,15 @@ def _is_colour(name: str) -> bool:
 
 
 def _action_items(prose: str) -> list[str]:
-    items = []
+    items: list[str] = []
+    if not _ACTION.search(prose):
+        return items
     for piece in _SENTENCE_END.split(prose):
+        # Markers and spacing never decide whether a piece holds an action word.
+        if not _ACTION.search(piece):
+            continue
         sentence = " ".join(_LIST_MARKER.sub("", piece.strip()).split())
-        if sentence and _ACTION.search(sentence):
+        if sentence:
             items.append(_shorten(sentence))
     return _unique(items, MAX_ACTION_ITEMS)
 

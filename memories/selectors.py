@@ -119,7 +119,9 @@ def annotations_for(
     params: list[Any] = [team_id, *([as_of] if as_of is not None else []), team_id, ids, team_id, ids, limit]
     notes: dict[uuid.UUID, list[Annotation]] = {memory_id: [] for memory_id in ids}
     for annotation in Annotation.objects.raw(sql, params):
-        notes[annotation.wanted_id].append(annotation)
+        # raw() sets the extra `wanted_id` column on the instance; the model does not declare it.
+        wanted_id: uuid.UUID = vars(annotation)["wanted_id"]
+        notes[wanted_id].append(annotation)
     return notes
 
 
@@ -170,6 +172,17 @@ def memory_history(*, team: Team, key: str) -> list[HistoryEvent]:
     if not versions:
         raise MemoryNotFound("no memory was ever saved under this key")
     return history_events(versions, versions)
+
+
+def list_memory_versions(*, team: Team, key: str) -> QuerySet[Memory]:
+    """Every version ever saved under the key, newest first, for paging history: the
+    versions of a key follow one another (a version is deleted or replaced before the
+    next one is saved), so the events of a page of versions (`history_events(page,
+    page)`) come before every event of the next page."""
+    versions = Memory.objects.for_team(team.id).filter(key=key)
+    if not versions.exists():
+        raise MemoryNotFound("no memory was ever saved under this key")
+    return versions.order_by("-created_at", "-id")
 
 
 def recent_history(*, team: Team, limit: int, changes_only: bool = False) -> list[HistoryEvent]:

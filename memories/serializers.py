@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import uuid
 from typing import Any
 
 from django.utils.dateparse import parse_datetime
@@ -51,6 +52,15 @@ class SkillTriggerInputSerializer(StrictInputSerializer):
     )
 
 
+class StrictUUIDField(serializers.UUIDField):
+    """A UUID sent as a JSON string (not a number)."""
+
+    def to_internal_value(self, data: Any) -> uuid.UUID:
+        if not isinstance(data, str):
+            self.fail("invalid", value=data)
+        return super().to_internal_value(data)
+
+
 class MemoryCreateInputSerializer(StrictInputSerializer):
     """Save a memory: a new key, or a new version of a key when `supersede_reason` is
     given. Unknown fields are rejected."""
@@ -80,6 +90,13 @@ class MemoryCreateInputSerializer(StrictInputSerializer):
         default=False,
         help_text="Save a new key even when an active entry already holds the same text "
         "(skips the duplicate check).",
+    )
+    expected_version = StrictUUIDField(
+        required=False,
+        allow_null=True,
+        help_text="The id of the active version this write was based on (also accepted as the "
+        "`If-Match` header). When the key's active version is another one, or the key has none, "
+        "nothing is written: 409 `stale_version` with the current entry in `current`.",
     )
 
 
@@ -236,7 +253,8 @@ class MemoryDetailOutputSerializer(MemoryOutputSerializer):
     @extend_schema_field(AnnotationOutputSerializer(many=True))
     def get_annotations(self, memory: Memory) -> list[dict[str, Any]]:
         notes = self.context.get("annotations", {}).get(memory.id, [])
-        return AnnotationOutputSerializer(notes, many=True).data
+        # drf-stubs type many=True's .data as one entry's (typeddjango/djangorestframework-stubs#827).
+        return AnnotationOutputSerializer(notes, many=True).data  # type: ignore[return-value]
 
 
 class TypeHintSerializer(serializers.Serializer):
@@ -301,6 +319,8 @@ class HistoryEventSerializer(serializers.Serializer):
 class MemoryHistoryOutputSerializer(serializers.Serializer):
     key = serializers.CharField()
     history = HistoryEventSerializer(many=True)
+    next = serializers.URLField(allow_null=True, help_text="The next (older) page, or null.")
+    previous = serializers.URLField(allow_null=True, help_text="The previous (newer) page, or null.")
 
 
 class UnsupersedeInputSerializer(StrictInputSerializer):
@@ -334,10 +354,16 @@ class NoPreviousVersionErrorSerializer(ErrorSerializer):
 
 
 class ConflictErrorSerializer(ErrorSerializer):
-    """409: the key already has an active entry (`conflict`), or another active entry
-    carries the skill's name (`skill_exists`): that entry is in `current`."""
+    """409: the key already has an active entry (`conflict`), another active entry
+    carries the skill's name (`skill_exists`), or the key moved on from the version the
+    writer expected (`stale_version`): that entry is in `current`. A team at its quota
+    (`quota_exceeded`) gets `quota` and `limit` instead."""
 
-    current = MemoryOutputSerializer()
+    current = MemoryOutputSerializer(
+        allow_null=True, required=False, help_text="The entry in the way; null when the key has none."
+    )
+    quota = serializers.CharField(required=False, help_text="With quota_exceeded: which quota.")
+    limit = serializers.IntegerField(required=False, help_text="With quota_exceeded: the quota.")
 
 
 def saved_payload(result: SaveResult) -> dict[str, Any]:

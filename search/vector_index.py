@@ -49,5 +49,6 @@ def ensure_index(model: str, dimensions: int) -> None:
         # CREATE INDEX refuses to run while deferred foreign-key checks of this
         # transaction are pending: run them now, then defer again (Django's default).
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-        cursor.execute(create_index_sql(model, dimensions))
+        # Only the table's owner may index it: the owner's function does (teams.0008_roles).
+        cursor.execute("SELECT memoryhub_ensure_vector_index(%s, %s)", [model, int(dimensions)])
         cursor.execute("SET CONSTRAINTS ALL DEFERRED")

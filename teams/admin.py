@@ -9,6 +9,7 @@ decrypted value) are left out of every field, column, search and form.
 from __future__ import annotations
 
 import contextlib
+from typing import TYPE_CHECKING
 
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
@@ -27,6 +28,18 @@ admin.site.site_title = "MemoryHub admin"
 
 SECRET_MASK = "********"  # noqa: S105 (a display mask, not a secret)
 
+if TYPE_CHECKING:
+    # django-stubs make the admin classes generic in their model, but Django's own
+    # classes cannot be subscripted at run time: only the type checker sees the model.
+    _MembershipInline = admin.TabularInline[Membership, Team]
+    _TeamAdmin = admin.ModelAdmin[Team]
+    _AgentTokenAdmin = admin.ModelAdmin[AgentToken]
+    _VaultEntryAdmin = admin.ModelAdmin[VaultEntry]
+    _AuditEventAdmin = admin.ModelAdmin[AuditEvent]
+else:
+    _MembershipInline = admin.TabularInline
+    _TeamAdmin = _AgentTokenAdmin = _VaultEntryAdmin = _AuditEventAdmin = admin.ModelAdmin
+
 
 def _changelist_for_team(url_name: str, team_id: int) -> str:
     # The RelatedFieldListFilter on `team` reads this parameter, so the link lands
@@ -34,7 +47,7 @@ def _changelist_for_team(url_name: str, team_id: int) -> str:
     return f"{reverse(url_name)}?team__id__exact={team_id}"
 
 
-class MembershipInline(admin.TabularInline):
+class MembershipInline(_MembershipInline):
     model = Membership
     extra = 0
     raw_id_fields = ["user"]
@@ -42,7 +55,7 @@ class MembershipInline(admin.TabularInline):
 
 
 @admin.register(Team)
-class TeamAdmin(admin.ModelAdmin):
+class TeamAdmin(_TeamAdmin):
     list_display = ["slug", "name", "created_at", "memories_link", "audit_link", "tokens_link", "vault_link"]
     search_fields = ["slug", "name"]
     ordering = ["slug"]
@@ -145,7 +158,9 @@ class TokenStatusFilter(admin.SimpleListFilter):
     title = "status"
     parameter_name = "status"
 
-    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
+    def lookups(
+        self, request: HttpRequest, model_admin: admin.ModelAdmin[AgentToken]
+    ) -> list[tuple[str, str]]:
         return [("live", "live"), ("revoked", "revoked")]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[AgentToken]) -> QuerySet[AgentToken]:
@@ -157,11 +172,11 @@ class TokenStatusFilter(admin.SimpleListFilter):
 
 
 # token_hash appears nowhere below: not in fields, columns, search or any form.
-TOKEN_FIELDS = ["name", "team", "prefix", "scopes_display", "created_at", "last_used_at", "revoked_at"]
+TOKEN_FIELDS = ("name", "team", "prefix", "scopes_display", "created_at", "last_used_at", "revoked_at")
 
 
 @admin.register(AgentToken)
-class AgentTokenAdmin(admin.ModelAdmin):
+class AgentTokenAdmin(_AgentTokenAdmin):
     list_display = TOKEN_FIELDS
     list_filter = ["team", TokenStatusFilter]
     list_select_related = ["team"]
@@ -210,11 +225,11 @@ class AgentTokenAdmin(admin.ModelAdmin):
 
 
 # ciphertext and value appear nowhere below; masked_value is the only view of a value.
-VAULT_FIELDS = ["key", "team", "is_secret", "masked_value", "updated_by", "created_at", "updated_at"]
+VAULT_FIELDS = ("key", "team", "is_secret", "masked_value", "updated_by", "created_at", "updated_at")
 
 
 @admin.register(VaultEntry)
-class VaultEntryAdmin(admin.ModelAdmin):
+class VaultEntryAdmin(_VaultEntryAdmin):
     list_display = ["key", "team", "is_secret", "updated_by", "updated_at", "masked_value"]
     list_filter = ["team", "is_secret"]
     list_select_related = ["team"]
@@ -247,21 +262,27 @@ class VaultEntryAdmin(admin.ModelAdmin):
         # Through the service, so the deletion is logged with the operator's name.
         with contextlib.suppress(NotFound):  # already gone
             services.delete_vault_entry(
-                team=entry.team, key=entry.key, actor=f"admin:{request.user.get_username()}"
+                team=entry.team,
+                key=entry.key,
+                actor=f"admin:{request.user.get_username()}",
+                may_change_secrets=True,  # an operator
             )
+
+
+AUDIT_FIELDS = ("created_at", "team", "actor", "action", "target")
 
 
 # The audit trail is read-only for operators too.
 @admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
-    list_display = ["created_at", "team", "actor", "action", "target"]
+class AuditEventAdmin(_AuditEventAdmin):
+    list_display = AUDIT_FIELDS
     list_filter = ["team", "action"]
     list_select_related = ["team"]
     search_fields = ["actor", "target", "team__slug"]
     ordering = ["-created_at"]
     show_full_result_count = False
-    fields = list_display
-    readonly_fields = list_display
+    fields = AUDIT_FIELDS
+    readonly_fields = AUDIT_FIELDS
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
 
 from django.db.models import Q
 from django.utils import timezone
@@ -64,6 +63,8 @@ def _find_live_token(raw: str) -> AgentToken:
         if token.is_revoked:
             raise exceptions.AuthenticationFailed("this token has been revoked")
         now = timezone.now()
+        if token.is_expired(now):
+            raise exceptions.AuthenticationFailed("this token has expired")
         AgentToken.objects.filter(pk=token.pk).filter(
             Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
         ).update(last_used_at=now)
@@ -73,10 +74,13 @@ def _find_live_token(raw: str) -> AgentToken:
 SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,63}$")
 
 
-def agent_actor(request: Any) -> str:
+def agent_actor(request: Request) -> str:
     """Who a change is attributed to: the token's name, plus the agent session if the
     client sent X-MemoryHub-Session."""
-    name = request.user.name
+    principal = request.user
+    if not isinstance(principal, AgentPrincipal):
+        raise exceptions.NotAuthenticated("send 'Authorization: Bearer <token>'")
+    name = principal.name
     session = request.headers.get("X-MemoryHub-Session", "").strip()
     if not session:
         return name

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import datetime
 import hashlib
 
 from django.conf import settings
@@ -77,6 +78,8 @@ class AgentToken(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
+    # Null: never expires. Past it, the token answers 401 like a revoked one.
+    expires_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -98,6 +101,9 @@ class AgentToken(models.Model):
     @property
     def is_revoked(self) -> bool:
         return self.revoked_at is not None
+
+    def is_expired(self, now: datetime.datetime) -> bool:
+        return self.expires_at is not None and self.expires_at <= now
 
     def grants(self, scope: str) -> bool:
         # admin implies write and read; write implies read.

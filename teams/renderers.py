@@ -1,12 +1,19 @@
-"""Every API response body passes the credential scrubber on its way out."""
+"""Every API response body passes the team's vault secrets out on its way out.
+
+Credential shapes were scrubbed from content, notes and metadata when they were
+written; what a read must still redact is a secret added to the vault after the text
+was (teams.vault_matcher): one compiled alternation, cached per team.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rest_framework.renderers import JSONRenderer
 
-from teams.scrubber import scrub
+from teams.scrubber import SecretMatcher
+from teams.vault_matcher import team_secret_matcher
 
 
 class ScrubbingJSONRenderer(JSONRenderer):
@@ -14,20 +21,23 @@ class ScrubbingJSONRenderer(JSONRenderer):
         self,
         data: Any,
         accepted_media_type: str | None = None,
-        renderer_context: dict[str, Any] | None = None,
+        renderer_context: Mapping[str, Any] | None = None,
     ) -> bytes:
         view = (renderer_context or {}).get("view")
-        if data is not None and not getattr(view, "reveals_secret", False):
-            secrets = tuple(getattr(view, "team_secrets", None) or ())
-            data = _scrub_node(data, secrets)
+        team = getattr(view, "team", None)
+        if data is not None and team is not None and not getattr(view, "reveals_secret", False):
+            # Rendered inside the request's transaction and team scope (TeamScopedViewSet).
+            matcher = team_secret_matcher(team_id=team.id)
+            if not matcher.is_empty:
+                data = _redact_node(data, matcher)
         return super().render(data, accepted_media_type, renderer_context)
 
 
-def _scrub_node(node: Any, secrets: tuple[str, ...]) -> Any:
+def _redact_node(node: Any, matcher: SecretMatcher) -> Any:
     if isinstance(node, str):
-        return scrub(node, secrets).text
+        return matcher.redact(node)[0]
     if isinstance(node, dict):
-        return {key: _scrub_node(value, secrets) for key, value in node.items()}
+        return {key: _redact_node(value, matcher) for key, value in node.items()}
     if isinstance(node, list | tuple):
-        return [_scrub_node(value, secrets) for value in node]
+        return [_redact_node(value, matcher) for value in node]
     return node

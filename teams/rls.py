@@ -6,6 +6,7 @@ from typing import Any
 
 from django.db import migrations
 
+# As first created (teams.0002); teams.0008_roles replaces `memoryhub_bypass`.
 CURRENT_TEAM_FUNCTION = """
 CREATE OR REPLACE FUNCTION memoryhub_current_team() RETURNS bigint
 LANGUAGE sql STABLE AS
@@ -14,6 +15,16 @@ $$ SELECT NULLIF(current_setting('memoryhub.team_id', true), '')::bigint $$;
 CREATE OR REPLACE FUNCTION memoryhub_bypass() RETURNS boolean
 LANGUAGE sql STABLE AS
 $$ SELECT coalesce(current_setting('memoryhub.bypass', true), '') = 'on' $$;
+"""
+
+
+# teams.0008_roles: bypassing row-level security is the operator role's BYPASSRLS, not a
+# setting the application role could set itself; the policies' bypass clause is now
+# always false (the policies keep their text, so no table's policy had to change).
+NO_SETTING_BYPASS_FUNCTION = """
+CREATE OR REPLACE FUNCTION memoryhub_bypass() RETURNS boolean
+LANGUAGE sql IMMUTABLE AS
+$$ SELECT false $$;
 """
 
 
@@ -34,9 +45,9 @@ OWN_MEMBERSHIPS_CONDITION = "user_id = NULLIF(current_setting('memoryhub.user_id
 
 
 def team_isolation_sql(table: str, *, extra_condition: str = "") -> tuple[str, str]:
-    """ENABLE + FORCE row-level security (FORCE so that the owning role, which the
-    service may connect as, is bound too) with one policy for every command; returns
-    the SQL and its reverse."""
+    """ENABLE + FORCE row-level security (FORCE so that the owning role, which runs the
+    migrations, is bound too) with one policy for every command; returns the SQL and
+    its reverse."""
     condition = TEAM_CONDITION
     if extra_condition:
         condition = f"{condition} OR ({extra_condition})"
@@ -60,21 +71,14 @@ def enable_team_isolation(table: str, *, extra_condition: str = "") -> migration
 
 def adopt_team_table(old_table: str, *, app_label: str, model_name: str) -> migrations.RunPython:
     """Move a team-scoped model's table to the app that now owns the model, keeping its
-    rows, indexes and row-level security: rename `old_table` when it exists (a database
-    from before the move), else create the table with its policy (a fresh database where
-    the old app never made it). The migration declares the model in its state first
-    (SeparateDatabaseAndState); the old app drops it from its state only."""
+    rows, indexes and row-level security: a rename. The migration declares the model in
+    its state first (SeparateDatabaseAndState) and must run after the migration that
+    created `old_table` (a dependency, or `run_before` in the higher app); the old app
+    drops the model from its state only."""
 
     def forwards(apps: Any, schema_editor: Any) -> None:
         model = apps.get_model(app_label, model_name)
-        with schema_editor.connection.cursor() as cursor:
-            cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [old_table])
-            exists = cursor.fetchone()[0]
-        if exists:
-            schema_editor.alter_db_table(model, old_table, model._meta.db_table)
-        else:
-            schema_editor.create_model(model)
-            schema_editor.execute(team_isolation_sql(model._meta.db_table)[0])
+        schema_editor.alter_db_table(model, old_table, model._meta.db_table)
 
     def backwards(apps: Any, schema_editor: Any) -> None:
         model = apps.get_model(app_label, model_name)

@@ -1,13 +1,17 @@
 """The second lock: PostgreSQL row-level security keyed on transaction-local settings.
 
 Every team-scoped table carries a policy that lets a row through only when
-`memoryhub.team_id` (set with `set_config(..., true)`, i.e. SET LOCAL) names its team,
-or when an operator path has entered the audited bypass scope. Because the settings
-are transaction-local they vanish at COMMIT or ROLLBACK and can never leak into the
-next request on a reused or pooled connection.
+`memoryhub.team_id` (set with `set_config(..., true)`, i.e. SET LOCAL) names its team.
+Operator paths see every team by switching, for their transaction, to the operator role
+(BYPASSRLS), which the application role may SET ROLE to but does not inherit; no
+setting the application role could set itself bypasses anything (docs/decisions.md,
+"Database roles"). Because all of these are transaction-local they vanish at COMMIT or
+ROLLBACK and can never leak into the next request on a reused or pooled connection.
 
-Every scope below is one use of `_local_setting`, the one primitive that sets such a
-setting for a block and restores what it was, so scopes nest.
+Every scope below is one use of `_local_settings`, the one primitive that sets such
+settings (`role` among them) for a block and restores what they were, so scopes nest.
+A team's scope also drops the operator role: nested inside the bypass, it still sees
+only its own team.
 """
 
 from __future__ import annotations
@@ -18,41 +22,53 @@ from contextlib import AbstractContextManager, contextmanager
 
 from django.db import connection, transaction
 
+from teams.roles import OPERATOR_ROLE
+
 logger = logging.getLogger("memoryhub.audit")
 
 TEAM_SETTING = "memoryhub.team_id"
-BYPASS_SETTING = "memoryhub.bypass"
 TOKEN_HASH_SETTING = "memoryhub.token_hash"  # noqa: S105 (a setting name)
 USER_SETTING = "memoryhub.user_id"
+ROLE_SETTING = "role"
+# `SET ROLE NONE`: back to the role the connection logged in as (the application role).
+LOGIN_ROLE = "none"
+# How "not set" is written back when a scope restores a setting.
+_UNSET = {ROLE_SETTING: LOGIN_ROLE}
 
 
-def _set_local(name: str, value: str) -> str:
-    """Set a transaction-local setting and return the value it had before."""
+def _set_local(settings: dict[str, str]) -> dict[str, str]:
+    """Set transaction-local settings in one statement; return the values they had."""
+    names = list(settings)
+    reads = ", ".join(["current_setting(%s, true)"] * len(names))
+    writes = ", ".join(["set_config(%s, %s, true)"] * len(names))
+    params: list[str] = [*names]
+    for name in names:
+        params += [name, settings[name]]
     with connection.cursor() as cursor:
-        cursor.execute("SELECT current_setting(%s, true), set_config(%s, %s, true)", [name, name, value])
-        previous = cursor.fetchone()[0]
-    return previous or ""
+        cursor.execute(f"SELECT {reads}, {writes}", params)
+        previous = cursor.fetchone()[: len(names)]
+    return {name: value or "" for name, value in zip(names, previous, strict=True)}
 
 
-def _restore(name: str, previous: str) -> None:
+def _restore(previous: dict[str, str]) -> None:
     # After an error the transaction is going to roll back, which clears it anyway.
     if connection.in_atomic_block and connection.is_usable() and not connection.needs_rollback:
-        _set_local(name, previous)
+        _set_local({name: value or _UNSET.get(name, "") for name, value in previous.items()})
 
 
 @contextmanager
-def _local_setting(name: str, value: str, *, own_transaction: bool) -> Iterator[None]:
-    """Hold `name = value` for the block. With `own_transaction`, the block runs in its
-    own atomic block (a savepoint inside an outer one); otherwise the caller must
-    already be inside a transaction, or the setting would end with the statement."""
+def _local_settings(settings: dict[str, str], *, own_transaction: bool) -> Iterator[None]:
+    """Hold `settings` for the block. With `own_transaction`, the block runs in its own
+    atomic block (a savepoint inside an outer one); otherwise the caller must already be
+    inside a transaction, or the settings would end with the statement."""
     if not own_transaction and not connection.in_atomic_block:
         raise RuntimeError("team scope must be set inside transaction.atomic()")
     with transaction.atomic() if own_transaction else _already_atomic():
-        previous = _set_local(name, value)
+        previous = _set_local(settings)
         try:
             yield
         finally:
-            _restore(name, previous)
+            _restore(previous)
 
 
 @contextmanager
@@ -67,36 +83,42 @@ def set_request_team(team_id: int) -> str:
     Used by the API once per request, inside the request's transaction."""
     if not connection.in_atomic_block:
         raise RuntimeError("team scope must be set inside transaction.atomic()")
-    return _set_local(TEAM_SETTING, str(int(team_id)))
+    return _set_local({TEAM_SETTING: str(int(team_id))})[TEAM_SETTING]
 
 
 def reset_request_team(previous: str) -> None:
-    _restore(TEAM_SETTING, previous)
+    _restore({TEAM_SETTING: previous})
 
 
 def team_scope(team_id: int) -> AbstractContextManager[None]:
     """Run a block in a transaction that sees only `team_id`'s rows.
 
-    For tasks, commands and dashboard pages; restores the previous scope on exit."""
-    return _local_setting(TEAM_SETTING, str(int(team_id)), own_transaction=True)
+    For tasks, commands and dashboard pages; restores the previous scope on exit.
+    Inside the operator bypass it drops the operator role for the block, so it never
+    sees more than the team."""
+    return _local_settings({TEAM_SETTING: str(int(team_id)), ROLE_SETTING: LOGIN_ROLE}, own_transaction=True)
 
 
 @contextmanager
 def dangerously_bypass_team_scope(*, reason: str, actor: str = "system") -> Iterator[None]:
     """See every team's rows. Only operator paths (admin, maintenance commands, beat
-    jobs) may enter; request code never does. Every entry is logged for audit."""
+    jobs) may enter; request code never does. Every entry is logged for audit.
+
+    The block runs as the operator role (SET LOCAL ROLE), whose BYPASSRLS is the only
+    way past the policies; see the module docstring."""
     logger.info("team scope bypass entered by %s: %s", actor, reason)
-    with _local_setting(BYPASS_SETTING, "on", own_transaction=True):
+    with _local_settings({ROLE_SETTING: OPERATOR_ROLE}, own_transaction=True):
         yield
 
 
 def token_lookup_scope(token_hash: str) -> AbstractContextManager[None]:
     """Let the authentication step see exactly one token row: the one whose hash the
     caller can prove it holds. Nothing else of any team becomes visible."""
-    return _local_setting(TOKEN_HASH_SETTING, token_hash, own_transaction=False)
+    return _local_settings({TOKEN_HASH_SETTING: token_hash}, own_transaction=False)
 
 
 def own_memberships_scope(user_id: int) -> AbstractContextManager[None]:
     """Let this transaction see the membership rows of one person (and nothing else of
-    any team): the dashboard's team picker. See teams.rls.MEMBERSHIP_POLICY."""
-    return _local_setting(USER_SETTING, str(int(user_id)), own_transaction=True)
+    any team): the dashboard's team picker. See teams.rls.OWN_MEMBERSHIPS_CONDITION.
+    Like a team's scope, it drops the operator role for the block."""
+    return _local_settings({USER_SETTING: str(int(user_id)), ROLE_SETTING: LOGIN_ROLE}, own_transaction=True)

@@ -6,7 +6,7 @@ from django.db.models import QuerySet
 
 from core.errors import NotFound
 from teams import vault_crypto
-from teams.models import AgentToken, Membership, Team, VaultEntry
+from teams.models import AgentToken, AuditEvent, Membership, Team, VaultEntry
 
 
 def get_team_by_slug(*, slug: str) -> Team:
@@ -70,3 +70,8 @@ def team_secret_values(*, team_id: int) -> list[str]:
         "ciphertext", flat=True
     )
     return [vault_crypto.decrypt(c) for c in ciphertexts]
+
+
+def list_audit_events(*, team: Team) -> QuerySet[AuditEvent]:
+    """The team's audit trail, newest first."""
+    return AuditEvent.objects.filter(team=team).order_by("-created_at", "-id")

@@ -4,7 +4,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from teams.models import VaultEntry
+from teams.models import AuditEvent, VaultEntry
 from teams.validators import KEY_PATTERN
 
 MAX_VAULT_VALUE_LENGTH = 16 * 1024
@@ -52,7 +52,7 @@ class StrictFloatField(serializers.FloatField):
         return super().to_internal_value(data)
 
 
-class StrictInputSerializer(serializers.Serializer):
+class StrictInputSerializer(serializers.Serializer[Any]):
     """Input serializer that rejects fields it does not know, so a typo such as
     `supersede_reson` fails loudly instead of silently dropping the reason."""
 
@@ -74,7 +74,7 @@ class VaultEntryInputSerializer(StrictInputSerializer):
     is_secret = StrictBooleanField(default=False)
 
 
-class VaultEntryOutputSerializer(serializers.Serializer):
+class VaultEntryOutputSerializer(serializers.Serializer[VaultEntry]):
     """The listing form: a secret's value is always masked."""
 
     key = serializers.RegexField(KEY_PATTERN)
@@ -93,4 +93,15 @@ class VaultEntryRevealSerializer(VaultEntryOutputSerializer):
     """The explicit GET of one key: the only response that carries a secret value."""
 
     def render_value(self, entry: VaultEntry) -> str:
-        return self.context["revealed_value"]
+        revealed: str = self.context["revealed_value"]
+        return revealed
+
+
+class AuditEventOutputSerializer(serializers.Serializer[AuditEvent]):
+    """One line of the team's audit trail."""
+
+    id = serializers.IntegerField()
+    actor = serializers.CharField(help_text="Who acted: a token's name (and agent session), or user:<name>.")
+    action = serializers.ChoiceField(choices=AuditEvent.Action.choices)
+    target = serializers.CharField(help_text="What it acted on: a vault key, a token or member name.")
+    created_at = serializers.DateTimeField()

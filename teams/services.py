@@ -7,14 +7,18 @@ dashboard, management commands); the caller passes who acted as `actor`."""
 from __future__ import annotations
 
 import logging
+import re
 import secrets
 from dataclasses import dataclass
+from datetime import timedelta
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from core.errors import Conflict, DomainError, InvalidInput, NotFound
+from core.locks import advisory_xact_lock
 from teams import hooks, vault_crypto
 from teams.models import AgentToken, AuditEvent, Membership, Team, VaultEntry
 from teams.scope import team_scope
@@ -34,6 +38,18 @@ class NotAllowed(DomainError):
 
     code = "forbidden"
     status = 403
+
+
+class NoSuchUser(InvalidInput):
+    """No account has this username. A surface shown to team admins must not tell this
+    apart from a successful add (it would reveal who has an account)."""
+
+
+class QuotaExceeded(DomainError):
+    """The team holds as many rows of a kind as its quota allows."""
+
+    code = "quota_exceeded"
+    status = 409
 
 
 @dataclass(frozen=True)
@@ -70,26 +86,53 @@ def record_event(*, team: Team, actor: str, action: str, target: str = "") -> Au
     return event
 
 
-def create_token(*, team: Team, name: str, scopes: list[str], actor: str) -> IssuedToken:
+_DURATION = re.compile(r"^([1-9][0-9]{0,4})([hdw])$")
+_DURATION_UNITS = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1)}
+
+
+def parse_expiry(text: str) -> timedelta:
+    """`90d`, `12h` or `4w`: how long a new token lives."""
+    match = _DURATION.fullmatch(text.strip())
+    if match is None:
+        raise InvalidInput(
+            "an expiry is a whole number of hours, days or weeks, e.g. 12h, 90d or 4w", field="expires_in"
+        )
+    return int(match.group(1)) * _DURATION_UNITS[match.group(2)]
+
+
+def create_token(
+    *, team: Team, name: str, scopes: list[str], actor: str, expires_in: timedelta | None = None
+) -> IssuedToken:
+    """A new token, shown once. With `expires_in`, it answers 401 after that long."""
     name = name.strip()
     if not name or len(name) > 100 or "\x00" in name:
         raise InvalidInput("a token name is 1-100 characters", field="name")
+    if expires_in is not None and expires_in <= timedelta(0):
+        raise InvalidInput("an expiry is in the future", field="expires_in")
     raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    taken = Conflict(f"team '{team.slug}' already has a live token named '{name}'", field="name")
     with team_scope(team.id):
         if AgentToken.objects.filter(team=team, name=name, revoked_at__isnull=True).exists():
-            raise Conflict(f"team '{team.slug}' already has a live token named '{name}'")
-        token = AgentToken.objects.create(
-            team=team,
-            name=name,
-            token_hash=AgentToken.hash_token(raw),
-            prefix=raw[: len(TOKEN_PREFIX) + 6],
-            scopes=scopes,
-        )
+            raise taken
+        try:
+            # The partial unique constraint decides between concurrent creates of one name.
+            with transaction.atomic():
+                token = AgentToken.objects.create(
+                    team=team,
+                    name=name,
+                    token_hash=AgentToken.hash_token(raw),
+                    prefix=raw[: len(TOKEN_PREFIX) + 6],
+                    scopes=scopes,
+                    expires_at=timezone.now() + expires_in if expires_in is not None else None,
+                )
+        except IntegrityError:
+            raise taken from None
+        expiry = f", expires {token.expires_at:%Y-%m-%d %H:%M} UTC" if token.expires_at else ""
         record_event(
             team=team,
             actor=actor,
             action=AuditEvent.Action.TOKEN_CREATE,
-            target=f"{name} ({','.join(scopes)})",
+            target=f"{name} ({','.join(scopes)}){expiry}",
         )
     logger.info("token %s (%s) created for team %s", token.name, token.prefix, team.slug)
     return IssuedToken(token=token, raw=raw)
@@ -147,18 +190,39 @@ def shutdown_team(*, team: Team, actor: str) -> dict[str, int]:
 
 
 def set_vault_entry(
-    *, team: Team, key: str, value: str, is_secret: bool, actor: str, only_new: bool = False
+    *,
+    team: Team,
+    key: str,
+    value: str,
+    is_secret: bool,
+    actor: str,
+    only_new: bool = False,
+    may_change_secrets: bool = False,
 ) -> tuple[VaultEntry, bool]:
     """Create or replace a vault entry; returns (entry, created). With `only_new`, an
-    existing key is a Conflict (the dashboard's "add" form; rotating is its own page)."""
+    existing key is a Conflict (the dashboard's "add" form; rotating is its own page).
+
+    Anyone who may write may add a new key, but replacing a secret or turning it into a
+    plain value needs `may_change_secrets` (an admin token, a team admin): a secret
+    becomes a redaction pattern for the whole team, so changing one is a sensitive act."""
     check_key(key)
+    if is_secret:
+        check_secret_strength(value)
     with transaction.atomic():
-        entry = VaultEntry.objects.select_for_update(no_key=True).filter(team=team, key=key).first()
-        created = entry is None
+        entry = _lock_vault_entry(team, key)
+        created = False
+        if entry is None:
+            _check_vault_quota(team)
+            entry = _insert_vault_entry(team, key)
+            created = entry is not None
+        if entry is None:  # a concurrent request created the key first: now it is a replace
+            entry = _lock_vault_entry(team, key)
+        if entry is None:
+            raise Conflict("this key was deleted while it was being set; try again", field="key")
         if not created and only_new:
             raise Conflict("This key is already set; use Rotate on its row to change it.", field="key")
-        if entry is None:
-            entry = VaultEntry(team=team, key=key)
+        if not created and entry.is_secret and not may_change_secrets:
+            raise NotAllowed("changing a secret needs a token with the 'admin' scope or a team admin")
         entry.is_secret = is_secret
         entry.value = "" if is_secret else value
         entry.ciphertext = vault_crypto.encrypt(value) if is_secret else ""
@@ -170,12 +234,98 @@ def set_vault_entry(
     return entry, created
 
 
-def delete_vault_entry(*, team: Team, key: str, actor: str) -> None:
+def check_quota(*, team: Team, quota: str, used: int, limit: int, what: str) -> None:
+    """Refuse one more row of a kind when the team already holds `limit` of them
+    (settings MEMORYHUB_QUOTA_*): 409 quota_exceeded, naming the quota."""
+    if used >= limit:
+        raise QuotaExceeded(
+            f"team '{team.slug}' already holds {limit} {what}, its quota; delete some first "
+            "or ask the operator to raise it",
+            quota=quota,
+            limit=limit,
+        )
+
+
+def _check_vault_quota(team: Team) -> None:
+    """Refuse a new key past the team's quota. The advisory lock serialises the team's
+    new keys, so two concurrent first writes cannot both take the last place."""
+    advisory_xact_lock(f"vault-quota:{team.id}")
+    check_quota(
+        team=team,
+        quota="vault_entries",
+        used=VaultEntry.objects.filter(team=team).count(),
+        limit=settings.MEMORYHUB_QUOTA_VAULT_ENTRIES,
+        what="vault entries",
+    )
+
+
+# Secrets become redaction patterns for every text the team's responses carry, so a
+# short or common one would mangle ordinary text (or the dashboard's own markup).
+MIN_SECRET_LENGTH = 8
+COMMON_WORDS = frozenset(
+    """
+    password passwords username usernames required disabled readonly checked selected
+    checkbox textarea fieldset function continue document template undefined response
+    redirect register security settings password1 password2 12345678 123456789 1234567890
+    qwertyuiop abcdefgh abcd1234 changeme letmein1 iloveyou sunshine football baseball
+    welcome1 trustno1 superman princess starwars whatever midnight internet computer
+    csrfmiddlewaretoken csrftoken sessionid hx-request x-csrftoken content-type
+    stylesheet javascript text/html text/css application/json utf-8 charset viewport
+    memoryhub dashboard memories memory injection overview history annotation annotations
+    superseded supersede unsupersede identity decision reference historical
+    autocomplete placeholder maxlength minlength novalidate aria-label aria-hidden
+    aria-describedby data-testid tabindex onclick onsubmit accept-charset enctype
+    multipart/form-data application/x-www-form-urlencoded redacted vault_secret
+    """.split()  # noqa: SIM905 (a word list reads better as text)
+)
+# Tags and entities; each match stops at the next < or non-word character, so removing
+# them is linear in the value's length.
+_TAG = re.compile(r"<[^<>]*>")
+_ENTITY = re.compile(r"&#?[A-Za-z0-9]+;")
+_MARKUP_PUNCTUATION = "\"'<>/=&; \t\r\n"
+
+
+def check_secret_strength(value: str) -> None:
+    """Refuse (400, field "value") a secret that is short, a common word or nothing but
+    markup: redacting it everywhere would damage ordinary text and pages."""
+    if len(value) < MIN_SECRET_LENGTH:
+        raise InvalidInput(f"a secret is at least {MIN_SECRET_LENGTH} characters", field="value")
+    word = value.strip(_MARKUP_PUNCTUATION).lower()
+    only_markup = not _ENTITY.sub("", _TAG.sub("", value)).strip(_MARKUP_PUNCTUATION)
+    if word in COMMON_WORDS or only_markup or len(set(value)) < 4:
+        raise InvalidInput(
+            "this value is too common to be a secret (a common word, markup or a repeated "
+            "character); redacting it would damage ordinary text. Store it with is_secret "
+            "false, or choose a real secret.",
+            field="value",
+        )
+
+
+def _lock_vault_entry(team: Team, key: str) -> VaultEntry | None:
+    return VaultEntry.objects.select_for_update(no_key=True).filter(team=team, key=key).first()
+
+
+def _insert_vault_entry(team: Team, key: str) -> VaultEntry | None:
+    """A new, empty row for the key, or None when another transaction holds the key:
+    the unique constraint decides between concurrent first writes, not a check before
+    the insert (PostgreSQL makes the second insert wait for the first to commit)."""
+    try:
+        with transaction.atomic():  # a savepoint, so the conflict leaves the outer one usable
+            return VaultEntry.objects.create(team=team, key=key)
+    except IntegrityError:
+        return None
+
+
+def delete_vault_entry(*, team: Team, key: str, actor: str, may_change_secrets: bool = False) -> None:
+    """Deleting a secret needs `may_change_secrets` (an admin token, a team admin)."""
     check_key(key)
     with transaction.atomic():
-        deleted, _ = VaultEntry.objects.filter(team=team, key=key).delete()
-        if not deleted:
+        entry = VaultEntry.objects.select_for_update().filter(team=team, key=key).first()
+        if entry is None:
             raise NotFound("no vault entry under this key")
+        if entry.is_secret and not may_change_secrets:
+            raise NotAllowed("deleting a secret needs a token with the 'admin' scope or a team admin")
+        entry.delete()
         record_event(team=team, actor=actor, action=AuditEvent.Action.VAULT_DELETE, target=key)
     logger.info("vault entry %s deleted for team %s by %s", key, team.slug, actor)
 
@@ -206,11 +356,17 @@ def add_member(*, team: Team, username: str, role: str, by: Membership) -> Membe
         raise NotAllowed("only an owner can make someone an owner", field="role")
     user = get_user_model().objects.filter(username=username.strip()).first()
     if user is None:
-        raise InvalidInput(f"no user named '{username.strip()}'", field="username")
+        raise NoSuchUser(f"no user named '{username.strip()}'", field="username")
+    already = Conflict(f"{user.get_username()} is already a member of this team", field="username")
     with transaction.atomic():
         if Membership.objects.filter(team=team, user=user).exists():
-            raise Conflict(f"{user.get_username()} is already a member of this team", field="username")
-        membership = Membership.objects.create(team=team, user=user, role=role)
+            raise already
+        try:
+            # The unique constraint decides between concurrent adds of one user.
+            with transaction.atomic():
+                membership = Membership.objects.create(team=team, user=user, role=role)
+        except IntegrityError:
+            raise already from None
         record_event(
             team=team,
             actor=_membership_actor(by),

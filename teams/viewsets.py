@@ -22,10 +22,9 @@ from rest_framework.viewsets import ViewSet
 from core.errors import InvalidInput, NotFound
 from teams import hooks
 from teams.authentication import AgentTokenAuthentication
-from teams.models import Team
+from teams.models import AgentToken, Team
 from teams.permissions import HasTokenScope
 from teams.scope import reset_request_team, set_request_team
-from teams.selectors import team_secret_values
 from teams.validators import TEAM_SLUG_PATTERN, is_team_slug
 
 TEAM_PATH_PARAMETER = OpenApiParameter(
@@ -41,10 +40,10 @@ class TeamScopedViewSet(ViewSet):
     authentication_classes = [AgentTokenAuthentication]
     permission_classes = [HasTokenScope]
     required_scopes: ClassVar[dict[str, str]] = {}
-    # Set per request: the team from the URL, its secrets (for the response scrubber),
-    # and whether this response is the one place a secret may be shown.
+    # Set per request: the token and the team from the URL, and whether this response is
+    # the one place a secret may be shown (the renderer redacts the team's vault secrets).
+    token: AgentToken | None = None
     team: Team | None = None
-    team_secrets: list[str] | None = None
     reveals_secret = False
     _previous_team_binding = ""
 
@@ -60,10 +59,11 @@ class TeamScopedViewSet(ViewSet):
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Response:
         with transaction.atomic():
             response = super().dispatch(request, *args, **kwargs)
-            if self.team is not None:
-                self.team_secrets = team_secret_values(team_id=self.team.id)
+            if not isinstance(response, Response):
+                # Only a DRF Response passes the renderer that scrubs credentials.
+                raise TypeError(f"{type(self).__name__} must answer with a rest_framework Response")
             # Render inside the transaction, while the team scope still lets the
-            # scrubber read the team's secrets.
+            # renderer read the team's vault secrets.
             response.render()
             if self.team is not None:
                 # The transaction ends here anyway; restoring matters only when an
@@ -74,14 +74,16 @@ class TeamScopedViewSet(ViewSet):
     def check_permissions(self, request: Request) -> None:
         # Team resolution sits between authentication and scope checks, so a token
         # of another team gets 404 whatever its scopes.
-        if request.auth is None:
+        token = request.auth
+        if not isinstance(token, AgentToken):
             raise exceptions.NotAuthenticated("send 'Authorization: Bearer <token>'")
         slug = self.kwargs.get("team", "")
         if not is_team_slug(slug):
             raise InvalidInput("malformed team slug", field="team")
-        if request.auth.team.slug != slug:
+        if token.team.slug != slug:
             raise NotFound("not found")
-        self.team = request.auth.team
+        self.token = token
+        self.team = token.team
         self._previous_team_binding = set_request_team(self.team.id)
         super().check_permissions(request)
         hooks.agent_request.call(team=self.team, request=request)
@@ -90,6 +92,12 @@ class TeamScopedViewSet(ViewSet):
         if self.team is None:
             raise RuntimeError("the team is resolved before any action runs")
         return self.team
+
+    def get_token(self) -> AgentToken:
+        """The agent token the request authenticated with."""
+        if self.token is None:
+            raise RuntimeError("the token is resolved before any action runs")
+        return self.token
 
     def serialize_error_extra(self, name: str, value: Any) -> Any:
         return value

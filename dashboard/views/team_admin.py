@@ -60,6 +60,7 @@ def vault(request: HttpRequest, access: TeamAccess) -> HttpResponse:
                     is_secret=data["is_secret"],
                     actor=person_actor(request),
                     only_new=True,
+                    may_change_secrets=access.can_admin,
                 )
             except DomainError as error:
                 form.add_domain_error(error, default_field="key")
@@ -68,8 +69,9 @@ def vault(request: HttpRequest, access: TeamAccess) -> HttpResponse:
                 return redirect(_url("vault", access))
         if form.errors and form.data.get("is_secret"):
             # A secret typed into a form that failed is not sent back to the browser.
-            form.data = form.data.copy()
-            form.data["value"] = ""
+            data = request.POST.copy()
+            data["value"] = ""
+            form.data = data
     entries = list_vault_entries(team=access.team)
     return render(
         request, "dashboard/vault.html", page_context(access, entries=entries, form=form), status=status
@@ -94,6 +96,7 @@ def vault_rotate(request: HttpRequest, access: TeamAccess, key: str) -> HttpResp
                     value=form.cleaned_data["value"],
                     is_secret=entry.is_secret,
                     actor=person_actor(request),
+                    may_change_secrets=access.can_admin,
                 )
             except DomainError as error:
                 form.add_domain_error(error, default_field="value")
@@ -112,7 +115,9 @@ def vault_rotate(request: HttpRequest, access: TeamAccess, key: str) -> HttpResp
 def vault_delete(request: HttpRequest, access: TeamAccess, key: str) -> HttpResponse:
     entry = _vault_entry(access, key)
     if request.method == "POST":
-        services.delete_vault_entry(team=access.team, key=key, actor=person_actor(request))
+        services.delete_vault_entry(
+            team=access.team, key=key, actor=person_actor(request), may_change_secrets=access.can_admin
+        )
         messages.success(request, f"Vault entry \u201c{key}\u201d deleted.")
         return redirect(_url("vault", access))
     return render(request, "dashboard/vault_delete.html", page_context(access, entry=entry))
@@ -181,17 +186,19 @@ def members(request: HttpRequest, access: TeamAccess) -> HttpResponse:
             return forbidden(request, access, Role.ADMIN)
         form, status = MemberAddForm(request.POST), 400
         if form.is_valid():
+            username, role = form.cleaned_data["username"].strip(), form.cleaned_data["role"]
             try:
-                membership = services.add_member(
-                    team=access.team,
-                    username=form.cleaned_data["username"],
-                    role=form.cleaned_data["role"],
-                    by=access.membership,
-                )
+                services.add_member(team=access.team, username=username, role=role, by=access.membership)
+            except services.NoSuchUser:
+                pass  # answered like an add: the form must not tell who has an account
             except DomainError as error:
                 form.add_domain_error(error, default_field="username")
-            else:
-                messages.success(request, f"{membership.user.get_username()} added as {membership.role}.")
+            if not form.errors:
+                messages.success(
+                    request,
+                    f"If an account named \u201c{username}\u201d exists, it is now a {role} of this team "
+                    "(the list below shows who is).",
+                )
                 return redirect(_url("members", access))
     rows = list_memberships(team=access.team)
     context = page_context(access, rows=rows, form=form, role_choices=Membership.Role.choices)

@@ -219,7 +219,7 @@ def test_vault_admin_never_shows_a_secret_value(admin_client: Client, team: Team
 def test_vault_admin_deletes_through_the_service(admin_client: Client, team: Team) -> None:
     with team_scope(team.id):
         entry, _ = team_services.set_vault_entry(
-            team=team, key="old-key", value="x", is_secret=True, actor="alice"
+            team=team, key="old-key", value="old-secret-4711", is_secret=True, actor="alice"
         )
 
     response = admin_client.post(reverse("admin:teams_vaultentry_delete", args=[entry.pk]), {"post": "yes"})

@@ -39,6 +39,7 @@ ENDPOINTS = [
     ("get", "vault/alpha-vault-3/", None),
     ("put", "vault/alpha-vault-3/", {"value": "overwritten"}),
     ("delete", "vault/alpha-vault-3/", None),
+    ("get", "audit/", None),
     ("post", "search/", {"query": "launch on the ninth alpha-plan-7", "explain": True}),
     ("get", "injection/", None),
     # Sessions: the real id of an alpha session is tried in tests/teams/test_sessions.py.

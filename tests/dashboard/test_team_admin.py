@@ -114,6 +114,19 @@ def test_setting_an_existing_key_points_to_rotate_and_never_echoes_the_secret(ad
     assert "typed-secret-999" not in body
 
 
+def test_a_weak_secret_is_refused_on_the_value_field_and_the_page_stays_whole(
+    adam: Client, team: Team
+) -> None:
+    response = adam.post(url("vault"), {"key": "trap", "value": "csrfmiddlewaretoken", "is_secret": "on"})
+
+    body = response.content.decode()
+    assert response.status_code == 400
+    assert "too common to be a secret" in body
+    assert 'name="csrfmiddlewaretoken"' in body  # the form still works
+    with operator_view():
+        assert not VaultEntry.objects.filter(team=team, key="trap").exists()
+
+
 @pytest.mark.usefixtures("vault")
 def test_rotate_form_of_a_secret_starts_empty(adam: Client) -> None:
     response = adam.get(url("vault_rotate", key="db-password"))
@@ -208,11 +221,25 @@ def test_admin_adds_a_member_and_changes_a_role(adam: Client, team: Team, django
     assert [action for _, action, _ in events(team)] == ["member.add", "member.role"]
 
 
-def test_unknown_user_re_renders_the_member_form(adam: Client) -> None:
-    response = adam.post(url("members"), {"username": "ghost", "role": "viewer"})
+def test_adding_an_unknown_user_answers_like_adding_a_known_one(
+    adam: Client, team: Team, django_user_model: Any
+) -> None:
+    """The form must not tell a team admin which usernames have an account."""
+    django_user_model.objects.create_user("newbie", password="pw")
 
-    assert response.status_code == 400
-    assert "no user named" in response.content.decode()
+    unknown = adam.post(url("members"), {"username": "ghost", "role": "viewer"}, follow=True)
+    known = adam.post(url("members"), {"username": "newbie", "role": "viewer"}, follow=True)
+
+    assert unknown.redirect_chain == known.redirect_chain
+    assert "no user named" not in unknown.content.decode()
+    notices = [
+        [str(m).replace(name, "{name}") for m in response.context["messages"]]
+        for response, name in ((unknown, "ghost"), (known, "newbie"))
+    ]
+    assert notices[0] == notices[1]
+    with operator_view():
+        assert Membership.objects.filter(team=team, user__username="newbie").exists()
+        assert not Membership.objects.filter(team=team, user__username="ghost").exists()
 
 
 def test_admin_cannot_make_owners_or_touch_them(adam: Client, cast: Cast, team: Team) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from django.db.models import Q
 
@@ -303,3 +305,48 @@ def test_filter_q_selects_memories_by_tag_and_person(team: object) -> None:
     assert by_tag == {"both", "tag-only", "caller"}
     assert by_both == {"both", "caller"}
     assert unfiltered == 4
+
+
+def _pathological_inputs() -> dict[str, str]:
+    size = 64 * 1024
+    return {
+        "a.": "a." * (size // 2),
+        "a@": "a@" * (size // 2),
+        "://": "://" * (size // 3),
+        "a:": "a:" * (size // 2),
+        "base64": "QUJD" * (size // 4),
+        "eyJ-": "eyJ-" * (size // 4),
+        "sk-": "sk-" * (size // 3),
+        "](": "](" * (size // 2),
+        '](x "': '](x "' * (size // 5),
+        "backticks": "`" * size,
+        "backtick a": "``a" * (size // 3),
+        "fences": "```\n~~~\n" * (size // 8),
+        " @a.": " @a." * (size // 4),
+        " #a/": " #a/" * (size // 4),
+        "need ": "need " * (size // 5),
+        ". ": ". " * (size // 2),
+        "unicode": "é." * (size // 2),
+    }
+
+
+@pytest.mark.parametrize("shape", sorted(_pathological_inputs()))
+def test_pathological_inputs_are_extracted_without_hanging(shape: str) -> None:
+    text = _pathological_inputs()[shape]
+
+    started = time.perf_counter()
+    found = extract_metadata(text)
+    elapsed = time.perf_counter() - started
+
+    assert set(found) == {"people", "tags", "action_items"}
+    # A hang detector, not a speed target: quadratic backtracking took 24 s here.
+    assert elapsed < 2.0, f"{shape}: {elapsed:.1f} s"
+
+
+def test_emails_and_urls_are_still_not_people_or_tags_in_unicode_text() -> None:
+    found = extract_metadata(
+        "Écrire à josé@exemple.fr ou voir https://exemple.fr/#ancre, merci @zoé #déploiement"
+    )
+
+    assert found["people"] == ["zoé"]
+    assert found["tags"] == ["déploiement"]

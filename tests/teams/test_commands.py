@@ -88,7 +88,7 @@ def test_shutdown_team_deletes_every_row_of_that_team_and_nothing_else(
         )
         agent.client.post(agent.url("memories/"), {"key": "gone", "content": "x"}, format="json")
         agent.client.delete(agent.url("memories/gone/"))
-        agent.client.put(agent.url("vault/v/"), {"value": "x", "is_secret": True}, format="json")
+        agent.client.put(agent.url("vault/v/"), {"value": "x-secret-4711", "is_secret": True}, format="json")
         user = django_user_model.objects.create_user(username=f"user-{agent.team.slug}")
         with operator_view():
             Membership.objects.create(team=agent.team, user=user, role="member")

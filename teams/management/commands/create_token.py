@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-from django.core.management.base import CommandError
+from typing import Any
+
+from django.core.management.base import CommandError, CommandParser
 
 from core.errors import DomainError
 from teams import services
@@ -13,21 +15,35 @@ class Command(TeamCommand):
         "of the output, alone, so scripts can take it with `tail -n 1`."
     )
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser: CommandParser) -> None:
         super().add_arguments(parser)
         parser.add_argument("--name", required=True, help="who the token belongs to")
         parser.add_argument("--scopes", default="read,write", help="comma-separated: read, write, admin")
+        parser.add_argument(
+            "--expires-in",
+            default=None,
+            help="the token answers 401 after this long: 12h, 90d or 4w (default: never expires)",
+        )
 
-    def handle(self, *args, slug: str, name: str, scopes: str, **options) -> None:  # type: ignore[no-untyped-def]
+    def handle(
+        self, *args: Any, slug: str, name: str, scopes: str, expires_in: str | None, **options: Any
+    ) -> None:
         team = self.team(slug)
         try:
             issued = services.create_token(
-                team=team, name=name, scopes=services.parse_scopes(scopes), actor="manage.py"
+                team=team,
+                name=name,
+                scopes=services.parse_scopes(scopes),
+                actor="manage.py",
+                expires_in=services.parse_expiry(expires_in) if expires_in is not None else None,
             )
         except DomainError as exc:
             raise CommandError(exc.detail) from None
+        expiry = issued.token.expires_at
         self.stdout.write(
             f"token '{issued.token.name}' for team {team.slug} with scopes "
-            f"{','.join(issued.token.scopes)}; it is shown only once:"
+            f"{','.join(issued.token.scopes)}"
+            + (f", expiring {expiry:%Y-%m-%d %H:%M} UTC" if expiry else "")
+            + "; it is shown only once:"
         )
         self.stdout.write(issued.raw)
