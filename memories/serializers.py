@@ -1,3 +1,8 @@
+"""The memories API's input and output serializers. One module past the style's 400
+lines on purpose: every serializer of the memory resource (save, supersede, history,
+versions, notes, votes, learnings, skills) shares the strict field types and the
+output shapes defined here, and reads best side by side."""
+
 from __future__ import annotations
 
 import datetime as dt

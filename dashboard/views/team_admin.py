@@ -23,7 +23,7 @@ from dashboard.forms import (
     VaultRotateForm,
     VaultSetForm,
 )
-from teams import services
+from teams import memberships, services
 from teams.models import Membership, VaultEntry
 from teams.selectors import (
     get_membership,
@@ -188,8 +188,8 @@ def members(request: HttpRequest, access: TeamAccess) -> HttpResponse:
         if form.is_valid():
             username, role = form.cleaned_data["username"].strip(), form.cleaned_data["role"]
             try:
-                services.add_member(team=access.team, username=username, role=role, by=access.membership)
-            except services.NoSuchUser:
+                memberships.add_member(team=access.team, username=username, role=role, by=access.membership)
+            except memberships.NoSuchUser:
                 pass  # answered like an add: the form must not tell who has an account
             except DomainError as error:
                 form.add_domain_error(error, default_field="username")
@@ -213,7 +213,7 @@ def member_role(request: HttpRequest, access: TeamAccess, membership_id: int) ->
         messages.error(request, "Choose one of the roles.")
         return redirect(_url("members", access))
     try:
-        membership = services.change_member_role(
+        membership = memberships.change_member_role(
             team=access.team,
             membership_id=membership_id,
             role=form.cleaned_data["role"],
@@ -233,7 +233,7 @@ def member_remove(request: HttpRequest, access: TeamAccess, membership_id: int) 
     membership = get_membership(team=access.team, membership_id=membership_id)
     if request.method == "POST":
         try:
-            services.remove_member(team=access.team, membership_id=membership_id, by=access.membership)
+            memberships.remove_member(team=access.team, membership_id=membership_id, by=access.membership)
         except DomainError as error:
             messages.error(request, error.detail)
         else:

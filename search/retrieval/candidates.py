@@ -133,22 +133,27 @@ _OR_QUERY = f"""
 """  # noqa: S608 (constants only)
 
 
+def _where(filters: SearchFilters, memory_ids: list[uuid.UUID] | None) -> tuple[str, list[Any]]:
+    """The filters' WHERE clause over `m` (the memory) and `c` (the chunk), narrowed to
+    `memory_ids` when given."""
+    where, params = filters.sql()
+    if memory_ids is None:
+        return where, params
+    return f"{where} AND c.memory_id = ANY(%s)", [*params, memory_ids]
+
+
 def keyword_matches(
     query: str, filters: SearchFilters, *, limit: int | None, memory_ids: list[uuid.UUID] | None = None
 ) -> list[Match]:
     """Best chunk per memory by `ts_rank`, best first (ties by memory id); all of
     `memory_ids` that match when given, else the top `limit`."""
-    where, params = filters.sql()
-    only = ""
-    if memory_ids is not None:
-        only = "AND c.memory_id = ANY(%s)"
-        params = [*params, memory_ids]
+    where, params = _where(filters, memory_ids)
     sql = f"""
         WITH q AS MATERIALIZED ({_OR_QUERY}),
         best AS (
             SELECT DISTINCT ON (c.memory_id) c.memory_id, ts_rank(c.search_vector, q.to_tsquery) AS rank, c.id
             FROM q, search_chunk c JOIN memories_memory m ON m.id = c.memory_id
-            WHERE c.team_id = %s AND c.search_vector @@ q.to_tsquery AND {where} {only}
+            WHERE c.team_id = %s AND c.search_vector @@ q.to_tsquery AND {where}
             ORDER BY c.memory_id, rank DESC
         )
         SELECT memory_id, rank, id FROM best ORDER BY rank DESC, memory_id
@@ -184,11 +189,7 @@ def _exact_scan(
     limit: int,
     memory_ids: list[uuid.UUID] | None,
 ) -> None:
-    where, params = filters.sql()
-    only = ""
-    if memory_ids is not None:
-        only = "AND c.memory_id = ANY(%s)"
-        params = [*params, memory_ids]
+    where, params = _where(filters, memory_ids)
     # No cast to vector(n): this expression does not match the HNSW index, so
     # the planner scans the team's rows exactly.
     sql = f"""
@@ -198,7 +199,7 @@ def _exact_scan(
                     FROM search_chunkembedding e
                     JOIN search_chunk c ON c.id = e.chunk_id
                     JOIN memories_memory m ON m.id = c.memory_id
-                    WHERE e.team_id = %s AND e.model = %s AND {where} {only}
+                    WHERE e.team_id = %s AND e.model = %s AND {where}
                     ORDER BY c.memory_id, distance
                 ) best ORDER BY distance, memory_id LIMIT %s
             """  # noqa: S608

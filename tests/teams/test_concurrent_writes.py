@@ -13,7 +13,7 @@ from django.db import connection
 from rest_framework.test import APIClient
 
 from core.errors import Conflict
-from teams import services
+from teams import memberships, services
 from teams.models import AgentToken, Membership, Team, VaultEntry
 from teams.scope import team_scope
 from tests.conftest import make_agent, operator_view
@@ -103,7 +103,7 @@ def test_concurrent_adds_of_one_member_make_one_membership_and_conflicts() -> No
         def add(i: int, username: str = username, team: Team = team) -> str:
             try:
                 with team_scope(team.id):
-                    services.add_member(team=team, username=username, role="member", by=by)
+                    memberships.add_member(team=team, username=username, role="member", by=by)
             except Conflict:
                 return "conflict"
             return "added"
