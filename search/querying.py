@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
+from typing import Any
 
 from search import selectors
 from search.embeddings.base import EmbeddingUnavailable
@@ -40,40 +41,15 @@ def embed_query(*, team: Team, query: str) -> tuple[QueryVector | None, list[str
 
 
 def embed_and_search(
-    *,
-    team: Team,
-    query: str,
-    max_results: int = 5,
-    min_score: float | None = None,
-    types: list[str] | None = None,
-    project: str | None = None,
-    include_superseded: bool = True,
-    tags: list[str] | None = None,
-    people: list[str] | None = None,
-    explain: bool = False,
-    mode: SearchMode = "hybrid",
-    diversify: bool = True,
-    decay: bool = True,
+    *, team: Team, query: str, mode: SearchMode = "hybrid", max_results: int = 5, **options: Any
 ) -> SearchOutcome:
-    """Search the team's memories (see search.selectors.search_memories), embedding the
-    query first unless `mode` is keyword. Bad input is refused before anything is sent
-    to the provider. The caller is inside the team's scope."""
+    """Search the team's memories, embedding the query first unless `mode` is keyword;
+    `options` are search.selectors.search_memories' keyword arguments (filters, explain,
+    diversify, decay...). Bad input is refused before anything is sent to the provider.
+    The caller is inside the team's scope."""
     query = selectors.check_search_input(query=query, max_results=max_results)
     embedding, warnings = embed_query(team=team, query=query) if mode != "keyword" else (None, [])
     outcome = selectors.search_memories(
-        team=team,
-        query=query,
-        embedding=embedding,
-        max_results=max_results,
-        min_score=min_score,
-        types=types,
-        project=project,
-        include_superseded=include_superseded,
-        tags=tags,
-        people=people,
-        explain=explain,
-        mode=mode,
-        diversify=diversify,
-        decay=decay,
+        team=team, query=query, embedding=embedding, mode=mode, max_results=max_results, **options
     )
     return replace(outcome, warnings=[*warnings, *outcome.warnings])
