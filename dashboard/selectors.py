@@ -9,13 +9,14 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
-from django.db.models import Count, QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
+from memories.exceptions import MemoryNotFound
 from memories.extraction import metadata_filter_q
 from memories.models import IndexState, Memory, MemoryState
-from memories.selectors import HistoryEvent, memory_history, recent_history
+from memories.selectors import HistoryEvent, history_events, list_memory_versions, recent_history
 from memories.types import MemoryType
 from teams.models import AuditEvent, Membership, Team
 from teams.scope import own_memberships_scope
@@ -167,34 +168,74 @@ class TimelineEntry:
     removed_words: int = 0
 
 
+# Versions of a key per page of its timeline: each one brings a word diff.
+TIMELINE_PAGE_SIZE = 20
+
+
 @dataclass
 class KeyStory:
     key: str
     current: Memory | None  # the active version, None when the key is deleted
     latest: Memory  # the newest version, whatever its state
-    versions: dict[uuid.UUID, Memory]
-    timeline: list[TimelineEntry]
+    timeline: list[TimelineEntry]  # one page, newest first
+    older_than: uuid.UUID | None  # the page starts below this version (None: the newest)
+    next_older_than: uuid.UUID | None  # the cursor of the next, older page (None: no more)
 
 
-def key_story(*, team: Team, key: str) -> KeyStory:
-    """Every version of a key, and the supersede timeline (newest first) with a word
-    diff of each version against the one it replaced. Raises MemoryNotFound."""
-    events = memory_history(team=team, key=key)
-    versions = {event.memory.id: event.memory for event in events}
-    current = next((m for m in versions.values() if m.is_active), None)
-    latest = max(versions.values(), key=lambda m: (m.created_at, str(m.id)))
+def key_story(
+    *, team: Team, key: str, older_than: uuid.UUID | None = None, page_size: int = TIMELINE_PAGE_SIZE
+) -> KeyStory:
+    """A page of the key's supersede timeline (newest first, the versions saved before
+    `older_than` when given) with a word diff of each version against the one it
+    replaced. Raises MemoryNotFound for a key never saved, or a cursor not of this key."""
+    versions = list_memory_versions(team=team, key=key)
+    latest = versions.first()
+    if latest is None:  # deleted since list_memory_versions looked
+        raise MemoryNotFound("no memory was ever saved under this key")
+    current = versions.filter(is_active=True).first()
+    page_rows = versions
+    if older_than is not None:
+        anchor = versions.filter(id=older_than).first()
+        if anchor is None:
+            raise MemoryNotFound("no such version of this key")
+        page_rows = versions.filter(
+            Q(created_at__lt=anchor.created_at) | Q(created_at=anchor.created_at, id__lt=anchor.id)
+        )
+    page = list(page_rows[: page_size + 1])
+    next_older_than = page[page_size - 1].id if len(page) > page_size else None
+    page = page[:page_size]
+    # What each version replaced: on this page, or just below it, or under another key
+    # (a longer duplicate saved under a new key replaces an entry of another key).
+    replaced_ids = {m.supersedes_id for m in page if m.supersedes_id} - {m.id for m in page}
+    known = {m.id: m for m in page}
+    known.update((m.id, m) for m in Memory.objects.for_team(team.id).filter(id__in=replaced_ids))
     timeline = []
-    for event in events:
+    for event in history_events(page, page):
         entry = TimelineEntry(event=event)
         supersedes_id = event.memory.supersedes_id
-        previous = versions.get(supersedes_id) if supersedes_id and event.kind != "deleted" else None
+        previous = known.get(supersedes_id) if supersedes_id and event.kind != "deleted" else None
         if previous is not None:
             entry.previous = previous
             entry.diff = word_diff(previous.content, event.memory.content)
             entry.added_words = sum(len(p.text.split()) for p in entry.diff if p.op == "insert")
             entry.removed_words = sum(len(p.text.split()) for p in entry.diff if p.op == "delete")
         timeline.append(entry)
-    return KeyStory(key=key, current=current, latest=latest, versions=versions, timeline=timeline)
+    return KeyStory(
+        key=key,
+        current=current,
+        latest=latest,
+        timeline=timeline,
+        older_than=older_than,
+        next_older_than=next_older_than,
+    )
+
+
+def key_version(*, team: Team, key: str, version_id: uuid.UUID) -> Memory:
+    """One version of the key. Raises MemoryNotFound."""
+    version = Memory.objects.for_team(team.id).filter(key=key, id=version_id).first()
+    if version is None:
+        raise MemoryNotFound("no such version of this key")
+    return version
 
 
 _WORDS = re.compile(r"\s+|\w+|[^\w\s]+")

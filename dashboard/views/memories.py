@@ -126,13 +126,13 @@ def _render_detail(
     status: int = 200,
 ) -> HttpResponse:
     path_key(key)
-    story = selectors.key_story(team=access.team, key=key)
+    story = selectors.key_story(
+        team=access.team, key=key, older_than=parse_version(request.GET.get("older_than"))
+    )
     shown = story.current or story.latest
     wanted = parse_version(request.GET.get("version"))
     if wanted is not None:
-        if wanted not in story.versions:
-            raise MemoryNotFound("no such version of this key")
-        shown = story.versions[wanted]
+        shown = selectors.key_version(team=access.team, key=key, version_id=wanted)
     context = page_context(
         access,
         key=key,
