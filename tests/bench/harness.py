@@ -58,8 +58,9 @@ def bench_env(**extra: str) -> dict[str, str]:
 def prepare_environment() -> None:
     """Point this process at the bench data folder, migrate it (in a subprocess, as
     `manage.py migrate` would run), then set Django up."""
+    env = bench_env()  # read before clearing: it starts from this environment
     os.environ.clear()
-    os.environ.update(bench_env())
+    os.environ.update(env)
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     LOG_DIR.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
@@ -86,9 +87,11 @@ def reset_data() -> None:
     from django.conf import settings
     from django.db import connection
 
+    from teams.roles import as_owner
+
     if Path(settings.DATA_DIR).resolve() != DATA_DIR.resolve():
         raise RuntimeError(f"refusing to reset {settings.DATA_DIR}: not the bench data folder")
-    with connection.cursor() as cursor:
+    with as_owner(connection), connection.cursor() as cursor:
         cursor.execute("TRUNCATE teams_team, search_embeddingcache CASCADE")
 
 
@@ -243,7 +246,8 @@ class Subprocess:
 
 @contextmanager
 def api_server(*, workers: int = 2, **extra_env: str) -> Iterator[str]:
-    """gunicorn memoryhub.wsgi on 127.0.0.1:<free port>; yields the base URL once
+    """gunicorn memoryhub.wsgi with the deployment's config (memoryhub.gunicorn_conf) on
+    127.0.0.1:<free port>; yields the base URL once
     /healthz answers."""
     import httpx
 
@@ -253,6 +257,8 @@ def api_server(*, workers: int = 2, **extra_env: str) -> Iterator[str]:
         [
             str(BIN / "gunicorn"),
             "memoryhub.wsgi",
+            "-c",
+            "python:memoryhub.gunicorn_conf",
             "--bind",
             f"127.0.0.1:{port}",
             "--workers",
@@ -274,6 +280,27 @@ def api_server(*, workers: int = 2, **extra_env: str) -> Iterator[str]:
             raise RuntimeError(f"the API server did not start; its log:\n{server.log_tail()}") from None
         yield base
     finally:
+        server.stop()
+
+
+@contextmanager
+def embedded_redis() -> Iterator[str]:
+    """The bench's own Redis (memoryhub.embedded_redis in the bench data folder), emptied
+    first; yields its URL. No Redis the machine happens to run is ever used."""
+    import redis
+
+    from memoryhub import embedded_redis as embedded
+
+    folder = DATA_DIR / "redis"
+    embedded.stop(folder)  # one left behind by an interrupted run
+    server = embedded.start(folder)
+    url = embedded.url(folder)
+    client = redis.Redis.from_url(url.replace("redis+socket://", "unix://", 1))
+    try:
+        client.flushall()
+        yield url
+    finally:
+        client.close()
         server.stop()
 
 

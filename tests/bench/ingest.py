@@ -1,7 +1,7 @@
 """Write throughput and save-to-searchable time with a real broker and worker.
 
 A gunicorn server and one Celery worker (prefork, concurrency 1), both with
-REDIS_URL=redis://127.0.0.1:6379/15 (flushed first) and the bench data folder. The
+the bench's own embedded Redis (emptied first) and the bench data folder. The
 client POSTs memories through the API; a second thread polls
 `GET /memories/{key}/` until `index_state == "indexed"`. Two phases:
 
@@ -23,7 +23,6 @@ from typing import Any
 from tests.bench import harness
 from tests.bench.latency import TextGenerator
 
-REDIS_URL = "redis://127.0.0.1:6379/15"
 TEAM_SLUG = "bench-ingest"
 POLL_INTERVAL = 0.01  # seconds between two polls of a pending key
 TIMEOUT = 600.0
@@ -166,7 +165,6 @@ def _check_searchable(client: Any, base: str, items: list[Posted]) -> dict[str, 
 
 def run(*, quick: bool = False) -> dict[str, Any]:
     import httpx
-    import redis
     from django.conf import settings
 
     from teams.services import create_team, create_token
@@ -179,14 +177,14 @@ def run(*, quick: bool = False) -> dict[str, Any]:
     harness.reset_data()
     team = create_team(slug=TEAM_SLUG, name="Bench ingest")
     token = create_token(team=team, name="bench", scopes=["read", "write"], actor="test").raw
-    redis.Redis.from_url(REDIS_URL).flushdb()
     burst_rows = _texts(burst_n, 0)
     serial_rows = _texts(serial_n, 50_000)
 
     headers = {"Authorization": f"Bearer {token}"}
     with (
-        harness.celery_worker(redis_url=REDIS_URL, queue=queue),
-        harness.api_server(workers=2, REDIS_URL=REDIS_URL) as base,
+        harness.embedded_redis() as redis_url,
+        harness.celery_worker(redis_url=redis_url, queue=queue),
+        harness.api_server(workers=2, REDIS_URL=redis_url) as base,
         httpx.Client(headers=headers, timeout=60) as client,
         httpx.Client(headers=headers, timeout=60) as poll_client,
     ):
@@ -242,7 +240,7 @@ def run(*, quick: bool = False) -> dict[str, Any]:
         "section": "ingest",
         "quick": quick,
         "how": {
-            "server": "gunicorn memoryhub.wsgi, 2 workers, REDIS_URL=" + REDIS_URL,
+            "server": "gunicorn memoryhub.wsgi, 2 workers, the bench's embedded Redis",
             "worker": f"celery -A memoryhub worker --concurrency 1 --pool prefork -Q {queue}",
             "client": "httpx, one POST at a time; a second thread polls GET /memories/{key}/",
             "texts": f"TextGenerator (latency.py) with a unique marker word; {LONG_SHARE:.0%} are long "

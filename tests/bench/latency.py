@@ -403,6 +403,7 @@ def _seed_to(
     from tqdm import tqdm
 
     from search import vector_index
+    from teams.roles import as_owner
 
     targets = {t.index: size if t.index == 0 else size // 10 for t in teams}
     total = sum(targets[t.index] - t.count for t in teams)
@@ -411,7 +412,8 @@ def _seed_to(
     began = time.perf_counter()
     embedded_before, embed_seconds_before = embedder.embedded, embedder.seconds
     chunks = 0
-    with connection.cursor() as cursor:
+    # Indexes belong to the owner role, as migrations create them.
+    with as_owner(connection), connection.cursor() as cursor:
         cursor.execute(vector_index.drop_index_sql(model))
     with tqdm(total=total, desc=f"seeding {size:,}", unit="mem", smoothing=0.05) as bar:
         for seed_team in teams:
@@ -424,7 +426,7 @@ def _seed_to(
     insert_seconds = time.perf_counter() - began
 
     began = time.perf_counter()
-    with connection.cursor() as cursor:
+    with as_owner(connection), connection.cursor() as cursor:
         # The migration's own statement; a larger maintenance_work_mem only keeps the
         # graph build in memory, which pgvector needs to build it fast.
         cursor.execute("SET maintenance_work_mem = '1GB'")
@@ -432,7 +434,7 @@ def _seed_to(
         cursor.execute("RESET maintenance_work_mem")
     index_seconds = time.perf_counter() - began
     began = time.perf_counter()
-    with connection.cursor() as cursor:
+    with as_owner(connection), connection.cursor() as cursor:
         for table in ("memories_memory", "search_chunk", "search_chunkembedding"):
             cursor.execute(f"VACUUM ANALYZE {table}")
     vacuum_seconds = time.perf_counter() - began
