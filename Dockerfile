@@ -13,4 +13,4 @@ RUN SECRET_KEY=build MEMORYHUB_VAULT_KEY=$(python -c 'from cryptography.fernet i
 
 USER memoryhub
 EXPOSE 8000
-CMD ["gunicorn", "memoryhub.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3", "--access-logfile", "-"]
+CMD ["gunicorn", "memoryhub.wsgi", "-c", "python:memoryhub.gunicorn_conf", "--bind", "0.0.0.0:8000"]

@@ -8,12 +8,22 @@ import logging
 import os
 
 from celery import Celery
+from celery.signals import worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
 
 app = Celery("memoryhub")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@worker_init.connect
+def lower_worker_priority(**_: object) -> None:
+    """Before the pool starts (its processes inherit it): see MEMORYHUB_WORKER_NICENESS."""
+    from django.conf import settings
+
+    if settings.MEMORYHUB_WORKER_NICENESS > 0:
+        os.nice(settings.MEMORYHUB_WORKER_NICENESS)
 
 
 def warn_if_tasks_run_in_process() -> None:

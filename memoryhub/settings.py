@@ -181,6 +181,9 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env.int("MEMORYHUB_BROKER_VISIBILITY_TIMEOUT", default=3600)
 }
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Workers embed whole memories while the web server answers agents on the same cores:
+# they run at a lower CPU priority (a nice value, 0 to leave it) so requests come first.
+MEMORYHUB_WORKER_NICENESS = env.int("MEMORYHUB_WORKER_NICENESS", default=10)
 CELERY_BEAT_SCHEDULE = {
     "reconcile-index-states": {
         "task": "search.reconcile_index_states",
