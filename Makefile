@@ -40,7 +40,8 @@ migrate: install
 # The web server, a Celery worker, Celery beat and an embedded Redis (left out when REDIS_URL
 # names a Redis of your own), under honcho (see Procfile): Ctrl-C or `make stop` stops them
 # all. Only when no Redis can be started here does the web server run alone, with tasks
-# in-process, and say so.
+# in-process, and say so. It serves plain http://$(HOST):$(PORT) without DEBUG, hence
+# MEMORYHUB_PLAIN_HTTP: no Secure cookies and no redirect to https (docs/decisions.md).
 run: migrate
 	@if [ -f "$(RUN_PID)" ] && ps -o args= -p "$$(cat "$(RUN_PID)")" 2>/dev/null | grep -q honcho; then \
 		echo "make run is already running (pid $$(cat "$(RUN_PID)")); stop it with make stop"; exit 1; \
@@ -68,6 +69,7 @@ run: migrate
 	fi; \
 	echo $$$$ > "$(RUN_PID)"; \
 	export MEMORYHUB_WEB_BIND="$(HOST):$(PORT)" PATH="$(abspath $(BIN)):$$PATH"; \
+	export MEMORYHUB_PLAIN_HTTP="$${MEMORYHUB_PLAIN_HTTP:-true}"; \
 	exec $(BIN)/honcho --env /dev/null start $$processes
 
 # Stops what `make run` started: its processes (honcho stops them), then the embedded

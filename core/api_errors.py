@@ -9,12 +9,16 @@ otherwise surface as a 500 deep in a write or a render)."""
 from __future__ import annotations
 
 import json
+import logging
 import math
+import sys
 from typing import Any
 
+import psycopg
 from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpResponse, JsonResponse
 from django.views import defaults
 from drf_spectacular.utils import OpenApiResponse
@@ -25,6 +29,8 @@ from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
 from core.errors import DomainError
+
+logger = logging.getLogger("memoryhub.database")
 
 
 class RequestTooLarge(drf.APIException):
@@ -122,7 +128,7 @@ _DRF_CODES: list[tuple[type[Exception], str]] = [
     (drf.MethodNotAllowed, "method_not_allowed"),
     (drf.NotAcceptable, "not_acceptable"),
     (drf.UnsupportedMediaType, "unsupported_media_type"),
-    (drf.Throttled, "throttled"),
+    (drf.Throttled, "rate_limited"),
 ]
 
 
@@ -145,7 +151,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     elif isinstance(exc, DjangoPermissionDenied):
         exc = drf.PermissionDenied()
     if not isinstance(exc, drf.APIException):
-        return None  # a real bug: let Django answer 500 and log it
+        # A real bug: Django answers 500 and logs it. Or the database is down or saturated:
+        # leaving it to propagate rolls back (or drops) the request's transaction before
+        # `json_500` answers 503, where it is answered for every other view too.
+        return None
 
     code = next((c for cls, c in _DRF_CODES if isinstance(exc, cls)), "error")
     extra: dict[str, Any] = {}
@@ -163,7 +172,11 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if isinstance(exc, drf.Throttled):
         wait: float | None = exc.wait  # type: ignore[attr-defined]  # DRF sets it; drf-stubs omit it
         if wait is not None:
-            headers["Retry-After"] = str(int(wait))
+            # Whole seconds, rounded up: a client that waits this long is let through.
+            retry_after = max(1, math.ceil(wait))
+            headers["Retry-After"] = str(retry_after)
+            extra["retry_after"] = retry_after
+            detail = f"too many requests; retry in {retry_after} seconds"
     set_rollback()
     return Response(error_body(code, detail, **extra), status=exc.status_code, headers=headers)
 
@@ -180,8 +193,59 @@ def json_404(request: Any, exception: Exception | None = None) -> HttpResponse:
     return JsonResponse(error_body("not_found", "not found"), status=404)
 
 
-def json_500(request: Any) -> JsonResponse:
+def json_500(request: Any) -> HttpResponse:
+    # Django calls the 500 handler inside the `except` block of the failure it answers.
+    failure = sys.exc_info()[1]
+    if failure is not None and is_database_unavailable(failure):
+        return database_unavailable(request, failure)
     return JsonResponse(error_body("server_error", "internal error"), status=500)
+
+
+def is_database_unavailable(exc: BaseException) -> bool:
+    """The database cannot be reached, dropped the connection, or no pooled connection
+    came free in time (psycopg_pool.PoolTimeout is an OperationalError): the request may
+    succeed if sent again, so it answers 503, not 500."""
+    return isinstance(exc, DATABASE_UNAVAILABLE_ERRORS)
+
+
+# Django's wrappers, and psycopg's own for code that meets them unwrapped.
+DATABASE_UNAVAILABLE_ERRORS = (
+    OperationalError,
+    InterfaceError,
+    psycopg.OperationalError,
+    psycopg.InterfaceError,
+)
+
+
+DATABASE_UNAVAILABLE_PAGE = (
+    "<!doctype html><html><head><title>Service unavailable</title></head><body>"
+    "<h1>Service unavailable</h1><p>MemoryHub cannot reach its database right now; "
+    "try again in a few seconds.</p></body></html>"
+)
+
+
+def database_unavailable(request: Any, exc: BaseException) -> HttpResponse:
+    """503 with Retry-After: the one error shape for the API, a plain page for people.
+    Says nothing of the database to the client; logs the cause once."""
+    logger.error(
+        "database unavailable, answered 503: %s %s: %s: %s",
+        request.method,
+        request.path,
+        type(exc).__name__,
+        str(exc).strip(),
+    )
+    retry_after: int = settings.DB_UNAVAILABLE_RETRY_AFTER_SECONDS
+    response: HttpResponse
+    if request.path.startswith("/api/"):
+        detail = "the database is temporarily unavailable; retry later"
+        body = error_body("database_unavailable", detail, retry_after=retry_after)
+        response = JsonResponse(body, status=503)
+    else:
+        response = HttpResponse(DATABASE_UNAVAILABLE_PAGE, status=503, content_type="text/html")
+    response["Retry-After"] = str(retry_after)
+    # Logged above, without a traceback: Django would log it again as a server error.
+    response._has_been_logged = True  # type: ignore[attr-defined]
+    return response
 
 
 def json_400(request: Any, exception: Exception | None = None) -> JsonResponse:
@@ -204,6 +268,9 @@ class ErrorSerializer(serializers.Serializer[dict[str, Any]]):
     fields = serializers.DictField(  # type: ignore[assignment]
         required=False, help_text="Validation messages per input field (`non_field_errors`: the whole body)."
     )
+    retry_after = serializers.IntegerField(
+        required=False, help_text="With 429: seconds to wait before retrying, as in the Retry-After header."
+    )
 
 
 ERROR_DESCRIPTIONS = {
@@ -215,10 +282,12 @@ ERROR_DESCRIPTIONS = {
     409: "The request conflicts with the current state.",
     413: "The request body is larger than the limit.",
     415: "The request body is not JSON.",
+    429: "Rate limited: the token (or, without one, the client address) has used its budget "
+    "of reads or writes for now. Retry after the seconds in the Retry-After header.",
 }
 
 # What every team-scoped operation may answer, whatever it does.
-TEAM_SCOPED_ERRORS = (400, 401, 403, 404)
+TEAM_SCOPED_ERRORS = (400, 401, 403, 404, 429)
 # And what every operation that reads a body may answer as well.
 BODY_ERRORS = (413, 415)
 

@@ -51,3 +51,16 @@ def _generated(path: Path, *, fernet: bool) -> str:
     with os.fdopen(fd, "w") as handle:
         handle.write(value)
     return value
+
+
+_RATE_PERIODS = ("s", "sec", "second", "m", "min", "minute", "h", "hour", "d", "day")
+
+
+def read_rate(env: environ.Env, name: str, *, default: str) -> str:
+    """A throttle rate such as `600/min` (requests per second, minute, hour or day),
+    checked at start-up: a typo would otherwise fail every API request."""
+    value: str = env.str(name, default=default).strip()
+    count, _, period = value.partition("/")
+    if not (count.isdigit() and int(count) > 0 and period in _RATE_PERIODS):
+        raise SettingError(f"{name} must look like 600/min (a count per s, min, hour or day), not {value!r}")
+    return value

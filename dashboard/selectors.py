@@ -9,6 +9,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
+from django.conf import settings
 from django.db.models import Count, Q, QuerySet
 from django.db.models.functions import TruncDate
 from django.utils import timezone
@@ -83,6 +84,36 @@ def index_health(*, team: Team) -> dict[str, int]:
     health = dict.fromkeys(IndexState.values, 0)
     health.update({row["index_state"]: row["n"] for row in rows})
     return health
+
+
+@dataclass(frozen=True)
+class FailedIndexEntry:
+    key: str
+    attempts: int
+    last_error: str  # an exception class name, never its message (it may name internal URLs)
+    next_attempt_at: datetime | None
+    given_up: bool  # reached MEMORYHUB_INDEX_MAX_ATTEMPTS: only "retry" brings it back
+
+
+def failed_index_entries(*, team: Team, limit: int = 10) -> list[FailedIndexEntry]:
+    """The team's live versions whose last indexing failed, those given up on first."""
+    rows = (
+        Memory.objects.for_team(team.id)
+        .filter(deleted_at__isnull=True, index_state=IndexState.FAILED)
+        .order_by("-index_attempts", "key")
+        .values_list("key", "index_attempts", "index_last_error", "index_next_attempt_at")[:limit]
+    )
+    max_attempts = settings.MEMORYHUB_INDEX_MAX_ATTEMPTS
+    return [
+        FailedIndexEntry(
+            key=key,
+            attempts=attempts,
+            last_error=last_error or "unknown",
+            next_attempt_at=None if attempts >= max_attempts else next_attempt_at,
+            given_up=attempts >= max_attempts,
+        )
+        for key, attempts, last_error, next_attempt_at in rows
+    ]
 
 
 def writes_per_day(*, team: Team, days: int = 30, today: date | None = None) -> list[tuple[date, int]]:

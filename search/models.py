@@ -72,12 +72,14 @@ class ChunkEmbedding(models.Model):
 
 
 class EmbeddingCache(models.Model):
-    """(content_hash, model) → vector, shared by every team.
+    """(team, content_hash, model) → vector: embeddings a team already paid for.
 
-    It holds no text, only the vector of a SHA-256-addressed piece of (already
-    scrubbed) text, so sharing it leaks nothing readable between teams and saves
-    embedding the same text twice."""
+    Keyed per team: a save answers faster when its text is in the cache, so a cache
+    shared by every team would tell team A (by timing) that team B holds a text. Each
+    team's rows are under row-level security like every other team-scoped table and go
+    with the team; the same text saved by two teams is embedded once for each."""
 
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
     content_hash = models.CharField(max_length=64)
     model = models.CharField(max_length=200)
     dimensions = models.PositiveIntegerField()
@@ -86,7 +88,9 @@ class EmbeddingCache(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["content_hash", "model"], name="one_cached_embedding_per_model"),
+            models.UniqueConstraint(
+                fields=["team", "content_hash", "model"], name="one_cached_embedding_per_team_model"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -1,5 +1,6 @@
 """Answering a search query: embed the query with the team's provider (the one network
-call of a search), then run the selector with that vector.
+call of a search, made outside the API request's transaction), then run the selector
+with that vector.
 
 No provider, a broken profile or a dead endpoint → keyword only, search_mode
 "keyword", a logged warning that also goes back in the outcome; never an error.
@@ -11,6 +12,7 @@ import logging
 from dataclasses import replace
 from typing import Any
 
+from core.request_transaction import outside_request_transaction
 from search import selectors
 from search.embeddings.base import EmbeddingUnavailable
 from search.retrieval.candidates import QueryVector, SearchMode
@@ -31,7 +33,8 @@ def embed_query(*, team: Team, query: str) -> tuple[QueryVector | None, list[str
         provider = team_provider(team)
         if provider is None:
             return None, []
-        values = provider.embed_query(query)
+        with outside_request_transaction():
+            values = provider.embed_query(query)
     except EmbeddingUnavailable as exc:
         # The detail (the provider's URL, its error body) is for operators: the log
         # has it, the caller only learns that search fell back to keywords.

@@ -3,7 +3,7 @@
 Indexing is idempotent: it derives a memory version's chunks and vectors from its
 content, so running it twice, or after the version was superseded, rewrites the same
 rows. Embedding happens outside any transaction (a provider may be slow), and only
-text whose (content_hash, model) is not in the EmbeddingCache goes to the provider.
+text whose (content_hash, model) is not in the team's EmbeddingCache goes to the provider.
 """
 
 from __future__ import annotations
@@ -12,10 +12,13 @@ import logging
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Literal
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import DurationField, Exists, ExpressionWrapper, F, FloatField, Func, OuterRef, Q, Value
+from django.db.models.functions import Now, Power
 
 from core.errors import InvalidInput
 from memories.models import IndexState, Memory
@@ -57,7 +60,14 @@ def index_memory(*, team_id: int, memory_id: uuid.UUID | str) -> str:
     """Chunk and embed one memory version; set its index_state.
 
     Chunks are written even when embedding fails, so the entry is found by keyword at
-    once; it is then `failed` and the reconcile job retries it."""
+    once; the failure is counted (index_attempts, backoff) and the reconcile job retries
+    it, until MEMORYHUB_INDEX_MAX_ATTEMPTS failures leave it `failed` for good.
+
+    Vectors are stored only under a share lock of the team's row, after checking that
+    the profile they were embedded with is still the team's: a re-index switching the
+    team to another model (reindex_team, which takes that row's lock) either happens
+    before, and this embeds again with the new model, or after, and then it sees these
+    vectors are not the new model's and queues the entry again."""
     with team_scope(team_id):
         memory = Memory.objects.for_team(team_id).select_related("team").filter(id=memory_id).first()
         if memory is None:
@@ -68,27 +78,99 @@ def index_memory(*, team_id: int, memory_id: uuid.UUID | str) -> str:
 
     if memory.deleted_at is not None:
         # Never returned by search; nothing to embed.
-        _set_state(team_id, memory.id, IndexState.INDEXED)
+        _record_success(team_id, memory.id)
         return IndexOutcome.GONE
 
-    try:
-        provider = team_provider(team)
-        if provider is None:
-            _set_state(team_id, memory.id, IndexState.INDEXED)
-            return IndexOutcome.KEYWORD_ONLY
-        vectors = cached_embeddings(provider, [(p.content_hash, p.text) for p in pieces])
-    except EmbeddingUnavailable as exc:
-        logger.warning("embedding memory %s of team %s failed: %s", memory.key, team.slug, exc)
-        _set_state(team_id, memory.id, IndexState.FAILED)
-        return IndexOutcome.FAILED
+    profile = team_profile(team)
+    # Each pass embeds with the profile the team had when it started; a switch happens
+    # rarely and is locked against, so a second pass is the most there ever is in practice.
+    for _ in range(MAX_PROFILE_SWITCHES_PER_INDEXING):
+        try:
+            provider = provider_for(profile)
+            vectors = (
+                cached_embeddings(provider, [(p.content_hash, p.text) for p in pieces], team_id=team_id)
+                if provider is not None
+                else {}
+            )
+        except EmbeddingUnavailable as exc:
+            logger.warning("embedding memory %s of team %s failed: %s", memory.key, team.slug, exc)
+            _record_failure(team_id, memory.id, exc)
+            return IndexOutcome.FAILED
 
+        with team_scope(team_id):
+            current = _lock_team_profile(team_id, exclusive=False)
+            if current != profile:
+                profile = current
+                continue
+            if provider is None:
+                _record_success(team_id, memory.id)
+                return IndexOutcome.KEYWORD_ONLY
+            _ensure_index_once(provider)
+            _store_vectors(
+                team_id, Chunk.objects.filter(team_id=team_id, memory_id=memory.id), provider.model, vectors
+            )
+            _record_success(team_id, memory.id)
+        return IndexOutcome.INDEXED
+    # The team kept switching models under this task: leave the entry for the reconcile job.
+    logger.warning("memory %s of team %s: embedding model changed while indexing", memory.key, team.slug)
+    return IndexOutcome.FAILED
+
+
+# How many times one indexing follows a team to a new embedding profile before leaving
+# the entry to the reconcile job.
+MAX_PROFILE_SWITCHES_PER_INDEXING = 3
+
+
+def _lock_team_profile(team_id: int, *, exclusive: bool) -> str:
+    """The team's embedding profile, its row locked until the transaction ends: shared
+    by indexings storing vectors, exclusive for the re-index's switch. FOR NO KEY UPDATE
+    (not FOR UPDATE) so that inserting the team's other rows, whose foreign key takes
+    FOR KEY SHARE, is never blocked by a switch."""
+    lock = "FOR NO KEY UPDATE" if exclusive else "FOR SHARE"
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT embedding_profile FROM teams_team WHERE id = %s {lock}", [team_id])  # noqa: S608
+        row = cursor.fetchone()
+    if row is None:
+        raise Team.DoesNotExist(f"team {team_id}")
+    return str(row[0] or settings.MEMORYHUB_EMBEDDING_PROFILE)
+
+
+def _record_success(team_id: int, memory_id: uuid.UUID) -> None:
     with team_scope(team_id):
-        _ensure_index_once(provider)
-        _store_vectors(
-            team_id, Chunk.objects.filter(team_id=team_id, memory_id=memory.id), provider.model, vectors
+        Memory.objects.for_team(team_id).filter(id=memory_id).update(
+            index_state=IndexState.INDEXED,
+            index_queued_at=None,
+            index_attempts=0,
+            index_next_attempt_at=None,
+            index_last_error="",
         )
-        Memory.objects.for_team(team_id).filter(id=memory.id).update(index_state=IndexState.INDEXED)
-    return IndexOutcome.INDEXED
+
+
+def _record_failure(team_id: int, memory_id: uuid.UUID, error: Exception) -> None:
+    """Count a failed attempt: the entry is `failed`, the lease is released, and the
+    reconcile job may retry it after an exponential backoff; at MAX_ATTEMPTS failures
+    it is skipped until someone asks for "retry stuck"."""
+    base = settings.MEMORYHUB_INDEX_RETRY_BASE_SECONDS
+    ceiling = settings.MEMORYHUB_INDEX_RETRY_MAX_SECONDS
+    with team_scope(team_id):
+        Memory.objects.for_team(team_id).filter(id=memory_id).update(
+            index_state=IndexState.FAILED,
+            index_queued_at=None,
+            index_attempts=F("index_attempts") + 1,
+            # base * 2^(attempts before this one), at most the ceiling
+            index_next_attempt_at=Now()
+            + ExpressionWrapper(
+                Func(
+                    Value(base) * Power(Value(2.0), F("index_attempts")),
+                    Value(ceiling),
+                    function="LEAST",
+                    output_field=FloatField(),
+                )
+                * Value(timedelta(seconds=1)),
+                output_field=DurationField(),
+            ),
+            index_last_error=type(error).__name__[:100],
+        )
 
 
 def _store_vectors(
@@ -117,25 +199,36 @@ def _ensure_index_once(provider: EmbeddingProvider) -> None:
 
 
 def cached_embeddings(
-    provider: EmbeddingProvider, items: Iterable[tuple[str, str]]
+    provider: EmbeddingProvider, items: Iterable[tuple[str, str]], *, team_id: int
 ) -> dict[str, list[float]]:
-    """Vectors by content hash for (content_hash, text) pairs; only hashes the cache
-    does not hold for this model are sent to the provider, each once."""
+    """Vectors by content hash for (content_hash, text) pairs; only hashes the team's
+    cache does not hold for this model are sent to the provider, each once.
+
+    The cache is the team's own (search.models.EmbeddingCache): another team having
+    embedded the same text never spares this team the provider's round trip, so the
+    time a save takes says nothing about other teams. The provider is called between
+    two short transactions, never inside one of ours (a caller may still hold one)."""
     texts = dict(items)
-    vectors: dict[str, list[float]] = {
-        row.content_hash: row.embedding
-        for row in EmbeddingCache.objects.filter(model=provider.model, content_hash__in=list(texts))
-    }
+    with team_scope(team_id):
+        vectors: dict[str, list[float]] = {
+            row.content_hash: row.embedding
+            for row in EmbeddingCache.objects.filter(
+                team_id=team_id, model=provider.model, content_hash__in=list(texts)
+            )
+        }
     missing = [h for h in texts if h not in vectors]
     if missing:
         fresh = provider.embed_documents([texts[h] for h in missing])
-        EmbeddingCache.objects.bulk_create(
-            [
-                EmbeddingCache(content_hash=h, model=provider.model, dimensions=len(v), embedding=v)
-                for h, v in zip(missing, fresh, strict=True)
-            ],
-            ignore_conflicts=True,
-        )
+        with team_scope(team_id):
+            EmbeddingCache.objects.bulk_create(
+                [
+                    EmbeddingCache(
+                        team_id=team_id, content_hash=h, model=provider.model, dimensions=len(v), embedding=v
+                    )
+                    for h, v in zip(missing, fresh, strict=True)
+                ],
+                ignore_conflicts=True,
+            )
         vectors.update(zip(missing, fresh, strict=True))
     return vectors
 
@@ -158,11 +251,6 @@ def _replace_chunks(memory: Memory, pieces: list[TextChunk]) -> None:
             for p in pieces
         ]
     )
-
-
-def _set_state(team_id: int, memory_id: uuid.UUID, state: str) -> None:
-    with team_scope(team_id):
-        Memory.objects.for_team(team_id).filter(id=memory_id).update(index_state=state)
 
 
 @dataclass
@@ -210,28 +298,60 @@ def reindex_team(
             batch_ids = chunk_ids[start : start + batch_size]
             with team_scope(team_id):
                 batch = list(Chunk.objects.filter(team_id=team_id, id__in=batch_ids))
-            vectors = cached_embeddings(provider, [(c.content_hash, c.text) for c in batch])
+            vectors = cached_embeddings(provider, [(c.content_hash, c.text) for c in batch], team_id=team_id)
             with team_scope(team_id):
                 _store_vectors(team_id, batch, provider.model, vectors)
             embedded += len(batch)
             if progress:
                 progress(len(batch))
     with team_scope(team_id):
+        # The switch holds the team's row exclusively: an indexing storing vectors holds
+        # it shared (index_memory), so it either stored before (its entry is then checked
+        # below) or stores after, with the new model.
+        _lock_team_profile(team_id, exclusive=True)
         Team.objects.filter(id=team_id).update(embedding_profile=target)
         stale = ChunkEmbedding.objects.filter(team_id=team_id)
         if provider is not None:
             stale = stale.exclude(model=provider.model)
         stale.delete()
-        Memory.objects.for_team(team_id).filter(deleted_at__isnull=True).exclude(
-            index_state=IndexState.INDEXED
-        ).update(index_state=IndexState.INDEXED)
+        live = Memory.objects.for_team(team_id).filter(deleted_at__isnull=True)
+        # Entries saved or indexed meanwhile (with the old model, or not yet chunked) are
+        # not covered by the new vectors: they go back to `pending` and are queued again.
+        incomplete = list(
+            live.filter(_lacks_vectors_of(provider.model if provider else None)).values_list("id", flat=True)
+        )
+        live.exclude(id__in=incomplete).exclude(index_state=IndexState.INDEXED).update(
+            index_state=IndexState.INDEXED, index_attempts=0, index_next_attempt_at=None, index_last_error=""
+        )
+        live.filter(id__in=incomplete).update(index_state=IndexState.PENDING)
+        tasks.index_many_after_commit(team_id=team_id, memory_ids=incomplete)
+        if incomplete:
+            logger.info(
+                "re-index of team %s: %d entries changed meanwhile, queued again", team_id, len(incomplete)
+            )
     return ReindexReport(
         memories=memory_count, chunks_embedded=embedded, model=provider.model if provider else ""
     )
 
 
-def pending_memories(*, older_than_seconds: int, limit: int) -> list[tuple[int, uuid.UUID]]:
-    """(team_id, memory_id) of entries whose indexing never finished or failed.
+def _lacks_vectors_of(model: str | None) -> Q:
+    """Memories (as a filter) that search cannot find fully with `model`: never
+    chunked, or a chunk without a vector of `model` (None: the keyword-only profile,
+    which needs chunks only)."""
+    chunks = Chunk.objects.filter(memory_id=OuterRef("pk"))
+    unchunked = Q(~Exists(chunks))
+    if model is None:
+        return unchunked
+    vector = ChunkEmbedding.objects.filter(chunk_id=OuterRef("pk"), model=model)
+    return unchunked | Q(Exists(chunks.filter(~Exists(vector))))
+
+
+def claim_stuck_memories(*, older_than_seconds: float, limit: int) -> list[tuple[int, uuid.UUID]]:
+    """(team_id, memory_id) of entries whose indexing never finished or failed and that
+    are due: not queued less than a lease ago, past their backoff, not given up on.
+    Never-failed entries come first, then by when each is due, so entries that keep
+    failing wait their backoff and never starve newer ones. The claimed entries' lease
+    starts now (SKIP LOCKED: two reconcile runs never claim the same entry).
 
     Runs in the operators' bypass scope: the reconcile job looks at every team."""
     with (
@@ -240,20 +360,51 @@ def pending_memories(*, older_than_seconds: int, limit: int) -> list[tuple[int, 
     ):
         cursor.execute(
             """
-                SELECT team_id, id FROM memories_memory
+            UPDATE memories_memory SET index_queued_at = clock_timestamp()
+            WHERE id IN (
+                SELECT id FROM memories_memory
                 WHERE index_state IN ('pending', 'failed') AND deleted_at IS NULL
-                  AND updated_at < clock_timestamp() - make_interval(secs => %s)
-                ORDER BY updated_at LIMIT %s
-                """,
-            [older_than_seconds, limit],
+                  AND updated_at < clock_timestamp() - make_interval(secs => %(grace)s)
+                  AND (index_queued_at IS NULL
+                       OR index_queued_at < clock_timestamp() - make_interval(secs => %(lease)s))
+                  AND (index_next_attempt_at IS NULL OR index_next_attempt_at <= clock_timestamp())
+                  AND index_attempts < %(max_attempts)s
+                ORDER BY index_next_attempt_at NULLS FIRST, updated_at
+                LIMIT %(limit)s
+                FOR UPDATE SKIP LOCKED
+            )
+            RETURNING team_id, id, index_next_attempt_at, updated_at
+            """,
+            {
+                "grace": older_than_seconds,
+                "lease": settings.MEMORYHUB_INDEX_LEASE_SECONDS,
+                "max_attempts": settings.MEMORYHUB_INDEX_MAX_ATTEMPTS,
+                "limit": limit,
+            },
         )
-        return [(team_id, memory_id) for team_id, memory_id in cursor.fetchall()]
+        rows = sorted(cursor.fetchall(), key=lambda r: (r[2] is not None, r[2] or r[3], r[3]))
+        return [(team_id, memory_id) for team_id, memory_id, _, _ in rows]
+
+
+def mark_queued(*, team_id: int, memory_ids: list[uuid.UUID]) -> None:
+    """Start the lease of entries about to be handed to the broker (in the caller's
+    transaction: they are enqueued when it commits)."""
+    with team_scope(team_id):
+        Memory.objects.for_team(team_id).filter(id__in=memory_ids).update(index_queued_at=Now())
+
+
+def release_lease(*, team_id: int, memory_id: uuid.UUID | str) -> None:
+    """The broker refused the task: the entry is not queued after all, so the next
+    reconcile run may pick it up without waiting out a lease."""
+    with team_scope(team_id):
+        Memory.objects.for_team(team_id).filter(id=memory_id).update(index_queued_at=None)
 
 
 def request_reindex(*, team: Team, actor: str, scope: Literal["stuck", "all"]) -> int:
     """Enqueue indexing after commit; returns how many memories it concerns.
 
-    "stuck": the entries left pending or failed (one index task each, at most
+    "stuck": the entries left pending or failed, those given up on after too many
+    failures included, with their attempts reset (one index task each, at most
     MAX_RETRY_BATCH); "all": search.tasks.reindex_team, which re-chunks and re-embeds
     every entry of the team with its embedding profile."""
     with transaction.atomic():
@@ -267,8 +418,9 @@ def request_reindex(*, team: Team, actor: str, scope: Literal["stuck", "all"]) -
                 .order_by("updated_at")
                 .values_list("id", flat=True)[:MAX_RETRY_BATCH]
             )
-            for memory_id in ids:
-                tasks.index_after_commit(team_id=team.id, memory_id=memory_id)
+            # Asked for by a person: entries given up on get their full tries again.
+            live.filter(id__in=ids).update(index_attempts=0, index_next_attempt_at=None)
+            tasks.index_many_after_commit(team_id=team.id, memory_ids=ids)
             count = len(ids)
         else:
             raise InvalidInput("scope is 'stuck' or 'all'", field="scope")
@@ -280,8 +432,9 @@ def request_reindex(*, team: Team, actor: str, scope: Literal["stuck", "all"]) -
 
 def delete_team_index(*, team: Team) -> dict[str, int]:
     """Every chunk and vector of a team (the receiver of teams.hooks.team_shutdown; the
-    caller is inside the team's scope). The shared EmbeddingCache holds no team data."""
+    caller is inside the team's scope), and the team's embedding cache."""
     return {
         "chunk_embeddings": ChunkEmbedding.objects.filter(team=team).delete()[0],
         "chunks": Chunk.objects.filter(team=team).delete()[0],
+        "cached_embeddings": EmbeddingCache.objects.filter(team=team).delete()[0],
     }

@@ -9,6 +9,7 @@ bodies (HackSoft's pattern for the services <-> tasks pair)."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
 
@@ -36,31 +37,61 @@ def reindex_team(team_id: int, profile: str | None = None) -> dict[str, object]:
 
 @shared_task(name="search.reconcile_index_states", ignore_result=True)
 def reconcile_index_states() -> int:
-    """Re-enqueue entries left pending or failed (broker or provider was down)."""
+    """Re-enqueue entries left pending or failed (broker or provider was down) that are
+    due: queued longer ago than a lease, past their backoff, not given up on."""
     from search import services
 
-    stuck = services.pending_memories(
+    stuck = services.claim_stuck_memories(
         older_than_seconds=settings.MEMORYHUB_RECONCILE_AFTER_SECONDS,
         limit=settings.MEMORYHUB_RECONCILE_BATCH,
     )
-    for team_id, memory_id in stuck:
-        index_memory.delay(team_id, str(memory_id))
+    enqueued = sum(enqueue_index(team_id, memory_id) for team_id, memory_id in stuck)
     if stuck:
-        logger.info("reconcile re-enqueued %d memories", len(stuck))
-    return len(stuck)
+        logger.info("reconcile re-enqueued %d of %d memories", enqueued, len(stuck))
+    return enqueued
+
+
+def enqueue_index(team_id: int, memory_id: uuid.UUID | str) -> bool:
+    """Hand one index task to the broker; False when the broker refused it.
+
+    The broker transport fails fast (settings: CELERY_BROKER_TRANSPORT_OPTIONS), and a
+    refusal is logged, never raised: the entry stays `pending`, its lease is released,
+    and the reconcile job enqueues it once the broker is back."""
+    from search import services
+
+    try:
+        index_memory.apply_async((team_id, str(memory_id)), retry=False)
+    except Exception as exc:  # kombu raises OperationalError, a transport may raise others
+        logger.warning(
+            "could not enqueue indexing of memory %s (team %s): %s; it stays pending",
+            memory_id,
+            team_id,
+            type(exc).__name__,
+        )
+        services.release_lease(team_id=team_id, memory_id=memory_id)
+        return False
+    return True
 
 
 def index_after_commit(*, team_id: int, memory_id: uuid.UUID | str) -> None:
     """Enqueue indexing once the current transaction commits (the receiver of
-    memories.hooks.memory_written).
+    memories.hooks.memory_written, and of re-index and retry requests).
 
-    A broker that is down must not fail a save that already committed: the entry stays
-    `pending` and the reconcile job picks it up (robust=True logs instead of raising)."""
+    The entry's lease starts in the same transaction, so the reconcile job does not
+    queue it a second time; a broker that is down does not fail a save that already
+    committed (enqueue_index logs it and releases the lease)."""
+    index_many_after_commit(team_id=team_id, memory_ids=[uuid.UUID(str(memory_id))])
 
-    def enqueue() -> None:
-        index_memory.apply_async((team_id, str(memory_id)), retry=False)
 
-    transaction.on_commit(enqueue, robust=True)
+def index_many_after_commit(*, team_id: int, memory_ids: list[uuid.UUID]) -> None:
+    """index_after_commit for several entries of one team: one UPDATE starts their leases."""
+    from search import services
+
+    if not memory_ids:
+        return
+    services.mark_queued(team_id=team_id, memory_ids=memory_ids)
+    for memory_id in memory_ids:
+        transaction.on_commit(functools.partial(enqueue_index, team_id, memory_id))
 
 
 def reindex_after_commit(*, team_id: int) -> None:

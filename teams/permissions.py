@@ -13,9 +13,15 @@ class HasTokenScope(BasePermission):
     through `required_scopes = {"action": "admin"}`."""
 
     def has_permission(self, request: Request, view: Any) -> bool:
-        needed = getattr(view, "required_scopes", {}).get(getattr(view, "action", None))
-        if needed is None:
-            needed = "read" if request.method in SAFE_METHODS else "write"
+        needed = needed_scope(request, view)
         self.message = f"this token lacks the '{needed}' scope"
         token = request.auth
         return isinstance(token, AgentToken) and token.grants(needed)
+
+
+def needed_scope(request: Request, view: Any) -> str:
+    """The scope this request needs (the API throttles count reads and writes by it)."""
+    needed: str | None = getattr(view, "required_scopes", {}).get(getattr(view, "action", None))
+    if needed is None:
+        needed = "read" if request.method in SAFE_METHODS else "write"
+    return needed

@@ -36,6 +36,11 @@ def log_in_as(connection: BaseDatabaseWrapper, login: tuple[str, str]) -> None:
     if connection.in_atomic_block:
         raise RuntimeError("cannot change the database login inside a transaction")
     connection.close()
+    # A connection pool is made once, logged in as the login of its first connection:
+    # close it, so the next connection comes from a pool of the new login.
+    close_pool = getattr(connection, "close_pool", None)
+    if close_pool is not None:
+        close_pool()
     connection.settings_dict["USER"], connection.settings_dict["PASSWORD"] = login
 
 

@@ -3,14 +3,19 @@
 A request reaches an action only after, in this order: a valid token (401),
 the URL's team being the token's team (404, so the API never reveals that another
 team exists), and the token's scope (403). The whole request runs in one
-transaction bound to that team by row-level security.
+transaction bound to that team by row-level security, except while an embedding
+provider answers (core.request_transaction): then what the request did so far is
+committed, and it goes on in a new transaction bound to the same team.
 """
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, ClassVar
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.http import HttpRequest
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
@@ -20,11 +25,13 @@ from rest_framework.response import Response
 from rest_framework.viewsets import ViewSet
 
 from core.errors import InvalidInput, NotFound
+from core.request_transaction import owning_request_transaction
 from teams import hooks
 from teams.authentication import AgentTokenAuthentication
 from teams.models import AgentToken, Team
 from teams.permissions import HasTokenScope
 from teams.scope import reset_request_team, set_request_team
+from teams.throttling import AnonymousAddressThrottle
 from teams.validators import TEAM_SLUG_PATTERN, is_team_slug
 
 TEAM_PATH_PARAMETER = OpenApiParameter(
@@ -57,8 +64,13 @@ class TeamScopedViewSet(ViewSet):
                 )
 
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Response:
-        with transaction.atomic():
-            response = super().dispatch(request, *args, **kwargs)
+        # Entered and left by hand: _outside_transaction replaces it halfway.
+        self._request_atomic = transaction.atomic()
+        self._request_atomic.__enter__()
+        self._request_depth = len(connection.atomic_blocks)
+        try:
+            with owning_request_transaction(self._outside_transaction):
+                response = super().dispatch(request, *args, **kwargs)
             if not isinstance(response, Response):
                 # Only a DRF Response passes the renderer that scrubs credentials.
                 raise TypeError(f"{type(self).__name__} must answer with a rest_framework Response")
@@ -69,7 +81,48 @@ class TeamScopedViewSet(ViewSet):
                 # The transaction ends here anyway; restoring matters only when an
                 # outer transaction (a test) goes on after the request.
                 reset_request_team(self._previous_team_binding)
+        except BaseException:
+            self._request_atomic.__exit__(*sys.exc_info())
+            raise
+        self._request_atomic.__exit__(None, None, None)
         return response
+
+    @contextmanager
+    def _outside_transaction(self) -> Iterator[None]:
+        """Commit what the request did so far, run the block with no transaction of
+        ours open, then go on in a new one bound to the same team. Only straight from
+        the request's own transaction: inside a block of a service's own (a savepoint)
+        or after an error, the block runs where it is."""
+        nested = len(connection.atomic_blocks) != self._request_depth
+        if self.team is None or nested or connection.needs_rollback:
+            yield
+            return
+        reset_request_team(self._previous_team_binding)
+        self._request_atomic.__exit__(None, None, None)
+        try:
+            yield
+        finally:
+            self._request_atomic = transaction.atomic()
+            self._request_atomic.__enter__()
+            self._previous_team_binding = set_request_team(self.team.id)
+
+    def perform_authentication(self, request: Request) -> None:
+        # DRF checks throttles only after authentication and permissions, so a request
+        # without a valid token would never meet one: count it against its address here,
+        # before it is refused, and guessing tokens runs into 429.
+        try:
+            super().perform_authentication(request)
+        except exceptions.AuthenticationFailed:
+            self._check_anonymous_throttle(request)
+            raise
+        if request.auth is None:
+            self._check_anonymous_throttle(request)
+
+    def _check_anonymous_throttle(self, request: Request) -> None:
+        throttle = AnonymousAddressThrottle()
+        if not throttle.allow_request(request, self):
+            # wait() is None only with a budget left, which a refused request has not.
+            self.throttled(request, throttle.wait() or 1.0)
 
     def check_permissions(self, request: Request) -> None:
         # Team resolution sits between authentication and scope checks, so a token

@@ -46,6 +46,7 @@ def overview(request: HttpRequest, access: TeamAccess) -> HttpResponse:
         },
         health=health,
         stuck=health[IndexState.PENDING] + health[IndexState.FAILED],
+        failed_entries=selectors.failed_index_entries(team=team),
         injection=injection,
         token_share=_share(injection.tokens_used, injection.token_budget),
         entry_share=_share(len(injection.included), injection.max_entries),

@@ -123,7 +123,9 @@ def test_killing_the_worker_mid_batch_leaves_every_memory_indexed_exactly_once(
     left = index_states().get("pending", 0)
     assert left > 0, "the worker finished before it was killed; the batch is too small to test a crash"
 
-    start_worker(queue, MEMORYHUB_RECONCILE_AFTER_SECONDS="0")
+    # The lease of the entries queued at save time has run out (0 s here: the test
+    # does not wait the default 15 minutes).
+    start_worker(queue, MEMORYHUB_RECONCILE_AFTER_SECONDS="0", MEMORYHUB_INDEX_LEASE_SECONDS="0")
     # The task that died with the worker is still unacknowledged; the periodic
     # reconcile job is what brings such entries back.
     reconcile_index_states.apply_async()

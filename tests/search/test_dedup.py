@@ -327,7 +327,8 @@ def test_the_check_embeds_through_the_cache_so_indexing_sends_nothing_again(memb
     )
 
     assert response.status_code == 201
-    assert EmbeddingCache.objects.filter(content_hash=content_hash(UNRELATED)).count() == 1
+    with team_scope(member.team.id):
+        assert EmbeddingCache.objects.filter(content_hash=content_hash(UNRELATED)).count() == 1
 
 
 # --------------------------------------------------------------------------- history and unsupersede

@@ -73,6 +73,8 @@ def worker(remote_team: Agent, start_worker: Callable[..., CeleryProcess], tmp_p
         MEMORYHUB_EMBEDDING_PROFILES_FILE=str(tmp_path / "profiles.yaml"),
         MEMORYHUB_TEST_EMBEDDINGS_KEY=API_KEY,
         MEMORYHUB_RECONCILE_AFTER_SECONDS="0",
+        # Retry a failed entry at the next reconcile run, not after the backoff.
+        MEMORYHUB_INDEX_RETRY_BASE_SECONDS="0",
     )
 
 
@@ -190,4 +192,4 @@ def test_only_text_never_seen_before_goes_to_the_provider(
     assert server.inputs_embedded == 2  # only "other" was new
     with team_scope(team_id):
         assert ChunkEmbedding.objects.filter(team=remote_team.team).count() == 4
-    assert EmbeddingCache.objects.filter(model__startswith="fake-minilm").count() == 2
+        assert EmbeddingCache.objects.filter(model__startswith="fake-minilm").count() == 2

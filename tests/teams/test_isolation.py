@@ -14,7 +14,7 @@ from django.db import connection, models, transaction
 from agents.sessions import boot_session
 from memories import services as memory_services
 from memories.feedback import annotate_memory
-from search.models import Chunk, ChunkEmbedding
+from search.models import Chunk, ChunkEmbedding, EmbeddingCache
 from teams import services
 from teams.models import Membership, Team
 from teams.scope import dangerously_bypass_team_scope, team_scope, token_lookup_scope
@@ -43,6 +43,7 @@ KNOWN_TEAM_TABLES = {
     "memories_memory",
     "search_chunk",
     "search_chunkembedding",
+    "search_embeddingcache",
     "teams_agenttoken",
     "teams_auditevent",
     "teams_membership",
@@ -86,6 +87,13 @@ def fill(team: Team, label: str) -> None:
         )
         ChunkEmbedding.objects.create(
             team=team, chunk=chunk, model="isolation-test", embedding=[0.1, 0.2, 0.3]
+        )
+        EmbeddingCache.objects.create(
+            team=team,
+            content_hash=memory.content_hash,
+            model="isolation-test",
+            dimensions=3,
+            embedding=[0.1, 0.2, 0.3],
         )
     services.create_token(team=team, name=f"{label}-bot", scopes=["read"], actor="test")
 

@@ -1,0 +1,65 @@
+"""Issue 10, finding 9: an API request holds no database transaction while the
+embedding provider answers, neither for the save's duplicate check nor for a search's
+query; and it goes on bound to its team afterwards (core.request_transaction)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from django.db import connection
+
+from search.embeddings.profiles import provider_for
+from tests.conftest import Agent
+
+NEW_TEXT = "The billing service pages the on-call engineer after three failed renewals."
+
+
+@pytest.fixture
+def provider_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, bool]]]:
+    """(first text, whether a transaction was open) of every call to the team's provider."""
+    provider = provider_for("local")
+    assert provider is not None
+    calls: list[tuple[str, bool]] = []
+    original = provider.embed_documents
+
+    def observed(texts: list[str]) -> list[list[float]]:
+        calls.append((texts[0], connection.in_atomic_block))
+        return original(texts)
+
+    monkeypatch.setattr(provider, "embed_documents", observed)
+    yield calls
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_duplicate_check_and_the_query_embed_with_no_transaction_open(
+    member: Agent, outsider: Agent, provider_calls: list[tuple[str, bool]]
+) -> None:
+    first = member.client.post(
+        member.url("memories/"), {"key": "deploys", "content": "Deploys happen on Tuesdays."}, format="json"
+    )
+    assert first.status_code == 201  # indexed in-process at its commit: the team has vectors
+    outsider.client.post(
+        outsider.url("memories/"),
+        {"key": "billing", "content": NEW_TEXT + " Bravo only."},
+        format="json",
+    )
+    provider_calls.clear()
+
+    saved = member.client.post(
+        member.url("memories/"), {"key": "billing", "content": NEW_TEXT}, format="json"
+    )
+    searched = member.client.post(
+        member.url("search/"), {"query": "who gets paged about renewals", "mode": "hybrid"}, format="json"
+    )
+
+    assert saved.status_code == 201, saved.content
+    assert searched.status_code == 200, searched.content
+    texts = [text for text, _ in provider_calls]
+    assert NEW_TEXT in texts, "the duplicate check embedded the new text"
+    assert "who gets paged about renewals" in texts, "the search embedded its query"
+    assert [text for text, in_transaction in provider_calls if in_transaction] == []
+    # Back in a transaction bound to the team: the save was written, the search sees
+    # only this team's entries.
+    assert [r["key"] for r in searched.json()["results"]][:1] == ["billing"]
+    assert b"Bravo only" not in searched.content

@@ -1,0 +1,142 @@
+"""Issue 10, finding 8: API rate limits. Each agent token has a budget of reads and one
+of writes; requests without a valid token have one per client address. Over budget, a
+request answers 429 `rate_limited` in the one error shape, with Retry-After."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.core.cache import cache
+from rest_framework.test import APIClient
+
+from tests.conftest import Agent
+from tests.search.conftest import free_port
+
+
+@pytest.fixture(autouse=True)
+def fresh_counts() -> Iterator[None]:
+    cache.clear()
+    yield
+    cache.clear()
+
+
+def exhaust(agent: Agent, budget: int, path: str = "memories/") -> Any:
+    for _ in range(budget):
+        assert agent.client.get(agent.url(path)).status_code == 200
+    return agent.client.get(agent.url(path))
+
+
+def assert_rate_limited(response: Any, *, at_most: int) -> int:
+    assert response.status_code == 429, response.content
+    body = response.json()
+    assert body["error"] == "rate_limited"
+    assert "retry in" in body["detail"]
+    retry_after = int(response["Retry-After"])
+    assert 1 <= retry_after <= at_most
+    assert body["retry_after"] == retry_after
+    return retry_after
+
+
+def test_a_token_over_its_read_budget_answers_429_with_retry_after(member: Agent, settings: Any) -> None:
+    settings.MEMORYHUB_THROTTLE_READ = "3/min"
+
+    assert_rate_limited(exhaust(member, 3), at_most=60)
+
+
+def test_one_teams_token_over_budget_does_not_limit_another_teams_token(
+    member: Agent, outsider: Agent, settings: Any
+) -> None:
+    settings.MEMORYHUB_THROTTLE_READ = "3/min"
+    assert_rate_limited(exhaust(member, 3), at_most=60)
+
+    assert outsider.client.get(outsider.url("memories/")).status_code == 200
+
+
+def test_writes_have_a_budget_of_their_own_and_a_search_counts_as_a_read(
+    member: Agent, settings: Any
+) -> None:
+    settings.MEMORYHUB_THROTTLE_WRITE = "2/min"
+    notes = ["Deploys happen on Tuesdays.", "The staging database is rebuilt nightly.", "Use UTC."]
+    for number, note in enumerate(notes[:2]):
+        saved = member.client.post(
+            member.url("memories/"), {"key": f"n{number}", "content": note}, format="json"
+        )
+        assert saved.status_code == 201, saved.content
+
+    refused = member.client.post(member.url("memories/"), {"key": "n2", "content": notes[2]}, format="json")
+
+    assert_rate_limited(refused, at_most=60)
+    assert member.client.get(member.url("memories/")).status_code == 200
+    searched = member.client.post(member.url("search/"), {"query": "note"}, format="json")
+    assert searched.status_code == 200, searched.content
+
+
+def test_a_limited_token_is_let_through_again_after_retry_after(member: Agent, settings: Any) -> None:
+    settings.MEMORYHUB_THROTTLE_READ = "1/s"
+    # However slow this machine is, some request meets the limit within a few tries.
+    for _ in range(20):
+        response = member.client.get(member.url("memories/"))
+        if response.status_code == 429:
+            break
+        assert response.status_code == 200
+    retry_after = assert_rate_limited(response, at_most=1)
+
+    time.sleep(retry_after)
+
+    assert member.client.get(member.url("memories/")).status_code == 200
+
+
+def test_requests_without_a_valid_token_are_limited_per_client_address(member: Agent, settings: Any) -> None:
+    settings.MEMORYHUB_THROTTLE_ANONYMOUS = "2/min"
+    anonymous = APIClient()
+    guesser = APIClient(HTTP_AUTHORIZATION="Bearer not-a-real-token")
+    url = member.url("memories/")
+
+    assert anonymous.get(url).status_code == 401
+    assert guesser.get(url).status_code == 401
+    # The address's budget is spent, with or without a (bad) token.
+    assert_rate_limited(guesser.get(url), at_most=60)
+    assert_rate_limited(anonymous.get(url), at_most=60)
+
+    assert anonymous.get(url, REMOTE_ADDR="192.0.2.7").status_code == 401
+    assert member.client.get(url).status_code == 200
+
+
+def test_x_forwarded_for_is_ignored_unless_behind_a_proxy(member: Agent, settings: Any) -> None:
+    settings.MEMORYHUB_THROTTLE_ANONYMOUS = "1/min"
+    anonymous = APIClient()
+    url = member.url("memories/")
+    assert anonymous.get(url, HTTP_X_FORWARDED_FOR="198.51.100.1").status_code == 401
+
+    # A client cannot dodge the limit by claiming another address...
+    assert_rate_limited(anonymous.get(url, HTTP_X_FORWARDED_FOR="198.51.100.2"), at_most=60)
+
+    # ...but behind a proxy, the address the proxy saw is the client.
+    settings.MEMORYHUB_PROXY_COUNT = 1
+    assert anonymous.get(url, HTTP_X_FORWARDED_FOR="198.51.100.3").status_code == 401
+    assert anonymous.get(url, HTTP_X_FORWARDED_FOR="spoofed, 198.51.100.4").status_code == 401
+    assert_rate_limited(anonymous.get(url, HTTP_X_FORWARDED_FOR="198.51.100.4"), at_most=60)
+
+
+def test_limits_do_not_take_the_api_down_when_the_cache_is_unreachable(member: Agent, settings: Any) -> None:
+    settings.MEMORYHUB_THROTTLE_READ = "1/min"
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": f"redis://127.0.0.1:{free_port()}/0",
+        }
+    }
+
+    for _ in range(3):
+        assert member.client.get(member.url("memories/")).status_code == 200
+
+
+def test_the_schema_documents_429(db: None) -> None:
+    schema = APIClient().get("/api/schema/", HTTP_ACCEPT="application/json").json()
+
+    operation = schema["paths"]["/api/v1/teams/{team}/memories/"]["get"]
+    assert "429" in operation["responses"]
+    assert "Retry-After" in operation["responses"]["429"]["description"]

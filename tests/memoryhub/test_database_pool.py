@@ -1,0 +1,214 @@
+"""The connection pool and the 503 for a database that is down (docs/decisions.md,
+"Database connections"), in this process: a pooled connection handed back carries no
+role and no team scope to the next request, switching logins switches pools, the real
+settings build the pool, and a dead database answers 503 with Retry-After.
+
+The suite runs without the pool (memoryhub/settings_test.py says why); these tests turn
+it on for the test's connection. test_database_outage.py kills a real server instead."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import close_old_connections, connection
+from django.test import Client
+
+from teams.roles import APP_ROLE, OPERATOR_ROLE, OWNER_ROLE, log_in_as, log_in_as_owner
+from teams.scope import TEAM_SETTING
+from tests.conftest import Agent
+
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def pool_of_one() -> Iterator[None]:
+    """The test's connection draws from a pool of one connection, as a server's would."""
+    db = connection.settings_dict
+    saved = db["CONN_MAX_AGE"], db["OPTIONS"]
+    connection.close()
+    db["CONN_MAX_AGE"] = 0
+    db["OPTIONS"] = {**saved[1], "pool": {"min_size": 1, "max_size": 1, "timeout": 10}}
+    try:
+        yield
+    finally:
+        connection.close()
+        connection.close_pool()
+        db["CONN_MAX_AGE"], db["OPTIONS"] = saved
+
+
+def session_state() -> dict[str, Any]:
+    """Who the pooled connection is and what it carries, read outside any transaction."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_backend_pid(), current_user, current_setting('role'), current_setting(%s, true)",
+            [TEAM_SETTING],
+        )
+        pid, user, role, team = cursor.fetchone()
+    return {"pid": pid, "user": user, "role": role, "team": team or ""}
+
+
+def hand_back() -> None:
+    """What the end of every request does (request_finished): with the pool, the
+    connection goes back to it. The test client leaves that signal out."""
+    close_old_connections()
+    assert connection.connection is None, "the connection was not handed back to the pool"
+
+
+def test_a_pooled_connection_carries_no_role_and_no_team_scope_into_the_next_request(
+    pool_of_one: None, member: Agent, save: Any
+) -> None:
+    operator = get_user_model().objects.create_user("ops", password="pw", is_staff=True, is_superuser=True)
+    before = session_state()
+    assert before["user"] == APP_ROLE
+    hand_back()
+
+    # An operator path: the admin runs its request as the operator role (SET ROLE).
+    admin = Client()
+    admin.force_login(operator)
+    hand_back()
+    assert admin.get("/admin/teams/team/").status_code == 200
+    after_operator = session_state()
+    hand_back()
+
+    # A plain agent request: bound to its team for the request's transaction.
+    save(member, "pool-probe", "Written through a pool of one connection.")
+    hand_back()
+    assert member.client.get(member.url("memories/pool-probe/")).status_code == 200
+    after_agent = session_state()
+
+    # One physical connection served every request (a pool of one, never replaced) ...
+    assert after_operator["pid"] == after_agent["pid"] == before["pid"]
+    # ... and came back from each as the application role, bound to no team.
+    clean = {"user": APP_ROLE, "role": "none", "team": ""}
+    assert {key: after_operator[key] for key in clean} == clean
+    assert {key: after_agent[key] for key in clean} == clean
+    assert OPERATOR_ROLE not in {after_operator["user"], after_agent["user"]}
+
+
+def test_switching_logins_switches_pools(pool_of_one: None) -> None:
+    """`manage.py migrate` and the test database setup log in as the owner: the pool made
+    for the application role must not lend them its connections, nor the reverse."""
+    assert session_state()["user"] == APP_ROLE
+    previous = log_in_as_owner(connection)
+    assert previous is not None
+    try:
+        assert session_state()["user"] == OWNER_ROLE
+    finally:
+        log_in_as(connection, previous)
+    assert session_state()["user"] == APP_ROLE
+
+
+@pytest.fixture
+def dead_database(tmp_path: Path) -> Iterator[None]:
+    """Point the test's connection at a socket folder where no server listens."""
+    db = connection.settings_dict
+    saved_host = db["HOST"]
+    connection.close()
+    db["HOST"] = str(tmp_path)
+    try:
+        yield
+    finally:
+        connection.close()
+        db["HOST"] = saved_host
+
+
+def test_a_dead_database_answers_503_with_retry_after_and_logs_it_once(
+    member: Agent, dead_database: None, caplog: pytest.LogCaptureFixture, settings: Any
+) -> None:
+    client = Client(raise_request_exception=False, HTTP_AUTHORIZATION=f"Bearer {member.token}")
+    with caplog.at_level(logging.INFO):
+        api = client.get(member.url("memories/"))
+    assert api.status_code == 503, api.content
+    assert api["Retry-After"] == str(settings.DB_UNAVAILABLE_RETRY_AFTER_SECONDS)
+    body = api.json()
+    assert body == {
+        "error": "database_unavailable",
+        "detail": "the database is temporarily unavailable; retry later",
+        "retry_after": settings.DB_UNAVAILABLE_RETRY_AFTER_SECONDS,
+    }
+    # Logged once, by us, with the cause; never as Django's "Internal Server Error".
+    records = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [r.name for r in records] == ["memoryhub.database"], [r.getMessage() for r in records]
+    assert "OperationalError" in records[0].getMessage()
+
+    # The dashboard (sign-in checks the password against the database): a plain page.
+    page = Client(raise_request_exception=False).post("/login/", {"username": "someone", "password": "pw"})
+    assert page.status_code == 503
+    assert page["Content-Type"].startswith("text/html")
+    assert page["Retry-After"] == str(settings.DB_UNAVAILABLE_RETRY_AFTER_SECONDS)
+    assert b"try again" in page.content
+    assert str(connection.settings_dict["HOST"]).encode() not in page.content + api.content
+
+
+def test_a_bug_still_answers_500(member: Agent, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the database being unavailable turns into 503."""
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr("memories.api.MemoryViewSet.list", broken)
+    client = Client(raise_request_exception=False, HTTP_AUTHORIZATION=f"Bearer {member.token}")
+    response = client.get(member.url("memories/"))
+    assert response.status_code == 500
+    assert response.json() == {"error": "server_error", "detail": "internal error"}
+    assert "Retry-After" not in response
+
+
+POOL_VARIABLES = {
+    "MEMORYHUB_DB_POOL_MAX",
+    "MEMORYHUB_DB_POOL_MIN",
+    "MEMORYHUB_DB_POOL_TIMEOUT",
+    "MEMORYHUB_WEB_THREADS",
+    "CONN_MAX_AGE",
+}
+
+
+def real_database_settings(**env: str) -> dict[str, Any]:
+    """DATABASES["default"] as memoryhub.settings builds it from `env`."""
+    script = (
+        "import json; from django.conf import settings; "
+        "print(json.dumps({k: v for k, v in settings.DATABASES['default'].items() if k != 'TEST'}))"
+    )
+    result = subprocess.run(  # noqa: S603
+        [sys.executable, "-c", script],
+        cwd=REPO,
+        env={
+            **{k: v for k, v in os.environ.items() if k not in POOL_VARIABLES},
+            "DJANGO_SETTINGS_MODULE": "memoryhub.settings",
+            "DATABASE_URL": "postgres://memoryhub_app@db.invalid:5432/memoryhub",
+            **env,
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    settings: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    return settings
+
+
+def test_the_real_settings_pool_connections_per_process_within_the_configured_budget() -> None:
+    pooled = real_database_settings(
+        MEMORYHUB_DB_POOL_MAX="6", MEMORYHUB_DB_POOL_MIN="2", MEMORYHUB_DB_POOL_TIMEOUT="3.5"
+    )
+    assert pooled["OPTIONS"]["pool"] == {"min_size": 2, "max_size": 6, "timeout": 3.5}
+    assert pooled["CONN_MAX_AGE"] == 0  # Django's pool refuses persistent connections
+    assert pooled["CONN_HEALTH_CHECKS"] is True
+
+    # By default, one connection per web thread: no thread of a web process waits for one.
+    assert real_database_settings(MEMORYHUB_WEB_THREADS="3")["OPTIONS"]["pool"]["max_size"] == 3
+
+    unpooled = real_database_settings(MEMORYHUB_DB_POOL_MAX="0", CONN_MAX_AGE="30")
+    assert "pool" not in unpooled["OPTIONS"]
+    assert unpooled["CONN_MAX_AGE"] == 30
