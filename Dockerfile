@@ -4,6 +4,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 MEMORYHUB_DATA_DIR=/var/lib/mem
 WORKDIR /app
 
 COPY pyproject.toml README.md ./
+# The one package pyproject installs (the `memoryhub` client command); the apps run from /app.
+COPY memoryhub_client ./memoryhub_client
 RUN pip install --no-cache-dir -e . && useradd --system --home /app memoryhub \
     && mkdir -p /var/lib/memoryhub && chown memoryhub /var/lib/memoryhub
 COPY . .

@@ -5,5 +5,11 @@ from django.core.wsgi import get_wsgi_application
 from memoryhub.celery import warn_if_tasks_run_in_process
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
-application = get_wsgi_application()
+django_application = get_wsgi_application()
+
+# After Django is set up: the MCP endpoint (`/mcp/`) is served by the same threaded
+# workers, in front of the site (docs/decisions.md, "MCP server").
+from agents.mcp.http import with_mcp  # noqa: E402
+
+application = with_mcp(django_application)
 warn_if_tasks_run_in_process()

@@ -1,0 +1,341 @@
+"""The MCP server: lists the tools and runs each call as the REST API runs a request.
+
+A call reaches its handler only after, in REST's order: a valid token (checked before
+MCP by agents.mcp.http: 401), the token's scope for the tool (403 `forbidden`), the
+token's read or write budget (429 `rate_limited`); then it runs in one transaction
+bound to the token's team by row-level security, with the `X-MemoryHub-Session`
+heartbeat (teams.hooks.agent_request), and its answer is passed through the team's
+vault secrets as every REST answer is (teams.renderers).
+
+Failures are tool errors (`isError`) whose structured content is REST's error body
+(core.api_errors.exception_handler makes both), never a protocol error or a trace.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import SimpleNamespace
+from typing import Any, cast
+
+import anyio.to_thread
+import mcp_types as types
+from django.conf import settings
+from django.db import close_old_connections, connection, transaction
+from mcp.server import Server, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST
+from rest_framework import exceptions as drf
+from rest_framework.request import Request
+from rest_framework.utils.encoders import JSONEncoder
+
+from agents.mcp import resources
+from agents.mcp.tools import TOOLS, Handler, Tool, ToolCall
+from core.api_errors import (
+    MAX_JSON_DEPTH,
+    NestedTooDeeply,
+    check_clean_text,
+    error_body,
+    exception_handler,
+    is_database_unavailable,
+)
+from core.request_transaction import owning_request_transaction
+from memories.models import Memory
+from memories.serializers import MemoryOutputSerializer
+from teams import hooks
+from teams.authentication import agent_actor
+from teams.models import AgentToken
+from teams.scope import set_request_team
+from teams.throttling import AgentReadThrottle, AgentWriteThrottle
+from teams.vault_matcher import team_secret_matcher
+
+logger = logging.getLogger(__name__)
+
+# Where agents.mcp.http leaves the authenticated request (DRF's, with the token in
+# `auth`) for the tools: the WSGI environ, which a2wsgi hands on in the ASGI scope.
+REQUEST_ENVIRON_KEY = "memoryhub.mcp.request"
+
+INSTRUCTIONS = (
+    "MemoryHub is your team's shared memory. At the start of a task call memory_context (or "
+    "session_boot) for what the team knows; search with memory_search before deciding anything "
+    "the team may have settled; save what others should know with memory_save (supersede with a "
+    "reason rather than saving a near copy); record lessons with learning_record. Errors carry a "
+    "code in `error` (not_found, invalid, conflict, forbidden, rate_limited...) and a `detail`."
+)
+
+
+def build_server() -> Server[Any]:
+    return Server(
+        "memoryhub",
+        version="1",
+        title="MemoryHub",
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_list_resource_templates=list_resource_templates,
+        on_read_resource=read_resource,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
+    )
+
+
+def tool_definition(tool: Tool) -> types.Tool:
+    return types.Tool(
+        name=tool.name,
+        title=tool.title,
+        description=tool.description,
+        input_schema=tool.input_schema,
+        annotations=types.ToolAnnotations(
+            title=tool.title,
+            read_only_hint=tool.read_only,
+            destructive_hint=tool.destructive,
+            idempotent_hint=tool.idempotent,
+            open_world_hint=False,
+        ),
+    )
+
+
+async def list_tools(
+    ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+) -> types.ListToolsResult:
+    return types.ListToolsResult(tools=[tool_definition(tool) for tool in TOOLS.values()])
+
+
+async def call_tool(
+    ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+) -> types.CallToolResult:
+    request = _authenticated_request(ctx)
+    tool = TOOLS.get(params.name)
+    if request is None:
+        body, is_error = error_body("unauthenticated", "send 'Authorization: Bearer <token>'"), True
+    elif tool is None:
+        body, is_error = error_body("not_found", f"no tool named '{params.name[:100]}'"), True
+    else:
+        # The ORM is synchronous: one worker thread per call, as one gunicorn thread per request.
+        body, is_error = await anyio.to_thread.run_sync(run_tool, tool, request, params.arguments or {})
+    return types.CallToolResult(
+        content=[types.TextContent(text=json.dumps(body, ensure_ascii=False))],
+        structured_content=body,
+        is_error=is_error,
+    )
+
+
+def _reader(name: str, handler: Handler) -> Tool:
+    """A read behind a resource, run as a read-only tool is (never listed as one)."""
+    return Tool(name=name, title=name, description="", input_schema={}, scope="read", read_only=True,
+                destructive=False, idempotent=True, handler=handler)  # fmt: skip
+
+
+LIST_RESOURCES = _reader("resources/list", resources.list_resources)
+READ_RESOURCE = _reader("resources/read", resources.read_resource)
+# JSON-RPC codes for a failed read; the error's data is REST's error body.
+RESOURCE_NOT_FOUND = -32002
+READ_ERROR_CODES = {"not_found": RESOURCE_NOT_FOUND, "invalid": INVALID_PARAMS, "forbidden": INVALID_REQUEST}
+
+
+async def _read(ctx: ServerRequestContext[Any], reader: Tool, arguments: dict[str, Any]) -> dict[str, Any]:
+    request = _authenticated_request(ctx)
+    if request is None:
+        raise MCPError(INVALID_REQUEST, "send 'Authorization: Bearer <token>'")
+    body, is_error = await anyio.to_thread.run_sync(run_tool, reader, request, arguments)
+    if is_error:
+        raise MCPError(READ_ERROR_CODES.get(body["error"], INTERNAL_ERROR), body["detail"], data=body)
+    return body
+
+
+async def list_resources(
+    ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+) -> types.ListResourcesResult:
+    cursor = params.cursor if params is not None else None
+    body = await _read(ctx, LIST_RESOURCES, {"cursor": cursor} if cursor else {})
+    return types.ListResourcesResult(
+        resources=[types.Resource(**resource) for resource in body["resources"]],
+        next_cursor=body["next_cursor"],
+    )
+
+
+async def list_resource_templates(
+    ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+) -> types.ListResourceTemplatesResult:
+    request = _authenticated_request(ctx)
+    if request is None:
+        raise MCPError(INVALID_REQUEST, "send 'Authorization: Bearer <token>'")
+    slug = cast(AgentToken, request.auth).team.slug
+    return types.ListResourceTemplatesResult(
+        resource_templates=[types.ResourceTemplate(**template) for template in resources.templates(slug)]
+    )
+
+
+async def read_resource(
+    ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+) -> types.ReadResourceResult:
+    body = await _read(ctx, READ_RESOURCE, {"uri": params.uri})
+    contents = types.TextResourceContents(uri=body["uri"], mime_type=body["mime_type"], text=body["text"])
+    return types.ReadResourceResult(contents=[contents])
+
+
+async def list_prompts(
+    ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+) -> types.ListPromptsResult:
+    prompt = types.Prompt(
+        name=resources.PROMPT_NAME,
+        title="Remember what we learned",
+        description=resources.PROMPT_DESCRIPTION,
+        arguments=[
+            types.PromptArgument(name="topic", description="What to look back on (optional).", required=False)
+        ],
+    )
+    return types.ListPromptsResult(prompts=[prompt])
+
+
+async def get_prompt(
+    ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+) -> types.GetPromptResult:
+    if params.name != resources.PROMPT_NAME:
+        raise MCPError(INVALID_PARAMS, f"no prompt named '{params.name[:100]}'")
+    text = resources.remember_prompt(params.arguments or {})
+    message = types.PromptMessage(role="user", content=types.TextContent(text=text))
+    return types.GetPromptResult(description=resources.PROMPT_DESCRIPTION, messages=[message])
+
+
+def _authenticated_request(ctx: ServerRequestContext[Any]) -> Request | None:
+    scope = getattr(ctx.request, "scope", None) or {}
+    request = scope.get("wsgi_environ", {}).get(REQUEST_ENVIRON_KEY)
+    return request if isinstance(request, Request) and isinstance(request.auth, AgentToken) else None
+
+
+def run_tool(tool: Tool, request: Request, arguments: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """Run one call in its own transaction; (the answer, whether it is an error)."""
+    close_old_connections()
+    try:
+        return _run(tool, request, arguments)
+    except Exception as exc:
+        if is_database_unavailable(exc):
+            logger.error(
+                "database unavailable, MCP tool %s answered database_unavailable: %s", tool.name, exc
+            )
+            retry_after: int = settings.DB_UNAVAILABLE_RETRY_AFTER_SECONDS
+            detail = "the database is temporarily unavailable; retry later"
+            return error_body("database_unavailable", detail, retry_after=retry_after), True
+        logger.exception("MCP tool %s failed", tool.name)
+        return error_body("server_error", "internal error"), True
+    finally:
+        # Django does this at the end of every request; a tool call is one.
+        close_old_connections()
+
+
+class _ErrorView:
+    """What core.api_errors.exception_handler asks of a view: errors naming an entry
+    (`current`) render it as the REST views do."""
+
+    def serialize_error_extra(self, name: str, value: Any) -> Any:
+        if isinstance(value, Memory):
+            return MemoryOutputSerializer(value).data
+        return value
+
+
+def _run(tool: Tool, request: Request, arguments: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    token = cast(AgentToken, request.auth)
+    team = token.team
+    with _CallTransaction(team.id) as call_transaction, owning_request_transaction(call_transaction.outside):
+        is_error = False
+        try:
+            _check_scope_and_budget(tool, request, token)
+            call_transaction.bind_team()
+            hooks.agent_request.call(team=team, request=request)
+            _check_clean(arguments)
+            call = ToolCall(team=team, token=token, actor=agent_actor(request), arguments=arguments)
+            body: Any = tool.handler(call)
+        except Exception as exc:
+            response = exception_handler(exc, {"view": _ErrorView()})
+            if response is None:
+                raise
+            body, is_error = response.data, True
+        # Plain JSON values, then the team's vault secrets redacted, inside its scope.
+        plain = json.loads(json.dumps(body, cls=JSONEncoder))
+        return _redacted(plain, team.id), is_error
+
+
+class _CallTransaction:
+    """The call's transaction, as TeamScopedViewSet.dispatch holds a request's: entered
+    and left by hand, because `outside` (core.request_transaction) closes it while an
+    embedding provider answers and opens a new one, bound to the same team, after."""
+
+    def __init__(self, team_id: int) -> None:
+        self.team_id = team_id
+        self._bound = False
+
+    def __enter__(self) -> _CallTransaction:
+        self._atomic = transaction.atomic()
+        self._atomic.__enter__()
+        self._depth = len(connection.atomic_blocks)
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self._atomic.__exit__(*exc_info)
+
+    def bind_team(self) -> None:
+        set_request_team(self.team_id)
+        self._bound = True
+
+    @contextmanager
+    def outside(self) -> Iterator[None]:
+        """Commit what the call did so far, run the block with no transaction open, then
+        go on in a new one bound to the team. Only straight from the call's own
+        transaction: inside a service's own block (a savepoint) or after an error, the
+        block runs where it is."""
+        nested = len(connection.atomic_blocks) != self._depth
+        if not self._bound or nested or connection.needs_rollback:
+            yield
+            return
+        self._atomic.__exit__(None, None, None)
+        try:
+            yield
+        finally:
+            self._atomic = transaction.atomic()
+            self._atomic.__enter__()
+            set_request_team(self.team_id)
+
+
+def _check_scope_and_budget(tool: Tool, request: Request, token: AgentToken) -> None:
+    if not token.grants(tool.scope):
+        raise drf.PermissionDenied(f"this token lacks the '{tool.scope}' scope")
+    # The REST throttles, told what the tool needs as a view tells them.
+    view = SimpleNamespace(required_scopes={"call": tool.scope}, action="call")
+    for throttle in (AgentReadThrottle(), AgentWriteThrottle()):
+        if not throttle.allow_request(request, view):
+            raise drf.Throttled(throttle.wait() or 1.0)
+
+
+def _check_clean(node: Any, depth: int = 0) -> None:
+    """What REST's strict JSON parser refuses in a body: NUL bytes, lone surrogates and
+    deep nesting (core.api_errors.StrictJSONParser)."""
+    if isinstance(node, str):
+        check_clean_text(node, "the arguments")
+    elif isinstance(node, dict | list):
+        if depth >= MAX_JSON_DEPTH:
+            raise NestedTooDeeply(f"JSON is limited to {MAX_JSON_DEPTH} levels of nesting")
+        for key in node if isinstance(node, dict) else ():
+            check_clean_text(key, "the arguments")
+        for value in node.values() if isinstance(node, dict) else node:
+            _check_clean(value, depth + 1)
+
+
+def _redacted(node: Any, team_id: int) -> Any:
+    matcher = team_secret_matcher(team_id=team_id)
+    if matcher.is_empty:
+        return node
+
+    def redact(value: Any) -> Any:
+        if isinstance(value, str):
+            return matcher.redact(value)[0]
+        if isinstance(value, dict):
+            return {key: redact(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [redact(item) for item in value]
+        return value
+
+    return redact(node)

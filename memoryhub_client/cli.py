@@ -1,0 +1,59 @@
+"""The `memoryhub` console script (pyproject's [project.scripts])."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import anyio
+
+DEFAULT_TOKEN_ENV = "MEMORYHUB_TOKEN"  # noqa: S105 (a variable name)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="memoryhub", description="A client of a MemoryHub server.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    proxy = commands.add_parser(
+        "mcp",
+        help="serve MemoryHub's MCP tools on stdio, for clients that launch a command",
+        description="Serve MCP on stdin/stdout, passing every call to the server's /mcp/ endpoint.",
+    )
+    proxy.add_argument(
+        "--url", required=True, help="the server's MCP endpoint, e.g. https://memory.example/mcp/"
+    )
+    proxy.add_argument(
+        "--token-env",
+        default=DEFAULT_TOKEN_ENV,
+        help=f"the environment variable holding the agent token (default {DEFAULT_TOKEN_ENV})",
+    )
+    arguments = parser.parse_args(argv)
+    return _mcp(arguments.url, arguments.token_env)
+
+
+def _mcp(url: str, token_env: str) -> int:
+    token = os.environ.get(token_env, "").strip()
+    if not token:
+        print(f"memoryhub mcp: set {token_env} to the agent token", file=sys.stderr)
+        return 2
+    from memoryhub_client.mcp_proxy import serve
+
+    try:
+        anyio.run(serve, url, token)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # one line for the person reading the client's log, no trace
+        print(f"memoryhub mcp: cannot serve {url}: {_reason(exc)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _reason(exc: BaseException) -> str:
+    """The innermost error of the SDK's task groups; the token is never part of it."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
