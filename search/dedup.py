@@ -9,11 +9,11 @@ Two checks, cheapest first:
 2. Near: the new text is chunked as indexing would chunk it, its chunks are embedded
    with the team's provider through the team's embedding cache (so indexing the entry after
    the save embeds nothing again), and each chunk's nearest active chunk of the same
-   model is looked up with pgvector. Only the first `MEMORYHUB_DEDUP_MAX_CHUNKS` chunks
-   of the new text are embedded here, inside the save request (a bounded cost however
-   long the text); the similarity of two entries is the best cosine over all pairs of
-   those chunks and the existing entry's chunks; at least `Team.dedup_threshold` (0.92) is a
-   duplicate. Only entries already indexed with that model are seen.
+   model is looked up with pgvector. Only the opening of the new text is chunked, and
+   its first `MEMORYHUB_DEDUP_MAX_CHUNKS` chunks embedded, inside the save request (a
+   bounded cost however long the text); the similarity of two entries is the best
+   cosine over all pairs of those chunks and the existing entry's chunks; at least
+   `Team.dedup_threshold` (0.92) is a duplicate. Only entries already indexed with that model are seen.
 
 The near check fails open: no provider, a broken profile or a dead endpoint leave only
 the exact check. It runs before the save takes any lock (embedding can be slow), and
@@ -39,6 +39,10 @@ from teams.models import Team
 
 logger = logging.getLogger(__name__)
 
+# Enough text for one chunk of chunk_text's 400 tokens at 6 characters a token (prose
+# averages about 4.5): the duplicate check chunks no more than its chunks need.
+CHARACTERS_PER_CHUNK = 400 * 6
+
 
 def find_duplicate(*, team: Team, text: str) -> DuplicateMatch | None:
     """The active entry of the team that holds `text` (already scrubbed) already, or
@@ -54,10 +58,11 @@ def find_duplicate(*, team: Team, text: str) -> DuplicateMatch | None:
         provider = team_provider(team)
         if provider is None or not has_active_vectors(team_id=team.id, model=provider.model):
             return None
-        # The request waits for this: at most a few chunks are embedded (the rest are
-        # embedded by the worker that indexes the entry), so a 64 KiB save costs a
-        # bounded amount of CPU however long it is.
-        pieces = chunk_text(text)[: settings.MEMORYHUB_DEDUP_MAX_CHUNKS]
+        # The request waits for this: only the opening is chunked and at most a few
+        # chunks are embedded (the worker chunks and embeds the whole text when it
+        # indexes the entry), so a 64 KiB save costs a bounded amount of CPU.
+        opening = text[: settings.MEMORYHUB_DEDUP_MAX_CHUNKS * CHARACTERS_PER_CHUNK]
+        pieces = chunk_text(opening)[: settings.MEMORYHUB_DEDUP_MAX_CHUNKS]
         with outside_request_transaction():
             vectors = cached_embeddings(provider, [(p.content_hash, p.text) for p in pieces], team_id=team.id)
     except EmbeddingUnavailable as exc:

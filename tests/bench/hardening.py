@@ -133,7 +133,9 @@ def noisy_neighbour(*, gets: int) -> dict[str, Any]:
     with (
         harness.embedded_redis() as redis_url,
         harness.celery_worker(redis_url=redis_url, queue=queue),
-        harness.api_server(workers=2, REDIS_URL=redis_url) as base,
+        # Team B's reads are what is measured, not limited; team A's writes keep the
+        # default budget, part of what protects B.
+        harness.api_server(workers=2, REDIS_URL=redis_url, MEMORYHUB_THROTTLE_READ="100000/min") as base,
         httpx.Client(headers={"Authorization": f"Bearer {victim_token}"}, timeout=120) as victim_client,
     ):
         victim_url = f"{base}/api/v1/teams/{victim.slug}/memories/"

@@ -49,6 +49,8 @@ def bench_env(**extra: str) -> dict[str, str]:
         MEMORYHUB_DATA_DIR=str(DATA_DIR),
         DJANGO_SETTINGS_MODULE=SETTINGS_MODULE,
         LOG_LEVEL=os.environ.get("MEMORYHUB_BENCH_LOG_LEVEL", "WARNING"),
+        # Plain http on 127.0.0.1, as `make run` serves (no HTTPS redirect, no Secure cookies).
+        MEMORYHUB_PLAIN_HTTP="true",
         PYTHONUNBUFFERED="1",
     )
     env.update(extra)

@@ -10,7 +10,7 @@ from django.conf import settings
 from memories import services
 from search import dedup
 from search import services as search_services
-from search.chunking import chunk_text
+from search.chunking import TextChunk, chunk_text
 from search.models import EmbeddingCache
 from teams.models import Team
 from teams.scope import team_scope
@@ -23,28 +23,35 @@ LONG_TEXT = "\n\n".join(
 )
 
 
-def embedded_hashes(hashes: list[str]) -> set[str]:
-    with operator_view():
-        return set(
-            EmbeddingCache.objects.filter(content_hash__in=hashes).values_list("content_hash", flat=True)
-        )
-
-
 @pytest.mark.django_db
-def test_only_the_first_chunks_of_a_long_text_are_embedded_on_save(team: Team) -> None:
+def test_only_the_opening_of_a_long_text_is_chunked_and_embedded_on_save(
+    team: Team, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with team_scope(team.id):
         saved = services.save_memory(
             team=team, key="short", content="Deploys happen on Tuesdays.", updated_by="test"
         ).memory
     search_services.index_memory(team_id=team.id, memory_id=saved.id)  # the team has vectors now
-    pieces = chunk_text(LONG_TEXT)
-    assert len(pieces) > settings.MEMORYHUB_DEDUP_MAX_CHUNKS + 2
+    assert len(chunk_text(LONG_TEXT)) > settings.MEMORYHUB_DEDUP_MAX_CHUNKS + 2
+    chunked: list[int] = []
+
+    def observed_chunk_text(text: str) -> list[TextChunk]:
+        chunked.append(len(text))
+        return chunk_text(text)
+
+    monkeypatch.setattr(dedup, "chunk_text", observed_chunk_text)
+    with operator_view():
+        cached_before = EmbeddingCache.objects.filter(team=team).count()
 
     with team_scope(team.id):
         assert dedup.find_duplicate(team=team, text=LONG_TEXT) is None
 
-    hashes = [p.content_hash for p in pieces]
-    assert embedded_hashes(hashes) == set(hashes[: settings.MEMORYHUB_DEDUP_MAX_CHUNKS])
+    with operator_view():
+        assert EmbeddingCache.objects.filter(team=team).count() - cached_before == (
+            settings.MEMORYHUB_DEDUP_MAX_CHUNKS
+        )
+    assert chunked == [settings.MEMORYHUB_DEDUP_MAX_CHUNKS * dedup.CHARACTERS_PER_CHUNK]
+    assert chunked[0] < len(LONG_TEXT)
 
 
 @pytest.mark.django_db
