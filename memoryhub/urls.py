@@ -9,6 +9,7 @@ from agents.api_sessions import AgentSessionViewSet
 from memories.api import MemoryViewSet
 from memories.api_learnings import LearningViewSet
 from memories.api_skills import SkillViewSet
+from memories.api_transfer import ExportViewSet, ImportViewSet
 from search.api import SearchViewSet
 from teams.api import AuditEventViewSet, VaultViewSet
 
@@ -21,6 +22,8 @@ router.register("sessions", AgentSessionViewSet, basename="session")
 router.register("learnings", LearningViewSet, basename="learning")
 router.register("skills", SkillViewSet, basename="skill")
 router.register("audit", AuditEventViewSet, basename="audit")
+router.register("export", ExportViewSet, basename="export")
+router.register("import", ImportViewSet, basename="import")
 
 
 def health(request: HttpRequest) -> JsonResponse:

@@ -8,6 +8,9 @@ import sys
 
 import anyio
 
+from memoryhub_client import commands as client_commands
+from memoryhub_client import transfer
+
 DEFAULT_TOKEN_ENV = "MEMORYHUB_TOKEN"  # noqa: S105 (a variable name)
 
 
@@ -27,7 +30,11 @@ def main(argv: list[str] | None = None) -> int:
         default=DEFAULT_TOKEN_ENV,
         help=f"the environment variable holding the agent token (default {DEFAULT_TOKEN_ENV})",
     )
+    client_commands.register_all(commands)  # search, save, get, inject, hook, connect
+    transfer.register(commands)  # export, import, import-markdown, export-markdown
     arguments = parser.parse_args(argv)
+    if getattr(arguments, "handler", None) is not None:
+        return client_commands.run(arguments)
     return _mcp(arguments.url, arguments.token_env)
 
 

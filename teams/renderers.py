@@ -29,15 +29,16 @@ class ScrubbingJSONRenderer(JSONRenderer):
             # Rendered inside the request's transaction and team scope (TeamScopedViewSet).
             matcher = team_secret_matcher(team_id=team.id)
             if not matcher.is_empty:
-                data = _redact_node(data, matcher)
+                data = redact_node(data, matcher)
         return super().render(data, accepted_media_type, renderer_context)
 
 
-def _redact_node(node: Any, matcher: SecretMatcher) -> Any:
+def redact_node(node: Any, matcher: SecretMatcher) -> Any:
+    """Every string in a JSON-shaped value, with the matcher's secrets redacted."""
     if isinstance(node, str):
         return matcher.redact(node)[0]
     if isinstance(node, dict):
-        return {key: _redact_node(value, matcher) for key, value in node.items()}
+        return {key: redact_node(value, matcher) for key, value in node.items()}
     if isinstance(node, list | tuple):
-        return [_redact_node(value, matcher) for value in node]
+        return [redact_node(value, matcher) for value in node]
     return node

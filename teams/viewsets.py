@@ -31,6 +31,7 @@ from teams.authentication import AgentTokenAuthentication
 from teams.models import AgentToken, Team
 from teams.permissions import HasTokenScope
 from teams.scope import reset_request_team, set_request_team
+from teams.streaming import TeamScopedStream
 from teams.throttling import AnonymousAddressThrottle
 from teams.validators import TEAM_SLUG_PATTERN, is_team_slug
 
@@ -63,7 +64,7 @@ class TeamScopedViewSet(ViewSet):
                     "TeamScopedViewSet; read through selectors that take the team"
                 )
 
-    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Response:
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Response | TeamScopedStream:
         # Entered and left by hand: _outside_transaction replaces it halfway.
         self._request_atomic = transaction.atomic()
         self._request_atomic.__enter__()
@@ -71,12 +72,17 @@ class TeamScopedViewSet(ViewSet):
         try:
             with owning_request_transaction(self._outside_transaction):
                 response = super().dispatch(request, *args, **kwargs)
-            if not isinstance(response, Response):
+            if isinstance(response, TeamScopedStream):
+                # Its body is produced later, in a transaction of its own bound to the
+                # same team, and redacted record by record (teams.streaming).
+                pass
+            elif not isinstance(response, Response):
                 # Only a DRF Response passes the renderer that scrubs credentials.
                 raise TypeError(f"{type(self).__name__} must answer with a rest_framework Response")
-            # Render inside the transaction, while the team scope still lets the
-            # renderer read the team's vault secrets.
-            response.render()
+            else:
+                # Render inside the transaction, while the team scope still lets the
+                # renderer read the team's vault secrets.
+                response.render()
             if self.team is not None:
                 # The transaction ends here anyway; restoring matters only when an
                 # outer transaction (a test) goes on after the request.

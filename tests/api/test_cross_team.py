@@ -51,6 +51,9 @@ ENDPOINTS = [
     ("post", "learnings/", {"topic": "alpha", "claim": "launch on the ninth", "confidence": "low"}),
     # alpha's real skill name: another team's token gets 404 before any lookup.
     ("get", "skills/alpha-skill-7/", None),
+    # Admin-scoped; the outsider's token has every scope, and still gets 404.
+    ("get", "export/", None),
+    ("post", "import/", {"record": "header", "format": "memoryhub-export", "version": 1}),
 ]
 
 

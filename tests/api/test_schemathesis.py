@@ -17,6 +17,7 @@ from __future__ import annotations
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
@@ -66,6 +67,27 @@ def agent(team: Team) -> Agent:
     return make_agent(team, "schemathesis-bot", ["read", "write", "admin"])
 
 
+# POST import/ takes JSON Lines: valid export files, files with bad lines, and any bytes.
+_EXPORT_HEADER = b'{"record": "header", "format": "memoryhub-export", "version": 1}\n'
+schemathesis.openapi.media_type(
+    "application/jsonl",
+    st.one_of(
+        st.binary(max_size=200),
+        st.lists(
+            st.sampled_from(
+                [
+                    b'{"record": "memory", "key": "imported-1", "content": "Fuzzed fact.", "type": "lesson"}',
+                    b'{"record": "memory", "key": "0", "content": "Fuzzed override.", "state": "deleted"}',
+                    b'{"record": "annotation", "memory": "nowhere", "note": "x"}',
+                    b'{"record": "memory", "key": "bad key", "content": 5}',
+                    b"{not json",
+                ]
+            )
+            | st.binary(max_size=80),
+            max_size=5,
+        ).map(lambda lines: _EXPORT_HEADER + b"\n".join(lines)),
+    ),
+)
 schema = schemathesis.openapi.from_wsgi("/api/schema/", application)
 
 

@@ -1,0 +1,112 @@
+"""A team's whole memory as export records (docs/decisions.md, "Export and import").
+
+The records, in order: one header (format and version), every memory version (by key,
+then oldest first: each key's history reads top to bottom, with its supersede chain,
+deletions, ratings, skills and learnings, which are memories carrying `skill_trigger`
+or `metadata.learning`), every note, and a trailer with the counts, so a reader can
+tell a complete file from one cut short. The vault is never part of it.
+
+Rows are read through server-side cursors (`iterator(chunk_size=…)`), so exporting
+100k memories holds one chunk at a time, never the team. Call `export_records` inside
+the team's scope (teams.streaming does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from django.utils import timezone
+
+from memories.models import Annotation, Memory
+from teams.models import Team
+
+EXPORT_FORMAT = "memoryhub-export"
+EXPORT_VERSION = 1
+ROWS_PER_FETCH = 1000
+
+MEMORY_FIELDS = (
+    "id",
+    "key",
+    "content",
+    "type",
+    "project",
+    "metadata",
+    "skill_trigger",
+    "is_active",
+    "deleted_at",
+    "deleted_by",
+    "supersedes_id",
+    "supersede_reason",
+    "supersede_kind",
+    "restored_from_id",
+    "updated_by",
+    "created_at",
+    "updated_at",
+    "upvotes",
+    "downvotes",
+    "access_count",
+)
+
+
+def export_records(*, team: Team) -> Iterator[dict[str, Any]]:
+    yield {
+        "record": "header",
+        "format": EXPORT_FORMAT,
+        "version": EXPORT_VERSION,
+        "team": team.slug,
+        "exported_at": timezone.now(),
+    }
+    memories = 0
+    rows = Memory.objects.filter(team=team).order_by("key", "created_at", "id").values_list(*MEMORY_FIELDS)
+    for row in rows.iterator(chunk_size=ROWS_PER_FETCH):
+        memories += 1
+        yield memory_record(dict(zip(MEMORY_FIELDS, row, strict=True)))
+    annotations = 0
+    notes = Annotation.objects.filter(team=team).order_by("created_at", "id")
+    for note_id, memory_id, note, created_by, created_at in notes.values_list(
+        "id", "memory_id", "note", "created_by", "created_at"
+    ).iterator(chunk_size=ROWS_PER_FETCH):
+        annotations += 1
+        yield {
+            "record": "annotation",
+            "id": str(note_id),
+            "memory": str(memory_id),
+            "note": note,
+            "created_by": created_by,
+            "created_at": created_at,
+        }
+    yield {"record": "end", "memories": memories, "annotations": annotations}
+
+
+def memory_record(row: dict[str, Any]) -> dict[str, Any]:
+    deleted_at: datetime | None = row["deleted_at"]
+    state = "deleted" if deleted_at is not None else "active" if row["is_active"] else "superseded"
+    return {
+        "record": "memory",
+        "id": str(row["id"]),
+        "key": row["key"],
+        "content": row["content"],
+        "type": row["type"],
+        "project": row["project"],
+        "metadata": row["metadata"],
+        "skill_trigger": row["skill_trigger"],
+        "state": state,
+        "deleted_at": deleted_at,
+        "deleted_by": row["deleted_by"],
+        "supersedes": _optional_id(row["supersedes_id"]),
+        "supersede_reason": row["supersede_reason"],
+        "supersede_kind": row["supersede_kind"],
+        "restored_from": _optional_id(row["restored_from_id"]),
+        "updated_by": row["updated_by"],
+        "created_at": row["created_at"],
+        "updated_at": row["updated_at"],
+        "upvotes": row["upvotes"],
+        "downvotes": row["downvotes"],
+        "access_count": row["access_count"],
+    }
+
+
+def _optional_id(value: object) -> str | None:
+    return None if value is None else str(value)

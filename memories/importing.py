@@ -1,0 +1,482 @@
+"""Import an export file (memories.exporting) into a team, through the write services.
+
+Conflict rules (docs/decisions.md, "Export and import"), per key of the file:
+- the team has never had the key: its whole history is replayed oldest first through
+  save_memory (each version scrubbed like every write; supersede reasons, deletions,
+  notes and votes as in the file) → "created";
+- the team's latest version of the key already holds what the file's last version
+  would store (same content after scrubbing, type, project, metadata, skill; or both
+  deleted) → "unchanged": importing the same file twice changes nothing;
+- otherwise, with `skip_existing` → "skipped"; without it, the file's last version
+  supersedes the team's entry with the reason "imported" (or is saved again under a
+  deleted key) → "superseded". A key deleted in the file never deletes the team's
+  entry: "skipped".
+
+Each key is applied in a savepoint of its own: a line the services refuse is reported
+with its line number and its key is left as it was. `strict` refuses the whole file,
+with nothing applied, when any line is bad. `dry_run` applies everything and rolls it
+back, so it reports exactly what an import would do. Indexing is left to the workers:
+save_memory enqueues it after commit (never, for a dry run).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from django.db import DataError, IntegrityError, transaction
+
+from core.errors import DomainError, InvalidInput
+from memories.exporting import EXPORT_FORMAT, EXPORT_VERSION
+from memories.extraction import with_extracted_metadata
+from memories.feedback import annotate_memory
+from memories.models import Memory, MemoryState, SupersedeKind
+from memories.services import delete_memory, save_memory
+from memories.skills import normalise_skill_trigger
+from memories.types import ACCEPTED_TYPE_NAMES, DEFAULT_TYPE, resolve_type, suggest_type
+from teams.models import Team
+from teams.scrubber import scrub, scrub_json
+from teams.selectors import team_secret_values
+from teams.validators import check_key
+
+IMPORTED_REASON = "imported"
+# As the API's JSON parser (core.api_errors): metadata needs a handful of levels at most.
+MAX_JSON_DEPTH = 32
+# The columns' own limits (project, updated_by, deleted_by, created_by): checked per line,
+# since save_memory leaves them to the API's serializers.
+MAX_NAME_CHARS = 200
+Outcome = Literal["created", "superseded", "unchanged", "skipped"]
+OUTCOMES: tuple[Outcome, ...] = ("created", "superseded", "unchanged", "skipped")
+
+
+class ImportRefused(DomainError):
+    """A strict import with bad lines: nothing was applied."""
+
+    code = "import_refused"
+    status = 400
+
+
+@dataclass
+class LineError:
+    line: int
+    error: str
+    detail: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"line": self.line, "error": self.error, "detail": self.detail}
+
+
+@dataclass
+class MemoryLine:
+    line: int
+    id: str
+    key: str
+    content: str
+    type: str
+    project: str
+    metadata: dict[str, Any]
+    skill_trigger: dict[str, Any] | None
+    state: str
+    deleted_by: str
+    supersede_reason: str
+    supersede_kind: str
+    restored_from: str | None
+    updated_by: str
+    upvotes: int
+    downvotes: int
+    notes: list[tuple[str, str]] = field(default_factory=list)  # (note, created_by)
+
+
+@dataclass
+class ParsedFile:
+    keys: dict[str, list[MemoryLine]] = field(default_factory=dict)
+    errors: list[LineError] = field(default_factory=list)
+
+
+@dataclass
+class ImportReport:
+    dry_run: bool
+    keys: Counter[str] = field(default_factory=Counter)
+    versions_written: int = 0
+    notes_written: int = 0
+    errors: list[LineError] = field(default_factory=list)
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "dry_run": self.dry_run,
+            **{outcome: self.keys[outcome] for outcome in OUTCOMES},
+            "versions_written": self.versions_written,
+            "notes_written": self.notes_written,
+            "errors": [error.as_dict() for error in self.errors],
+            "keys": dict(sorted(self.outcomes.items())),
+        }
+
+
+class _BadLine(Exception):
+    def __init__(self, error: str, detail: str) -> None:
+        super().__init__(detail)
+        self.error, self.detail = error, detail
+
+
+# ----- parsing: no database -----
+
+
+def parse_export(raw: bytes) -> ParsedFile:
+    """Every line of the file checked on its own; the header must be the first line.
+    A missing or unknown header refuses the file (InvalidInput): it is not an export."""
+    lines = raw.split(b"\n")
+    _check_header(lines[0] if lines else b"")
+    parsed = ParsedFile()
+    by_id: dict[str, MemoryLine] = {}
+    notes: list[tuple[int, dict[str, Any]]] = []
+    for number, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        try:
+            record = _json_object(line)
+            kind = record.get("record")
+            if kind == "memory":
+                memory = _memory_line(number, record)
+                if memory.id in by_id:
+                    raise _BadLine("invalid", f"memory id {memory.id} appears twice")
+                by_id[memory.id] = memory
+                parsed.keys.setdefault(memory.key, []).append(memory)
+            elif kind == "annotation":
+                notes.append((number, record))
+            elif kind not in ("end", "header"):
+                raise _BadLine("invalid", f"unknown record {str(kind)[:40]!r}")
+        except _BadLine as bad:
+            parsed.errors.append(LineError(number, bad.error, bad.detail))
+    for number, record in notes:
+        try:
+            memory_id, note, created_by = _annotation_line(record)
+            if memory_id not in by_id:
+                raise _BadLine("invalid", f"the note's memory {memory_id[:40]} is not in the file")
+            by_id[memory_id].notes.append((note, created_by))
+        except _BadLine as bad:
+            parsed.errors.append(LineError(number, bad.error, bad.detail))
+    return parsed
+
+
+def _check_header(line: bytes) -> None:
+    try:
+        header = _json_object(line)
+    except _BadLine as bad:
+        raise InvalidInput(f"line 1 is not an export header: {bad.detail}", field="body") from None
+    if header.get("record") != "header" or header.get("format") != EXPORT_FORMAT:
+        raise InvalidInput(f"line 1 must be the header of a {EXPORT_FORMAT} file", field="body")
+    if header.get("version") != EXPORT_VERSION:
+        raise InvalidInput(
+            f"export format version {str(header.get('version'))[:20]} is not supported; "
+            f"this server reads version {EXPORT_VERSION}",
+            field="body",
+        )
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError("number out of range")
+    return value
+
+
+def _json_object(line: bytes) -> dict[str, Any]:
+    try:
+        value = json.loads(line.decode("utf-8"), parse_constant=_reject_constant, parse_float=_finite)
+    except UnicodeDecodeError:
+        raise _BadLine("malformed_json", "the line is not valid UTF-8") from None
+    except RecursionError:
+        raise _BadLine("too_deeply_nested", f"JSON is limited to {MAX_JSON_DEPTH} levels") from None
+    except ValueError as exc:
+        raise _BadLine("malformed_json", f"malformed JSON: {str(exc)[:200]}") from None
+    if not isinstance(value, dict):
+        raise _BadLine("invalid", "each line is one JSON object")
+    _check_strings(value, 0)
+    return value
+
+
+def _check_strings(node: Any, depth: int) -> None:
+    """PostgreSQL holds neither NUL bytes nor lone surrogates (core.api_errors)."""
+    if isinstance(node, str):
+        if "\x00" in node:
+            raise _BadLine("invalid_characters", "NUL bytes are not allowed")
+        try:
+            node.encode("utf-8")
+        except UnicodeEncodeError:
+            raise _BadLine("invalid_characters", "characters that are not valid UTF-8") from None
+        return
+    if depth >= MAX_JSON_DEPTH:
+        raise _BadLine("too_deeply_nested", f"JSON is limited to {MAX_JSON_DEPTH} levels")
+    if isinstance(node, dict):
+        for name, value in node.items():
+            _check_strings(name, depth)
+            _check_strings(value, depth + 1)
+    elif isinstance(node, list):
+        for value in node:
+            _check_strings(value, depth + 1)
+
+
+def _memory_line(number: int, record: dict[str, Any]) -> MemoryLine:
+    def text(name: str, *, required: bool = False, limit: int | None = None) -> str:
+        value = record.get(name, "")
+        if value is None and not required:
+            value = ""
+        if not isinstance(value, str):
+            raise _BadLine("invalid", f"'{name}' must be a string")
+        if limit is not None and len(value) > limit:
+            raise _BadLine("invalid", f"'{name}' is limited to {limit} characters")
+        if required and not value.strip():
+            raise _BadLine("invalid", f"'{name}' must not be empty")
+        return value
+
+    def count(name: str) -> int:
+        value = record.get(name, 0)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0 or value >= 2**31:
+            raise _BadLine("invalid", f"'{name}' must be a count (a whole number, 0 or more)")
+        return value
+
+    def optional_id(name: str) -> str | None:
+        value = record.get(name)
+        if value is not None and not isinstance(value, str):
+            raise _BadLine("invalid", f"'{name}' must be a string or null")
+        return value
+
+    key = text("key", required=True)
+    try:
+        check_key(key)
+    except InvalidInput as exc:
+        raise _BadLine("invalid", f"key: {exc.detail}") from None
+    content = text("content", required=True)
+    # A hand-written record (memoryhub import-markdown) may leave the type to us.
+    type_name = text("type") if "type" in record else inferred_type(text("heading"), content)
+    if resolve_type(type_name) is None:
+        raise _BadLine(
+            "unknown_type", f"unknown type {type_name[:40]!r}; use one of: {', '.join(ACCEPTED_TYPE_NAMES)}"
+        )
+    metadata = record.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise _BadLine("invalid", "'metadata' must be an object")
+    trigger = record.get("skill_trigger")
+    if trigger is not None and not isinstance(trigger, dict):
+        raise _BadLine("invalid", "'skill_trigger' must be an object or null")
+    state = text("state") or MemoryState.ACTIVE
+    if state not in MemoryState.values:
+        raise _BadLine("invalid", f"'state' is one of: {', '.join(MemoryState.values)}")
+    kind = text("supersede_kind")
+    if kind and kind not in SupersedeKind.values:
+        raise _BadLine("invalid", f"'supersede_kind' is one of: {', '.join(SupersedeKind.values)}")
+    memory_id = record.get("id")
+    if not isinstance(memory_id, str) or not memory_id:
+        # A hand-written file may leave ids out; notes then cannot point at the entry.
+        memory_id = f"line-{number}"
+    return MemoryLine(
+        line=number,
+        id=memory_id,
+        key=key,
+        content=content,
+        type=type_name,
+        project=text("project", limit=MAX_NAME_CHARS),
+        metadata=metadata,
+        skill_trigger=trigger,
+        state=state,
+        deleted_by=text("deleted_by", limit=MAX_NAME_CHARS),
+        supersede_reason=text("supersede_reason"),
+        supersede_kind=kind,
+        restored_from=optional_id("restored_from"),
+        updated_by=text("updated_by", limit=MAX_NAME_CHARS),
+        upvotes=count("upvotes"),
+        downvotes=count("downvotes"),
+    )
+
+
+def inferred_type(heading: str, content: str) -> str:
+    """The type of a section without one: a word of its heading that names a type or an
+    alias ("## Decisions", "## Lessons learned"), else the save's own type hint on its
+    text (memories.types.suggest_type), else the default."""
+    for word in re.findall(r"[a-z]+", heading.lower()):
+        for name in (word, word.removesuffix("s")):
+            if name in ACCEPTED_TYPE_NAMES:
+                return str(resolve_type(name))
+    hint = suggest_type(content, DEFAULT_TYPE)
+    return (hint.suggested_type if hint is not None else DEFAULT_TYPE).value
+
+
+def _annotation_line(record: dict[str, Any]) -> tuple[str, str, str]:
+    memory_id, note, created_by = record.get("memory"), record.get("note"), record.get("created_by", "")
+    if not isinstance(memory_id, str) or not isinstance(note, str) or not isinstance(created_by, str):
+        raise _BadLine("invalid", "a note has 'memory', 'note' and 'created_by' strings")
+    if len(created_by) > MAX_NAME_CHARS:
+        raise _BadLine("invalid", f"'created_by' is limited to {MAX_NAME_CHARS} characters")
+    return memory_id, note, created_by
+
+
+# ----- applying: through the services -----
+
+
+def import_export(
+    *,
+    team: Team,
+    raw: bytes,
+    actor: str,
+    skip_existing: bool = False,
+    dry_run: bool = False,
+    strict: bool = False,
+) -> ImportReport:
+    """Apply an export file to the team (see the module docstring). Raises InvalidInput
+    for a file that is not an export, ImportRefused for a strict import with bad lines."""
+    parsed = parse_export(raw)
+    report = ImportReport(dry_run=dry_run, errors=list(parsed.errors))
+    # Even when strict and already refused: the good lines are tried (and rolled back)
+    # so that the refusal lists every bad line, not just those that failed to parse.
+    with transaction.atomic():
+        ids: dict[str, uuid.UUID] = {}
+        # Keys in the order their history starts, so a replay meets skill names and
+        # duplicates in the order the team first did.
+        for key, versions in sorted(parsed.keys.items(), key=lambda item: item[1][0].line):
+            _apply_key(team, key, versions, actor, skip_existing, report, ids)
+        if strict and report.errors:
+            raise _refused(report)
+        if dry_run:
+            transaction.set_rollback(True)
+    report.errors.sort(key=lambda error: error.line)
+    return report
+
+
+def _refused(report: ImportReport) -> ImportRefused:
+    report.errors.sort(key=lambda error: error.line)
+    return ImportRefused(
+        f"{len(report.errors)} bad line(s); nothing was imported",
+        lines=[error.as_dict() for error in report.errors],
+    )
+
+
+def _apply_key(
+    team: Team,
+    key: str,
+    versions: list[MemoryLine],
+    actor: str,
+    skip_existing: bool,
+    report: ImportReport,
+    ids: dict[str, uuid.UUID],
+) -> None:
+    before = (report.versions_written, report.notes_written)
+    current_line = versions[0].line
+    try:
+        with transaction.atomic():
+            latest = Memory.objects.filter(team=team, key=key).order_by("-created_at", "-id").first()
+            if latest is None:
+                for version in versions:
+                    current_line = version.line
+                    _write_version(team, version, replacing=_is_active(team, key), ids=ids, report=report)
+                outcome: Outcome = "created"
+            else:
+                last = versions[-1]
+                current_line = last.line
+                outcome = _apply_to_existing(team, latest, last, actor, skip_existing, report, ids)
+    except DomainError as exc:
+        report.versions_written, report.notes_written = before
+        report.errors.append(LineError(current_line, exc.code, exc.detail))
+        return
+    except (DataError, IntegrityError):
+        # A value the checks above let through and the database refused: the savepoint
+        # is rolled back, the line reported; never a 500 for a bad file.
+        report.versions_written, report.notes_written = before
+        report.errors.append(LineError(current_line, "invalid", "the database refused this line's values"))
+        return
+    report.keys[outcome] += 1
+    report.outcomes[key] = outcome
+
+
+def _apply_to_existing(
+    team: Team,
+    latest: Memory,
+    last: MemoryLine,
+    actor: str,
+    skip_existing: bool,
+    report: ImportReport,
+    ids: dict[str, uuid.UUID],
+) -> Outcome:
+    if _holds(latest, last, team_secret_values(team_id=team.id)):
+        return "unchanged"
+    if skip_existing or last.state == MemoryState.DELETED:
+        return "skipped"
+    version = MemoryLine(**{**last.__dict__, "supersede_reason": IMPORTED_REASON, "supersede_kind": ""})
+    version.updated_by, version.state = actor, MemoryState.ACTIVE
+    _write_version(team, version, replacing=latest.is_active, ids=ids, report=report)
+    return "superseded"
+
+
+def _is_active(team: Team, key: str) -> bool:
+    return Memory.objects.filter(team=team, key=key, is_active=True).exists()
+
+
+def _write_version(
+    team: Team, version: MemoryLine, *, replacing: bool, ids: dict[str, uuid.UUID], report: ImportReport
+) -> None:
+    """One version through save_memory, then its votes, notes and deletion, while it
+    is the active entry (notes attach to the active entry, as the API's do)."""
+    result = save_memory(
+        team=team,
+        key=version.key,
+        content=version.content,
+        updated_by=version.updated_by or "import",
+        type_name=version.type,
+        supersede_reason=(version.supersede_reason or IMPORTED_REASON) if replacing else None,
+        project=version.project,
+        metadata=version.metadata,
+        skill_trigger=version.skill_trigger,
+        # The file says which entries the team had; merging them is not the import's call.
+        allow_duplicate=True,
+    )
+    memory = result.memory
+    ids[version.id] = memory.id
+    report.versions_written += 1
+    # What save_memory cannot be told: votes, and the kind of a replay's supersede
+    # (an unsupersede, or a soft one whose reason is not "minor correction").
+    bookkeeping: dict[str, Any] = {}
+    if version.upvotes or version.downvotes:
+        bookkeeping.update(upvotes=version.upvotes, downvotes=version.downvotes)
+    if replacing and version.supersede_kind and version.supersede_kind != memory.supersede_kind:
+        bookkeeping["supersede_kind"] = version.supersede_kind
+    if version.restored_from is not None and version.restored_from in ids:
+        bookkeeping["restored_from_id"] = ids[version.restored_from]
+    if bookkeeping:
+        Memory.objects.filter(team=team, id=memory.id).update(**bookkeeping)
+    for note, created_by in version.notes:
+        annotate_memory(team=team, key=version.key, note=note, created_by=created_by or "import")
+        report.notes_written += 1
+    if version.state == MemoryState.DELETED:
+        delete_memory(team=team, key=version.key, deleted_by=version.deleted_by or "import")
+
+
+def _holds(latest: Memory, version: MemoryLine, secrets: list[str]) -> bool:
+    """Whether the team's latest version already is what saving `version` would store."""
+    if (latest.deleted_at is not None) != (version.state == MemoryState.DELETED):
+        return False
+    if latest.deleted_at is not None:
+        return True
+    content = scrub(version.content, secrets).text
+    metadata, _ = scrub_json(with_extracted_metadata(content, version.metadata), secrets)
+    trigger = None
+    if version.skill_trigger is not None:
+        try:
+            trigger = normalise_skill_trigger(scrub_json(version.skill_trigger, secrets)[0])
+        except InvalidInput:
+            return False
+    return (
+        latest.content == content
+        and latest.type == resolve_type(version.type)
+        and latest.project == version.project
+        and latest.metadata == metadata
+        and latest.skill_trigger == trigger
+    )

@@ -1,0 +1,212 @@
+"""`memoryhub search | save | get | inject`: the REST API from an agent's shell."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from memoryhub_client.api import ApiError, MemoryHubApi, quote_key
+from memoryhub_client.config import ConfigError, add_connection_flags, load_config
+from memoryhub_client.section import SectionError, write_section
+
+MAX_QUERY_CHARS = 8000  # the server's limit on a search query (search.selectors)
+RECENT_COMMITS = 10
+GIT_TIMEOUT_SECONDS = 10
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    search = commands.add_parser(
+        "search", help="search the team's memory", description="Search by meaning and keyword."
+    )
+    search.add_argument("query", help="what to look for, in plain words")
+    search.add_argument("--max-results", type=int, default=None)
+    search.add_argument("--type", dest="types", action="append", help="only this type (repeat for several)")
+    search.add_argument("--project", default=None, help="only entries of this project and of no project")
+    search.add_argument("--mode", choices=["hybrid", "keyword", "vector"], default=None)
+    search.add_argument("--active-only", action="store_true", help="leave superseded versions out")
+    search.add_argument("--json", action="store_true", help="print the server's JSON answer")
+    add_connection_flags(search)
+    search.set_defaults(handler=run_search)
+
+    save = commands.add_parser("save", help="save a memory under a key", description="Save a memory.")
+    save.add_argument("key", help="the memory's key, e.g. deploy-friday")
+    save.add_argument("content", nargs="?", default="-", help="the text; '-' or left out: read stdin")
+    save.add_argument("--type", default=None, help="identity, lesson, decision, context, reference, ...")
+    save.add_argument("--project", default=None)
+    save.add_argument("--reason", default=None, help="supersede the key's active entry, for this reason")
+    save.add_argument("--json", action="store_true", help="print the server's JSON answer")
+    add_connection_flags(save)
+    save.set_defaults(handler=run_save)
+
+    get = commands.add_parser("get", help="print a memory's active entry", description="Print a memory.")
+    get.add_argument("key")
+    get.add_argument("--json", action="store_true", help="print the whole entry as JSON")
+    add_connection_flags(get)
+    get.set_defaults(handler=run_get)
+
+    inject = commands.add_parser(
+        "inject",
+        help="write the team's memory block into CLAUDE.md or AGENTS.md",
+        description="Write or replace the MemoryHub section (between <!-- memoryhub:begin --> and "
+        "<!-- memoryhub:end -->) of a file an agent reads at start-up; the rest of the file is kept.",
+    )
+    inject.add_argument("--into", required=True, help="the file to write (created if missing)")
+    inject.add_argument("--project", default=None, help="entries of this project and of no project")
+    inject.add_argument("--max-tokens", type=int, default=None, help="token budget (default: the team's)")
+    inject.add_argument(
+        "--query",
+        nargs="?",
+        const="",
+        default=None,
+        help="add the most relevant memories: to this text, or, given alone, to the worktree's "
+        "branch name and recent commit messages",
+    )
+    add_connection_flags(inject)
+    inject.set_defaults(handler=run_inject)
+
+
+def run_search(arguments: argparse.Namespace) -> int:
+    body: dict[str, Any] = {"query": arguments.query}
+    for name, value in (
+        ("max_results", arguments.max_results),
+        ("types", arguments.types),
+        ("project", arguments.project),
+        ("mode", arguments.mode),
+    ):
+        if value is not None:
+            body[name] = value
+    if arguments.active_only:
+        body["include_superseded"] = False
+    with MemoryHubApi(load_config(arguments)) as api:
+        answer = api.post("search/", body)
+    if arguments.json:
+        _print_json(answer)
+        return 0
+    for warning in answer.get("warnings", []):
+        print(f"warning: {warning}", file=sys.stderr)
+    results = answer.get("results", [])
+    if not results:
+        print("no results")
+    for result in results:
+        state = "" if result.get("is_active") else " (superseded)"
+        snippet = " ".join(str(result.get("snippet", "")).split())
+        print(f"{result.get('score', 0):.3f}  {result.get('key')}  [{result.get('type')}]{state}  {snippet}")
+    return 0
+
+
+def run_save(arguments: argparse.Namespace) -> int:
+    content = sys.stdin.read() if arguments.content == "-" else arguments.content
+    body: dict[str, Any] = {"key": arguments.key, "content": content}
+    for name, value in (
+        ("type", arguments.type),
+        ("project", arguments.project),
+        ("supersede_reason", arguments.reason),
+    ):
+        if value is not None:
+            body[name] = value
+    with MemoryHubApi(load_config(arguments)) as api:
+        answer = api.post("memories/", body)
+    if arguments.json:
+        _print_json(answer)
+    elif answer.get("saved") is False:
+        duplicate = answer.get("duplicate_of") or {}
+        print(f"not saved: {answer.get('detail', 'a duplicate')} ({duplicate.get('key')})")
+    else:
+        superseded = " (superseded the previous entry)" if answer.get("supersedes_id") else ""
+        print(f"saved {answer.get('key')} as {answer.get('type')}{superseded}")
+    return 0
+
+
+def run_get(arguments: argparse.Namespace) -> int:
+    with MemoryHubApi(load_config(arguments)) as api:
+        answer = api.get(f"memories/{quote_key(arguments.key)}/")
+    if arguments.json:
+        _print_json(answer)
+    else:
+        content = str(answer.get("content", ""))
+        print(content, end="" if content.endswith("\n") else "\n")
+    return 0
+
+
+def run_inject(arguments: argparse.Namespace) -> int:
+    config = load_config(arguments)
+    query = arguments.query
+    if query == "":  # --query given alone
+        query = worktree_query(Path(arguments.into).resolve().parent) or None
+    with MemoryHubApi(config) as api:
+        answer = api.get(
+            "injection/",
+            project=config.project,
+            query=query,
+            max_tokens=None if arguments.max_tokens is None else str(arguments.max_tokens),
+        )
+    for warning in answer.get("warnings", []):
+        print(f"warning: {warning}", file=sys.stderr)
+    outcome = write_section(arguments.into, str(answer.get("text", "")))
+    counts, tokens = answer.get("counts", {}), answer.get("tokens", {})
+    summary = (
+        f"{counts.get('included', 0)} entries, {tokens.get('used', 0)} of {tokens.get('budget', 0)} tokens"
+    )
+    print(
+        f"{arguments.into} unchanged ({summary})"
+        if outcome == "unchanged"
+        else f"{outcome} {arguments.into} ({summary})"
+    )
+    return 0
+
+
+def worktree_query(folder: Path) -> str:
+    """What the worktree is about: its branch name (words, not separators) and its recent
+    commit subjects, newest first. Empty outside a git worktree. Local git only, no network."""
+    branch = _git(folder, "rev-parse", "--abbrev-ref", "HEAD")
+    subjects = _git(folder, "log", f"-n{RECENT_COMMITS}", "--format=%s")
+    words = []
+    if branch and branch != "HEAD":  # a detached HEAD names no branch
+        words.append(" ".join(branch.replace("/", " ").replace("-", " ").replace("_", " ").split()))
+    words.extend(line.strip() for line in subjects.splitlines() if line.strip())
+    return "\n".join(words)[:MAX_QUERY_CHARS]
+
+
+def _git(folder: Path, *arguments: str) -> str:
+    try:
+        done = subprocess.run(  # noqa: S603 (fixed arguments, no shell)
+            ["git", "-C", str(folder), *arguments],  # noqa: S607 (git from PATH, as a user runs it)
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_SECONDS,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def _print_json(answer: dict[str, Any]) -> None:
+    print(json.dumps(answer, indent=2, ensure_ascii=False))
+
+
+def register_all(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """search, save, get, inject, hook and connect (cli.py adds them to its parser)."""
+    from memoryhub_client import connect, hooks
+
+    register(commands)
+    hooks.register(commands)
+    connect.register(commands)
+
+
+def run(arguments: argparse.Namespace) -> int:
+    """Run a subcommand; a failure is one line on stderr (never the token), exit status 1."""
+    from memoryhub_client.connect import ConnectError
+
+    try:
+        result: int = arguments.handler(arguments)
+    except (ApiError, ConfigError, SectionError, ConnectError) as exc:
+        print(f"memoryhub {arguments.command}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return result

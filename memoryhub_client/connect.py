@@ -1,0 +1,267 @@
+"""`memoryhub connect claude-code | cursor | codex | generic [--write]`: the client's MCP
+configuration (and Claude Code's hook settings) for this server.
+
+Without --write it prints each file's snippet; with --write it merges them into the files,
+keeping everything else in them (JSON is loaded, merged and written back; TOML goes
+through tomlkit, which keeps comments and layout). A second write changes nothing.
+The token itself is never written: each client reads it from an environment variable.
+
+Formats (checked against each client's documentation, docs/decisions.md):
+- Claude Code, `.mcp.json` (project scope): `"type": "http"`, `${VAR}` expanded in headers;
+  hooks in `.claude/settings.json` (SessionStart's stdout is added to the context).
+- Cursor, `.cursor/mcp.json`: `url` and `headers`, `${env:VAR}` expanded.
+- Codex, `~/.codex/config.toml` (`$CODEX_HOME`): `[mcp_servers.memoryhub]` with `url` and
+  `bearer_token_env_var` (Codex refuses an inline token in this file).
+- generic: any client that launches a command: `memoryhub mcp` over stdio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+
+from memoryhub_client.config import TOKEN_ENV, load_config
+from memoryhub_client.section import write_atomically
+
+SERVER_NAME = "memoryhub"
+HOOK_PREFIX = "memoryhub hook claude-code "
+CLIENTS = ("claude-code", "cursor", "codex", "generic")
+
+
+class ConnectError(Exception):
+    """A file that cannot be merged safely (not JSON, not an object, ...): left untouched."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """One file of a client's configuration: where it goes and what to merge into it."""
+
+    shown_path: str  # as the user writes it (~ and relative paths kept)
+    path: Path
+    kind: str  # "mcp-json", "claude-settings" or "codex-toml"
+    snippet: dict[str, Any]
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    connect = commands.add_parser(
+        "connect",
+        help="print (or --write) an agent client's MCP configuration for this server",
+        description="Print the MCP configuration (and, for Claude Code, the session hooks) that connect "
+        "a client to this server; --write merges it into the files, keeping everything else.",
+    )
+    connect.add_argument("client", choices=CLIENTS)
+    connect.add_argument("--write", action="store_true", help="merge into the client's files")
+    connect.add_argument("--url", help="the server (default: MEMORYHUB_URL, the config file, or local)")
+    connect.add_argument("--team", help="the team's slug, for the Claude Code hooks (or MEMORYHUB_TEAM)")
+    connect.add_argument(
+        "--token-env",
+        default=TOKEN_ENV,
+        help=f"the variable the client reads the token from (default {TOKEN_ENV})",
+    )
+    connect.add_argument("--dir", default=".", help="the project folder (default: the current one)")
+    connect.set_defaults(handler=run_connect)
+
+
+def run_connect(arguments: argparse.Namespace) -> int:
+    config = load_config(arguments)
+    targets = client_targets(
+        arguments.client,
+        url=config.url,
+        team=config.team,
+        token_env=arguments.token_env,
+        project_dir=Path(arguments.dir),
+    )
+    if not arguments.write:
+        print(render(targets), end="")
+        return 0
+    if arguments.client == "generic":
+        print("memoryhub connect: generic has no file of its own: copy the snippet", file=sys.stderr)
+        return 2
+    for target in targets:
+        outcome = merge_into_file(target)
+        print(f"{target.shown_path} {outcome}")
+    return 0
+
+
+def client_targets(
+    client: str, *, url: str, team: str | None, token_env: str, project_dir: Path
+) -> list[Target]:
+    mcp_url = f"{url}/mcp/"
+    if client == "claude-code":
+        server = {"type": "http", "url": mcp_url, "headers": {"Authorization": f"Bearer ${{{token_env}}}"}}
+        return [
+            _json_target(".mcp.json", project_dir, "mcp-json", {"mcpServers": {SERVER_NAME: server}}),
+            _json_target(
+                ".claude/settings.json",
+                project_dir,
+                "claude-settings",
+                {
+                    "hooks": {
+                        event: [{"hooks": [_hook(event, url, team, token_env)]}] for event in HOOK_EVENTS
+                    }
+                },
+            ),
+        ]
+    if client == "cursor":
+        server = {"url": mcp_url, "headers": {"Authorization": f"Bearer ${{env:{token_env}}}"}}
+        return [
+            _json_target(".cursor/mcp.json", project_dir, "mcp-json", {"mcpServers": {SERVER_NAME: server}})
+        ]
+    if client == "codex":
+        codex_home = os.environ.get("CODEX_HOME", "").strip()
+        path = Path(codex_home) / "config.toml" if codex_home else Path.home() / ".codex" / "config.toml"
+        shown = str(path) if codex_home else "~/.codex/config.toml"
+        table = {"url": mcp_url, "bearer_token_env_var": token_env}
+        return [Target(shown, path, "codex-toml", {"mcp_servers": {SERVER_NAME: table}})]
+    server = {"command": "memoryhub", "args": ["mcp", "--url", mcp_url, "--token-env", token_env]}
+    return [
+        Target("your client's MCP configuration", Path(), "generic", {"mcpServers": {SERVER_NAME: server}})
+    ]
+
+
+HOOK_EVENTS = {"SessionStart": "session-start", "SessionEnd": "session-end"}
+
+
+def _hook(event: str, url: str, team: str | None, token_env: str) -> dict[str, Any]:
+    command = [*shlex.split(HOOK_PREFIX), HOOK_EVENTS[event], "--url", url]
+    if team:
+        command += ["--team", team]
+    if token_env != TOKEN_ENV:
+        command += ["--token-env", token_env]
+    return {"type": "command", "command": shlex.join(command)}
+
+
+def _json_target(relative: str, project_dir: Path, kind: str, snippet: dict[str, Any]) -> Target:
+    return Target(relative, project_dir / relative, kind, snippet)
+
+
+def render(targets: list[Target]) -> str:
+    """What `connect` prints: each file's name as a comment, then its snippet."""
+    blocks = []
+    for target in targets:
+        text = toml_text(target.snippet) if target.kind == "codex-toml" else json_text(target.snippet)
+        blocks.append(f"# {target.shown_path}\n{text}")
+    return "\n".join(blocks)
+
+
+def json_text(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def toml_text(snippet: dict[str, Any]) -> str:
+    return merge_toml("", snippet)
+
+
+def merge_into_file(target: Target) -> str:
+    """Merge the target's snippet into its file; "created", "updated" or "unchanged"."""
+    path = target.path
+    old = path.read_text(encoding="utf-8") if path.exists() else None
+    if target.kind == "codex-toml":
+        new = merge_toml(old or "", target.snippet)
+    else:
+        data = _load_json_object(old, target.shown_path)
+        merged = (
+            merge_settings(data, target.snippet)
+            if target.kind == "claude-settings"
+            else merge_mcp(data, target.snippet)
+        )
+        new = old if (old is not None and old.strip() and merged == json.loads(old)) else json_text(merged)
+    if new == old:
+        return "unchanged"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(path, new.encode("utf-8"), existed=old is not None)
+    return "updated" if old is not None else "created"
+
+
+def merge_mcp(data: dict[str, Any], snippet: dict[str, Any]) -> dict[str, Any]:
+    """Our server's entry replaces any earlier one of that name; other servers stay."""
+    merged = json.loads(json.dumps(data))
+    servers = merged.setdefault("mcpServers", {})
+    if not isinstance(servers, dict):
+        raise ConnectError("`mcpServers` is not an object: fix the file by hand")
+    servers[SERVER_NAME] = snippet["mcpServers"][SERVER_NAME]
+    return merged
+
+
+def merge_settings(data: dict[str, Any], snippet: dict[str, Any]) -> dict[str, Any]:
+    """Each event gets our hook once; an older memoryhub hook of that event (another URL or
+    team) is replaced; every other hook and setting stays as it was."""
+    merged = json.loads(json.dumps(data))
+    hooks = merged.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise ConnectError("`hooks` is not an object: fix the file by hand")
+    for event, groups in snippet["hooks"].items():
+        ours = groups[0]["hooks"][0]
+        existing = hooks.setdefault(event, [])
+        if not isinstance(existing, list):
+            raise ConnectError(f"`hooks.{event}` is not a list: fix the file by hand")
+        if any(_commands(group) == [ours["command"]] for group in existing):
+            continue
+        kept = []
+        for group in existing:
+            if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+                others = [hook for hook in group["hooks"] if not _is_ours(hook)]
+                if not others and group["hooks"]:
+                    continue  # a group of ours only: replaced below
+                group = {**group, "hooks": others}
+            kept.append(group)
+        hooks[event] = [*kept, {"hooks": [ours]}]
+    return merged
+
+
+def _commands(group: Any) -> list[Any]:
+    if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
+        return []
+    return [hook.get("command") for hook in group["hooks"] if isinstance(hook, dict)]
+
+
+def _is_ours(hook: Any) -> bool:
+    return isinstance(hook, dict) and str(hook.get("command", "")).startswith(HOOK_PREFIX)
+
+
+def merge_toml(text: str, snippet: dict[str, Any]) -> str:
+    try:
+        document = tomlkit.parse(text)
+    except tomlkit.exceptions.ParseError as exc:
+        raise ConnectError(f"not valid TOML ({exc}): fix the file by hand") from None
+    ours = snippet["mcp_servers"][SERVER_NAME]
+    servers = document.get("mcp_servers")
+    if servers is None:
+        servers = tomlkit.table(is_super_table=True)
+        document["mcp_servers"] = servers
+    elif not isinstance(servers, dict):
+        raise ConnectError("`mcp_servers` is not a table: fix the file by hand")
+    current = servers.get(SERVER_NAME)
+    if current is not None and _plain(current) == ours:
+        return text
+    table = tomlkit.table()
+    for name, value in ours.items():
+        table[name] = value
+    if text.strip():
+        table.add(tomlkit.nl())  # a blank line before whatever follows
+    servers[SERVER_NAME] = table
+    return tomlkit.dumps(document)
+
+
+def _plain(value: Any) -> Any:
+    return value.unwrap() if hasattr(value, "unwrap") else value
+
+
+def _load_json_object(text: str | None, shown: str) -> dict[str, Any]:
+    if text is None or not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConnectError(f"{shown} is not valid JSON ({exc}): fix it by hand") from None
+    if not isinstance(data, dict):
+        raise ConnectError(f"{shown} is not a JSON object: fix it by hand")
+    return data

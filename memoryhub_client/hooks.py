@@ -1,0 +1,161 @@
+"""`memoryhub hook claude-code session-start | session-end`: Claude Code's SessionStart and
+SessionEnd hooks (`memoryhub connect claude-code` writes them into .claude/settings.json).
+
+session-start prints what Claude Code adds to the model's context (a SessionStart hook's
+stdout): the team's memory block for the project and a short guide to MemoryHub's tools.
+It also boots a MemoryHub session, so other agents see this one live, and keeps its id
+in a state file keyed by Claude Code's session id; session-end ends it.
+
+A hook never blocks the agent: when the server cannot be reached, the context says so in
+one line and the command still exits 0."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+from memoryhub_client.api import ApiError, MemoryHubApi, quote_key
+from memoryhub_client.config import ClientConfig, ConfigError, add_connection_flags, config_dir, load_config
+from memoryhub_client.section import write_atomically
+
+SOURCE = "claude-code"
+SAFE_SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+MAX_STDIN_BYTES = 1_000_000
+MAX_PROJECT_CHARS = 200  # the session API's limit
+
+GUIDE = """\
+## Using MemoryHub (the team's shared memory)
+
+The block above is what the team already knows. While you work:
+- Before deciding something the team may have settled, search: the `memory_search` MCP tool
+  (or `memoryhub search "..."` in the shell).
+- Read an entry in full with `memory_get` (`memoryhub get KEY`).
+- When you learn something the next agent should know (a lesson, a decision, a fact about this
+  project), save it with `memory_save` (`memoryhub save KEY "text" --type lesson`). Saving an
+  existing key needs a `supersede_reason`: say what changed.
+- Record a lesson from a mistake with `learning_record`. Never save secrets: they are scrubbed.
+"""
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    hook = commands.add_parser("hook", help="coding-agent hooks (Claude Code's SessionStart/SessionEnd)")
+    clients = hook.add_subparsers(dest="client", required=True)
+    claude = clients.add_parser("claude-code", help="Claude Code hooks")
+    events = claude.add_subparsers(dest="event", required=True)
+    for event, handler, text in (
+        ("session-start", run_session_start, "print the memory block and a guide; register the session"),
+        ("session-end", run_session_end, "end the session that session-start registered"),
+    ):
+        parser = events.add_parser(event, help=text, description=text)
+        parser.add_argument(
+            "--project", default=None, help="the project (default: the worktree's folder name)"
+        )
+        add_connection_flags(parser)
+        parser.set_defaults(handler=handler)
+
+
+def run_session_start(arguments: argparse.Namespace) -> int:
+    event = read_hook_input()
+    cwd = str(event.get("cwd") or os.getcwd())
+    state = state_file(event.get("session_id"), cwd)
+    try:
+        config = load_config(arguments)
+        project = config.project or project_name(Path(cwd))
+        with MemoryHubApi(config) as api:
+            block = _start(api, config, state, project=project, cwd=cwd)
+    except (ApiError, ConfigError) as exc:
+        print(f"MemoryHub: the team's memory could not be loaded ({exc}).")
+        print(GUIDE, end="")
+        return 0
+    if block:
+        print(block.rstrip("\n"))
+        print()
+    print(GUIDE, end="")
+    return 0
+
+
+def run_session_end(arguments: argparse.Namespace) -> int:
+    event = read_hook_input()
+    state = state_file(event.get("session_id"), str(event.get("cwd") or os.getcwd()))
+    saved = _read_state(state)
+    if saved is None:
+        return 0
+    try:
+        with MemoryHubApi(load_config(arguments)) as api:
+            api.delete(f"sessions/{quote_key(saved['session_id'])}/")
+    except (ApiError, ConfigError) as exc:
+        print(f"memoryhub: could not end the session: {exc}", file=sys.stderr)
+        if getattr(exc, "status", None) != 404:
+            return 0  # keep the state: a later session-end may succeed
+    state.unlink(missing_ok=True)
+    return 0
+
+
+def _start(api: MemoryHubApi, config: ClientConfig, state: Path, *, project: str, cwd: str) -> str:
+    """Boot (or, on a resume or compaction, keep alive) the session; answer the memory block."""
+    saved = _read_state(state)
+    if saved is not None and saved.get("team") == api.team and saved.get("url") == config.url:
+        try:
+            api.patch(f"sessions/{quote_key(saved['session_id'])}/", {"project": project})
+        except ApiError as exc:
+            if exc.status not in (404, 409):  # gone or ended: boot a new one below
+                raise
+        else:
+            return str(api.get("injection/", project=project).get("text") or "")
+    booted = api.post(
+        "sessions/",
+        {"source": SOURCE, "project": project, "cwd": cwd, "pid": os.getppid(), "host": socket.gethostname()},
+    )
+    state.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    record = {"session_id": booted["session"]["id"], "team": api.team, "url": config.url}
+    write_atomically(state, json.dumps(record).encode(), existed=state.exists())
+    injection = booted.get("injection")
+    if injection is None:  # the boot could not build it; ask once more
+        injection = api.get("injection/", project=project).get("text")
+    return str(injection or "")
+
+
+def read_hook_input() -> dict[str, Any]:
+    """The hook's JSON on stdin (session_id, cwd, ...); {} when there is none."""
+    if sys.stdin is None or sys.stdin.isatty():
+        return {}
+    raw = sys.stdin.read(MAX_STDIN_BYTES)
+    try:
+        event = json.loads(raw) if raw.strip() else {}
+    except json.JSONDecodeError:
+        return {}
+    return event if isinstance(event, dict) else {}
+
+
+def state_file(claude_session_id: Any, cwd: str) -> Path:
+    """Where session-start keeps the MemoryHub session id for session-end."""
+    if isinstance(claude_session_id, str) and SAFE_SESSION_ID.match(claude_session_id):
+        name = claude_session_id
+    else:  # no usable id: one state per worktree
+        name = "cwd-" + hashlib.sha256(cwd.encode()).hexdigest()[:32]
+    return config_dir() / "sessions" / f"{SOURCE}-{name}.json"
+
+
+def project_name(cwd: Path) -> str:
+    """The worktree's folder name (the repository's top folder when inside one)."""
+    for folder in (cwd, *cwd.parents):
+        if (folder / ".git").exists():
+            return folder.name[:MAX_PROJECT_CHARS]
+    return cwd.name[:MAX_PROJECT_CHARS]
+
+
+def _read_state(state: Path) -> dict[str, Any] | None:
+    try:
+        record = json.loads(state.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or not isinstance(record.get("session_id"), str):
+        return None
+    return record

@@ -1,0 +1,374 @@
+"""`memoryhub export | import | import-markdown | export-markdown`: a team's memory in and
+out of files, over the REST API (docs/decisions.md, "Export and import").
+
+`export` streams `GET export/` to a file, `import` posts a file to `POST import/`.
+`import-markdown` turns CLAUDE.md, AGENTS.md, MEMORY.md and folders of notes into
+records of the same format (one per heading section) and posts them to the same
+endpoint, so it is idempotent, has a dry run and reports bad sections the same way.
+`export-markdown` writes the team's active memories as one file per type.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import httpx
+from tqdm import tqdm
+
+from memoryhub_client.api import USER_AGENT, ApiError, error_line
+from memoryhub_client.config import ClientConfig, ConfigError, add_connection_flags, load_config
+from memoryhub_client.section import BEGIN, END
+
+JSON_LINES = "application/jsonl"
+EXPORT_FORMAT = "memoryhub-export"  # memories.exporting (the client imports no server code)
+EXPORT_VERSION = 1
+# An import is applied before the server answers; a big file takes a while.
+IMPORT_TIMEOUT_SECONDS = 600.0
+UPLOAD_CHUNK_BYTES = 64 * 1024
+MAX_KEY_CHARS = 200
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+_heading = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
+_fence = re.compile(r"^\s*(```|~~~)")
+_not_key_char = re.compile(r"[^a-z0-9]+")
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    export = commands.add_parser(
+        "export",
+        help="write the team's whole memory as JSON Lines (admin token)",
+        description="Every version, deletion, note, vote, skill and learning; never the vault.",
+    )
+    export.add_argument("--output", "-o", default="-", help="the file to write ('-', the default: stdout)")
+    add_connection_flags(export)
+    export.set_defaults(handler=run_export)
+
+    load = commands.add_parser(
+        "import",
+        help="apply an export file to the team (admin token)",
+        description="New keys get their whole history; keys the team has are superseded with the "
+        "reason 'imported' (or left alone with --skip-existing); importing twice changes nothing.",
+    )
+    load.add_argument("file", help="a file of `memoryhub export` ('-': stdin)")
+    _add_import_flags(load)
+    add_connection_flags(load)
+    load.set_defaults(handler=run_import)
+
+    markdown_in = commands.add_parser(
+        "import-markdown",
+        help="import CLAUDE.md, AGENTS.md, MEMORY.md or folders of notes, one memory per section",
+        description="Each heading section becomes a memory: its key from the file and heading path, "
+        "its type from the heading's words or the text. MemoryHub's own injected section is skipped.",
+    )
+    markdown_in.add_argument("paths", nargs="+", help="markdown files or folders of them")
+    markdown_in.add_argument("--project", default=None, help="the project of every imported memory")
+    _add_import_flags(markdown_in)
+    add_connection_flags(markdown_in)
+    markdown_in.set_defaults(handler=run_import_markdown)
+
+    markdown_out = commands.add_parser(
+        "export-markdown",
+        help="write the team's active memories as a folder of markdown, one file per type",
+        description="One file per type, entries sorted by key: a stable copy to review in git.",
+    )
+    markdown_out.add_argument("directory", help="the folder to write (created if missing)")
+    add_connection_flags(markdown_out)
+    markdown_out.set_defaults(handler=run_export_markdown)
+
+
+def _add_import_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--skip-existing", action="store_true", help="leave keys the team has as they are")
+    parser.add_argument("--dry-run", action="store_true", help="report what would change; change nothing")
+    parser.add_argument("--strict", action="store_true", help="refuse the whole file if any line is bad")
+
+
+def _client(config: ClientConfig, timeout: float = 30.0) -> httpx.Client:
+    team = config.require_team()
+    return httpx.Client(
+        base_url=f"{config.url}/api/v1/teams/{team}/",
+        headers={"Authorization": f"Bearer {config.require_token()}", "User-Agent": USER_AGENT},
+        timeout=timeout,
+    )
+
+
+def _fail(response: httpx.Response) -> ApiError:
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    body = body if isinstance(body, dict) else None
+    return ApiError(
+        error_line(response.status_code, body, response.headers), status=response.status_code, body=body
+    )
+
+
+# ----- export -----
+
+
+def run_export(arguments: argparse.Namespace) -> int:
+    config = load_config(arguments)
+    with _client(config) as http, http.stream("GET", "export/") as response:
+        if not response.is_success:
+            response.read()
+            raise _fail(response)
+        if arguments.output == "-":
+            return _write_export(response, sys.stdout.buffer)
+        target = Path(arguments.output)
+        # Into a temporary file first: an export cut short never replaces a good one.
+        with tempfile.NamedTemporaryFile(
+            dir=target.parent, prefix=f".{target.name}.", delete=False
+        ) as handle:
+            try:
+                status = _write_export(response, handle)
+            except BaseException:
+                os.unlink(handle.name)
+                raise
+        if status == 0:
+            os.replace(handle.name, target)
+        else:
+            os.unlink(handle.name)
+    if status == 0:
+        print(f"exported to {target}", file=sys.stderr)
+    return status
+
+
+def _write_export(response: httpx.Response, out: IO[bytes]) -> int:
+    last = b""
+    with tqdm(desc="export", unit=" records", disable=None, file=sys.stderr) as progress:
+        for line in _lines(response.iter_bytes()):
+            out.write(line + b"\n")
+            progress.update(1)
+            last = line
+    out.flush()
+    try:
+        trailer = json.loads(last)
+    except ValueError:
+        trailer = None
+    if not isinstance(trailer, dict) or trailer.get("record") != "end":
+        print("memoryhub export: the export was cut short (no end record); try again", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _lines(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    pending = b""
+    for chunk in chunks:
+        pending += chunk
+        *complete, pending = pending.split(b"\n")
+        yield from (line for line in complete if line)
+    if pending:
+        yield pending
+
+
+# ----- import -----
+
+
+def run_import(arguments: argparse.Namespace) -> int:
+    if arguments.file == "-":
+        raw = sys.stdin.buffer.read()
+    else:
+        try:
+            raw = Path(arguments.file).read_bytes()
+        except OSError as exc:
+            raise ConfigError(f"cannot read {arguments.file}: {exc.strerror}") from None
+    return _post_import(load_config(arguments), raw, arguments)
+
+
+def _post_import(config: ClientConfig, raw: bytes, arguments: argparse.Namespace) -> int:
+    params = {
+        name: "true" for name in ("skip_existing", "dry_run", "strict") if getattr(arguments, name, False)
+    }
+    with (
+        _client(config, timeout=IMPORT_TIMEOUT_SECONDS) as http,
+        tqdm(desc="upload", total=len(raw), unit="B", unit_scale=True, disable=None, file=sys.stderr) as bar,
+    ):
+
+        def chunks() -> Iterator[bytes]:
+            for start in range(0, len(raw), UPLOAD_CHUNK_BYTES):
+                chunk = raw[start : start + UPLOAD_CHUNK_BYTES]
+                bar.update(len(chunk))
+                yield chunk
+
+        # The length is known: sent as Content-Length, never chunked (WSGI needs it).
+        headers = {"Content-Type": JSON_LINES, "Content-Length": str(len(raw))}
+        response = http.post("import/", params=params, content=chunks(), headers=headers)
+    if not response.is_success:
+        error = _fail(response)
+        for bad in error.body.get("lines", []) if isinstance(error.body.get("lines"), list) else []:
+            print(f"line {bad.get('line')}: {bad.get('error')}: {bad.get('detail')}", file=sys.stderr)
+        raise error
+    report = response.json()
+    for bad in report.get("errors", []):
+        print(f"line {bad.get('line')}: {bad.get('error')}: {bad.get('detail')} (skipped)", file=sys.stderr)
+    counts = ", ".join(
+        f"{report.get(name, 0)} {name}" for name in ("created", "superseded", "unchanged", "skipped")
+    )
+    prefix = "dry run, nothing changed: would be " if report.get("dry_run") else ""
+    print(f"{prefix}{counts} keys; {len(report.get('errors', []))} bad lines")
+    return 1 if report.get("errors") else 0
+
+
+# ----- markdown in -----
+
+
+def run_import_markdown(arguments: argparse.Namespace) -> int:
+    records: list[dict[str, Any]] = []
+    for path in _markdown_files([Path(p) for p in arguments.paths]):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read {path}: {exc}") from None
+        records += markdown_records(
+            _source_name(path, arguments.paths), text, project=arguments.project or ""
+        )
+    if not records:
+        print("no sections with text found", file=sys.stderr)
+        return 1
+    header = {"record": "header", "format": EXPORT_FORMAT, "version": EXPORT_VERSION}
+    raw = "\n".join(json.dumps(record, ensure_ascii=False) for record in [header, *records]).encode() + b"\n"
+    return _post_import(load_config(arguments), raw, arguments)
+
+
+def _markdown_files(paths: list[Path]) -> list[Path]:
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found += sorted(
+                p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in MARKDOWN_SUFFIXES
+            )
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise ConfigError(f"{path}: no such file or folder")
+    return found
+
+
+def _source_name(path: Path, given: list[str]) -> str:
+    """The file's name as the key starts with: relative to the folder given, if any."""
+    for root in (Path(p) for p in given):
+        if root.is_dir() and path.is_relative_to(root):
+            return str(path.relative_to(root).with_suffix(""))
+    return path.stem
+
+
+def markdown_records(source: str, text: str, *, project: str) -> list[dict[str, Any]]:
+    """One memory record per heading section with text (the text before the first
+    heading counts as the file's own section). MemoryHub's injected section is left out:
+    re-importing it would save the team's memory as new memories."""
+    records: list[dict[str, Any]] = []
+    path: list[str] = []
+    body: list[str] = []
+    used: set[str] = set()
+
+    def flush() -> None:
+        content = "\n".join(body).strip()
+        body.clear()
+        if not content:
+            return
+        key = _unique(_section_key(source, path), used)
+        record = {
+            "record": "memory",
+            "key": key,
+            "content": content,
+            "project": project,
+            "heading": " > ".join(path),
+            "metadata": {"source": {"file": source, "heading": " > ".join(path)}},
+            "updated_by": "import-markdown",
+        }
+        records.append(record)
+
+    in_fence = False
+    for line in _without_injected_section(text).splitlines():
+        if _fence.match(line):
+            in_fence = not in_fence
+        heading = None if in_fence else _heading.match(line)
+        if heading is None:
+            body.append(line)
+            continue
+        flush()
+        level = len(heading.group(1))
+        del path[level - 1 :]
+        path.extend([""] * (level - 1 - len(path)))
+        path.append(heading.group(2).strip())
+    flush()
+    return records
+
+
+def _without_injected_section(text: str) -> str:
+    begin, end = BEGIN.decode(), END.decode()
+    kept, inside = [], False
+    for line in text.splitlines():
+        if line.strip() == begin:
+            inside = True
+        elif line.strip() == end and inside:
+            inside = False
+        elif not inside:
+            kept.append(line)
+    return "\n".join(kept)
+
+
+def _slug(text: str) -> str:
+    return _not_key_char.sub("-", text.lower()).strip("-")
+
+
+def _section_key(source: str, path: list[str]) -> str:
+    parts = [_slug(part) for part in [source.replace("/", "-"), *path]]
+    key = ":".join(part for part in parts if part) or "note"
+    if len(key) > MAX_KEY_CHARS:
+        digest = hashlib.sha256(key.encode()).hexdigest()[:10]
+        key = f"{key[: MAX_KEY_CHARS - 11].rstrip(':-')}-{digest}"
+    return key
+
+
+def _unique(key: str, used: set[str]) -> str:
+    candidate, number = key, 2
+    while candidate in used:
+        suffix = f"-{number}"
+        candidate, number = key[: MAX_KEY_CHARS - len(suffix)] + suffix, number + 1
+    used.add(candidate)
+    return candidate
+
+
+# ----- markdown out -----
+
+
+def run_export_markdown(arguments: argparse.Namespace) -> int:
+    config = load_config(arguments)
+    by_type: dict[str, list[dict[str, Any]]] = {}
+    with _client(config) as http, tqdm(desc="export", unit=" memories", disable=None, file=sys.stderr) as bar:
+        params: dict[str, str] | None = {"limit": "200"}
+        url = "memories/"
+        while url:
+            response = http.get(url, params=params)
+            if not response.is_success:
+                raise _fail(response)
+            page = response.json()
+            for memory in page.get("results", []):
+                by_type.setdefault(str(memory.get("type", "context")), []).append(memory)
+                bar.update(1)
+            url, params = page.get("next") or "", None
+    directory = Path(arguments.directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    for type_name, memories in sorted(by_type.items()):
+        (directory / f"{type_name}.md").write_text(render_type_file(type_name, memories), encoding="utf-8")
+    print(f"wrote {sum(map(len, by_type.values()))} memories to {directory}/ ({len(by_type)} files)")
+    return 0
+
+
+def render_type_file(type_name: str, memories: list[dict[str, Any]]) -> str:
+    lines = [f"# {type_name.capitalize()}", ""]
+    for memory in sorted(memories, key=lambda m: str(m.get("key"))):
+        lines.append(f"## {memory.get('key')}")
+        lines.append("")
+        if memory.get("project"):
+            lines += [f"_project: {memory['project']}_", ""]
+        lines += [str(memory.get("content", "")).rstrip(), ""]
+    return "\n".join(lines)

@@ -1,0 +1,111 @@
+"""A team with every kind of record an export carries, and the comparison of exports."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from memories import feedback, services
+from memories.learnings import record_learning
+from teams.models import Team
+from teams.scope import team_scope
+from tests.conftest import Agent
+
+# Changed by the import or the moment: left out when two exports are compared. Ids are
+# compared as the place of the version they name in its key's history.
+VOLATILE_FIELDS = {"id", "created_at", "updated_at", "deleted_at", "exported_at", "team", "access_count"}
+
+
+def seed_rich_team(team: Team) -> None:
+    """Versions and soft/hard supersedes, an unsupersede, deletions, a key saved again
+    after its deletion, votes, notes, a skill, a learning, projects and metadata."""
+    with team_scope(team.id):
+        save = services.save_memory
+        save(team=team, key="deploy-steps", content="Deploy with make ship.", updated_by="ann", project="web")
+        feedback.annotate_memory(team=team, key="deploy-steps", note="first note", created_by="bob")
+        save(
+            team=team,
+            key="deploy-steps",
+            content="Deploy with make ship-it.",
+            supersede_reason="minor correction",
+            updated_by="ann",
+        )
+        save(
+            team=team,
+            key="deploy-steps",
+            content="Deploy with the release pipeline, never by hand.",
+            supersede_reason="pipeline replaced the script",
+            metadata={"tags": ["deploy"], "owner": "ops"},
+            updated_by="cat",
+        )
+        feedback.rate_memory(team=team, key="deploy-steps", direction="up", rated_by="x")
+        feedback.rate_memory(team=team, key="deploy-steps", direction="up", rated_by="y")
+        feedback.rate_memory(team=team, key="deploy-steps", direction="down", rated_by="z")
+        feedback.annotate_memory(team=team, key="deploy-steps", note="still true in May", created_by="dan")
+        save(team=team, key="toggle", content="Use feature flags v1.", updated_by="ann", type_name="decision")
+        save(
+            team=team, key="toggle", content="Use feature flags v2.", supersede_reason="v2", updated_by="ann"
+        )
+        services.unsupersede_memory(team=team, key="toggle", reason="v2 broke prod", updated_by="eve")
+        save(team=team, key="old-idea", content="Try a monorepo.", updated_by="ann")
+        services.delete_memory(team=team, key="old-idea", deleted_by="ann")
+        save(team=team, key="reborn", content="Cache in Redis.", updated_by="ann")
+        services.delete_memory(team=team, key="reborn", deleted_by="bob")
+        save(team=team, key="reborn", content="Cache in Redis, with a TTL.", updated_by="bob")
+        save(
+            team=team,
+            key="release-skill",
+            content="How to cut a release: tag, build, publish.",
+            updated_by="ann",
+            skill_trigger={"name": "release", "keywords": ["release"], "always_on": False},
+        )
+        record_learning(
+            team=team,
+            topic="flaky tests",
+            claim="The payment tests fail when run in parallel.",
+            confidence="medium",
+            updated_by="agent-1",
+            domains=["ci"],
+        )
+
+
+def export_lines(agent: Agent) -> list[dict[str, Any]]:
+    response = agent.client.get(agent.url("export/"))
+    assert response.status_code == 200, response.content
+    assert response.streaming
+    body = b"".join(response.streaming_content)
+    return [json.loads(line) for line in body.decode().splitlines()]
+
+
+def export_body(agent: Agent) -> bytes:
+    response = agent.client.get(agent.url("export/"))
+    assert response.status_code == 200
+    return b"".join(response.streaming_content)
+
+
+def comparable(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records without what an import may change (ids, timestamps, the team)."""
+    places: dict[str, str] = {}
+    position: dict[str, int] = {}
+    for record in records:
+        if record["record"] == "memory":
+            position[record["key"]] = position.get(record["key"], 0) + 1
+            places[record["id"]] = f"{record['key']}#{position[record['key']]}"
+    out = []
+    for record in records:
+        clean = {name: value for name, value in record.items() if name not in VOLATILE_FIELDS}
+        for link in ("supersedes", "restored_from", "memory"):
+            if clean.get(link) is not None:
+                clean[link] = places.get(clean[link], "outside the file")
+        out.append(clean)
+    memories = [r for r in out if r["record"] == "memory"]
+    notes = sorted((r for r in out if r["record"] == "annotation"), key=lambda r: (r["memory"], r["note"]))
+    others = [r for r in out if r["record"] not in ("memory", "annotation")]
+    return others + memories + notes
+
+
+def import_file(agent: Agent, body: bytes, **params: str) -> Any:
+    query = "&".join(f"{name}={value}" for name, value in params.items())
+    return agent.client.post(
+        agent.url("import/") + (f"?{query}" if query else ""), data=body, content_type="application/jsonl"
+    )

@@ -1,0 +1,47 @@
+"""How `memoryhub import-markdown` cuts a file into memory records (no server needed)."""
+
+from __future__ import annotations
+
+from memoryhub_client.transfer import markdown_records, render_type_file
+
+
+def test_each_heading_section_with_text_is_one_record_keyed_by_file_and_heading_path() -> None:
+    text = "Intro line.\n\n# Guide\n\n## Setup\n\nRun make.\n\n### Linux\n\nUse apt.\n\n## Setup\n\nAgain.\n\n## Empty\n"
+
+    records = markdown_records("AGENTS", text, project="web")
+
+    assert [(r["key"], r["content"], r["heading"]) for r in records] == [
+        ("agents", "Intro line.", ""),
+        ("agents:guide:setup", "Run make.", "Guide > Setup"),
+        ("agents:guide:setup:linux", "Use apt.", "Guide > Setup > Linux"),
+        ("agents:guide:setup-2", "Again.", "Guide > Setup"),
+    ]
+    assert {r["project"] for r in records} == {"web"}
+    assert all("type" not in r for r in records)  # left to the server's type inference
+
+
+def test_memoryhubs_injected_section_is_never_a_record() -> None:
+    text = (
+        "# Notes\n\nKeep this.\n\n<!-- memoryhub:begin -->\n## MemoryHub memory\n\n"
+        "- deploy-steps: injected text\n<!-- memoryhub:end -->\n\n## After\n\nAnd this.\n"
+    )
+
+    records = markdown_records("CLAUDE", text, project="")
+
+    assert [r["content"] for r in records] == ["Keep this.", "And this."]
+    assert not any("injected" in r["content"] or "memoryhub" in r["key"] for r in records)
+
+
+def test_headings_inside_fenced_code_are_text() -> None:
+    records = markdown_records("MEMORY", "# Run\n\n```sh\n# comment\nmake\n```\n", project="")
+
+    assert [(r["key"], r["content"]) for r in records] == [("memory:run", "```sh\n# comment\nmake\n```")]
+
+
+def test_export_markdown_file_is_sorted_by_key() -> None:
+    rendered = render_type_file(
+        "lesson",
+        [{"key": "b", "content": "B.", "project": ""}, {"key": "a", "content": "A.", "project": "web"}],
+    )
+
+    assert rendered == "# Lesson\n\n## a\n\n_project: web_\n\nA.\n\n## b\n\nB.\n"
