@@ -201,6 +201,9 @@ else:
 # Per agent token (reads and writes apart), and per client address without a token.
 MEMORYHUB_THROTTLE_READ = read_rate(env, "MEMORYHUB_THROTTLE_READ", default="600/min")
 MEMORYHUB_THROTTLE_WRITE = read_rate(env, "MEMORYHUB_THROTTLE_WRITE", default="120/min")
+# A token's writes run one at a time across every process; a write waits this many
+# seconds for the one before it, then answers 429 (teams.throttling.write_slot).
+MEMORYHUB_WRITE_SLOT_WAIT_SECONDS = env.float("MEMORYHUB_WRITE_SLOT_WAIT_SECONDS", default=10.0)
 MEMORYHUB_THROTTLE_ANONYMOUS = read_rate(env, "MEMORYHUB_THROTTLE_ANONYMOUS", default="60/min")
 
 # Behind a reverse proxy that terminates TLS: trust its X-Forwarded-Proto, and its

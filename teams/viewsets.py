@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any, ClassVar
 
 from django.db import connection, transaction
@@ -32,7 +32,7 @@ from teams.models import AgentToken, Team
 from teams.permissions import HasTokenScope
 from teams.scope import reset_request_team, set_request_team
 from teams.streaming import TeamScopedStream
-from teams.throttling import AnonymousAddressThrottle
+from teams.throttling import AnonymousAddressThrottle, request_kind, write_slot
 from teams.validators import TEAM_SLUG_PATTERN, is_team_slug
 
 TEAM_PATH_PARAMETER = OpenApiParameter(
@@ -65,6 +65,14 @@ class TeamScopedViewSet(ViewSet):
                 )
 
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Response | TeamScopedStream:
+        # What the request holds beyond its transaction (a token's write slot) is let go
+        # once the transaction has ended, committed or rolled back.
+        with ExitStack() as self._held_after_transaction:
+            return self._dispatch_in_transaction(request, *args, **kwargs)
+
+    def _dispatch_in_transaction(
+        self, request: HttpRequest, *args: Any, **kwargs: Any
+    ) -> Response | TeamScopedStream:
         # Entered and left by hand: _outside_transaction replaces it halfway.
         self._request_atomic = transaction.atomic()
         self._request_atomic.__enter__()
@@ -145,6 +153,11 @@ class TeamScopedViewSet(ViewSet):
         self.team = token.team
         self._previous_team_binding = set_request_team(self.team.id)
         super().check_permissions(request)
+        if request_kind(request, self) == "write":
+            # A token's writes run one at a time (teams.throttling.write_slot); waiting
+            # for the slot holds no transaction.
+            with self._outside_transaction():
+                self._held_after_transaction.enter_context(write_slot(token))
         hooks.agent_request.call(team=self.team, request=request)
 
     def get_team(self) -> Team:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from types import SimpleNamespace
 from typing import Any, cast
 
@@ -48,7 +48,7 @@ from teams import hooks
 from teams.authentication import agent_actor
 from teams.models import AgentToken
 from teams.scope import set_request_team
-from teams.throttling import AgentReadThrottle, AgentWriteThrottle
+from teams.throttling import AgentReadThrottle, AgentWriteThrottle, write_slot
 from teams.vault_matcher import team_secret_matcher
 
 logger = logging.getLogger(__name__)
@@ -240,11 +240,20 @@ class _ErrorView:
 def _run(tool: Tool, request: Request, arguments: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     token = cast(AgentToken, request.auth)
     team = token.team
-    with _CallTransaction(team.id) as call_transaction, owning_request_transaction(call_transaction.outside):
+    # The token's write slot (teams.throttling.write_slot) is let go after the call's
+    # transaction has ended.
+    with (
+        ExitStack() as held_after_transaction,
+        _CallTransaction(team.id) as call_transaction,
+        owning_request_transaction(call_transaction.outside),
+    ):
         is_error = False
         try:
             _check_scope_and_budget(tool, request, token)
             call_transaction.bind_team()
+            if tool.scope != AgentToken.Scope.READ:
+                with call_transaction.outside():
+                    held_after_transaction.enter_context(write_slot(token))
             hooks.agent_request.call(team=team, request=request)
             _check_clean(arguments)
             call = ToolCall(team=team, token=token, actor=agent_actor(request), arguments=arguments)
