@@ -360,8 +360,10 @@ def claim_stuck_memories(*, older_than_seconds: float, limit: int) -> list[tuple
     ):
         cursor.execute(
             """
-            UPDATE memories_memory SET index_queued_at = clock_timestamp()
-            WHERE id IN (
+            -- MATERIALIZED: the due rows are chosen once. As `WHERE id IN (subquery)` the
+            -- planner may run the LIMIT ... SKIP LOCKED subquery again for each row it
+            -- joins, and claim more (and other) rows than the limit.
+            WITH due AS MATERIALIZED (
                 SELECT id FROM memories_memory
                 WHERE index_state IN ('pending', 'failed') AND deleted_at IS NULL
                   AND updated_at < clock_timestamp() - make_interval(secs => %(grace)s)
@@ -373,7 +375,9 @@ def claim_stuck_memories(*, older_than_seconds: float, limit: int) -> list[tuple
                 LIMIT %(limit)s
                 FOR UPDATE SKIP LOCKED
             )
-            RETURNING team_id, id, index_next_attempt_at, updated_at
+            UPDATE memories_memory AS memory SET index_queued_at = clock_timestamp()
+            FROM due WHERE memory.id = due.id
+            RETURNING memory.team_id, memory.id, memory.index_next_attempt_at, memory.updated_at
             """,
             {
                 "grace": older_than_seconds,

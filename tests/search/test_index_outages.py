@@ -224,7 +224,10 @@ def test_failing_entries_wait_their_backoff_and_do_not_starve_newer_ones(
     # Backing off: the first retry is due a minute after the failure, not before.
     assert timedelta(seconds=50) < doomed.index_next_attempt_at - timezone.now() <= timedelta(seconds=60)
     with django_capture_on_commit_callbacks(execute=False):
-        member.client.post(member.url("memories/"), {"key": "fresh", "content": "Newer."}, format="json")
+        response = member.client.post(
+            member.url("memories/"), {"key": "fresh", "content": "Newer."}, format="json"
+        )
+    assert response.status_code == 201, response.content
     with operator_view():  # both due: the lease of the newer one ran out, the backoff too
         Memory.objects.filter(team=member.team).update(index_queued_at=None)
         Memory.objects.filter(id=doomed.id).update(
@@ -232,9 +235,20 @@ def test_failing_entries_wait_their_backoff_and_do_not_starve_newer_ones(
         )
 
     # One per run: the never-failed entry comes first.
+    with operator_view():
+        state = list(
+            Memory.objects.filter(team=member.team).values_list(
+                "key",
+                "index_state",
+                "index_attempts",
+                "index_next_attempt_at",
+                "index_queued_at",
+                "updated_at",
+            )
+        )
     assert claim_stuck_memories(older_than_seconds=0, limit=1) == [
         (member.team.id, row(member.team, "fresh").id)
-    ]
+    ], state
     assert claim_stuck_memories(older_than_seconds=0, limit=1) == [(member.team.id, doomed.id)]
 
     # A second failure doubles the wait.
