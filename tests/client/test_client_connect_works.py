@@ -5,7 +5,6 @@ and over `memoryhub mcp` (stdio)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import sys
@@ -22,7 +21,7 @@ from agents.mcp.tools import TOOLS
 from teams.models import Team
 from tests.client.conftest import Cli
 from tests.conftest import make_agent
-from tests.mcp.conftest import Server, structured
+from tests.mcp.conftest import Server, run_async, structured
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -65,17 +64,17 @@ def test_the_written_configurations_connect_each_client(
     codex = tomllib.loads((codex_home / "config.toml").read_text())["mcp_servers"]["memoryhub"]
     stdio = generic["mcpServers"]["memoryhub"]
     answers = {
-        "claude-code": asyncio.run(over_http(
+        "claude-code": run_async(over_http(
             expand(claude["url"], environment, r"\$\{(\w+)\}"),
             {name: expand(value, environment, r"\$\{(\w+)\}") for name, value in claude["headers"].items()},
             "via-claude",
         )),
-        "cursor": asyncio.run(over_http(
+        "cursor": run_async(over_http(
             cursor["url"],
             {name: expand(value, environment, r"\$\{env:(\w+)\}") for name, value in cursor["headers"].items()},
             "via-cursor",
         )),
-        "codex": asyncio.run(over_http(
+        "codex": run_async(over_http(
             codex["url"], {"Authorization": f"Bearer {environment[codex['bearer_token_env_var']]}"}, "via-codex"
         )),
     }  # fmt: skip
@@ -91,7 +90,7 @@ def test_the_written_configurations_connect_each_client(
         async with Client(parameters) as client:
             return await save_and_search(client, "via-stdio")
 
-    answers["generic"] = asyncio.run(over_stdio())
+    answers["generic"] = run_async(over_stdio())
 
     for client, key in (("claude-code", "via-claude"), ("cursor", "via-cursor"), ("codex", "via-codex"),
                         ("generic", "via-stdio")):  # fmt: skip

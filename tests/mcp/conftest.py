@@ -7,15 +7,17 @@ The server is started once per module; the tests that use it are transactional
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import httpx2
@@ -27,6 +29,7 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.search.conftest import free_port
 from tests.worker import database_url, wait_for
 
+T = TypeVar("T")
 REPO = Path(__file__).resolve().parents[2]
 GUNICORN = str(Path(sys.executable).parent / "gunicorn")
 SERVER_START_SECONDS = 90.0  # a hang detector, not a speed target
@@ -113,6 +116,13 @@ async def mcp_client(
     async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
         async with Client(streamable_http_client(server.mcp_url, http_client=http), **options) as client:
             yield client
+
+
+def run_async(coroutine: Coroutine[Any, Any, T]) -> T:
+    """asyncio.run in a thread of its own: once the browser tests have run, Playwright's
+    event loop is running in the main thread for the rest of the session."""
+    with ThreadPoolExecutor(max_workers=1) as executor:
+        return executor.submit(asyncio.run, coroutine).result()
 
 
 def structured(result: Any) -> dict[str, Any]:

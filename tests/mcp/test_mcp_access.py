@@ -5,7 +5,6 @@ registered tool, so a new one cannot be left out)."""
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import json
 from typing import Any
@@ -21,7 +20,7 @@ from teams.models import AgentToken, Team, VaultEntry
 from teams.scope import team_scope
 from teams.services import revoke_token, set_vault_entry
 from tests.conftest import make_agent, operator_view
-from tests.mcp.conftest import Server, mcp_client, structured
+from tests.mcp.conftest import Server, mcp_client, run_async, structured
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -83,7 +82,7 @@ def test_the_sdk_client_cannot_connect_with_a_bad_token(mcp_server: Server) -> N
 
     # The SDK reports the refused handshake as its own error (wrapped by its task groups).
     with pytest.raises(Exception):  # noqa: B017
-        asyncio.run(connect())
+        run_async(connect())
 
 
 def call_all(
@@ -98,7 +97,7 @@ def call_all(
                 result = await client.call_tool(name, arguments)
                 answers.append((result.is_error, structured(result)))
 
-    asyncio.run(main())
+    run_async(main())
     return answers
 
 

@@ -4,7 +4,6 @@ with nothing of that team in the error."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
@@ -15,7 +14,7 @@ from memories.services import save_memory
 from teams.models import Team
 from teams.scope import team_scope
 from tests.conftest import make_agent
-from tests.mcp.conftest import Server, mcp_client
+from tests.mcp.conftest import Server, mcp_client, run_async
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -46,7 +45,7 @@ def test_memories_and_the_injection_block_are_resources(mcp_server: Server, team
                 await client.read_resource("https://example.com/memory/x")
             seen["malformed"] = malformed.value.error
 
-    asyncio.run(main())
+    run_async(main())
 
     assert [r.uri for r in seen["list"]] == [
         "memoryhub://team/alpha/injection",
@@ -82,7 +81,7 @@ def test_another_teams_resources_are_not_found(mcp_server: Server, team: Team, o
             block = await client.read_resource("memoryhub://team/alpha/injection")
             answers.append(json.dumps(block.model_dump()))
 
-    asyncio.run(main())
+    run_async(main())
     assert not any("walrus-lantern-88" in answer for answer in answers)
 
 
@@ -97,7 +96,7 @@ def test_the_remember_prompt_asks_for_lessons_in_the_learnings_shape(mcp_server:
                 "remember_what_we_learned", {"topic": "the deploy outage"}
             )
 
-    asyncio.run(main())
+    run_async(main())
 
     assert [p.name for p in seen["prompts"]] == ["remember_what_we_learned"]
     text = seen["prompt"].messages[0].content.text

@@ -3,7 +3,6 @@ an MCP client would, and it serves the real server's tools, with no database of 
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
 import sys
@@ -16,7 +15,7 @@ from mcp import Client, MCPError, StdioServerParameters
 from agents.mcp.tools import TOOLS
 from teams.models import Team
 from tests.conftest import make_agent
-from tests.mcp.conftest import Server, structured
+from tests.mcp.conftest import Server, run_async, structured
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -60,7 +59,7 @@ def test_the_stdio_proxy_lists_the_tools_and_saves_and_searches(mcp_server: Serv
             seen["unknown"] = unknown.value.error.data
             seen["prompts"] = [prompt.name for prompt in (await client.list_prompts()).prompts]
 
-    asyncio.run(main())
+    run_async(main())
 
     assert set(seen["tools"]) == set(TOOLS)
     assert seen["tools"]["memory_delete"].annotations.destructive_hint is True

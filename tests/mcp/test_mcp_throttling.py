@@ -4,7 +4,6 @@ per-address budget (a server of this module's own, with small budgets)."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import httpx
@@ -12,7 +11,7 @@ import pytest
 
 from teams.models import Team
 from tests.conftest import make_agent
-from tests.mcp.conftest import Server, mcp_client, structured
+from tests.mcp.conftest import Server, mcp_client, run_async, structured
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -36,7 +35,7 @@ def test_tool_calls_spend_the_tokens_write_budget_and_reads_their_own(mcp_server
             found = await client.call_tool("memory_search", {"query": "fact", "mode": "keyword"})
             answers.append((found.is_error, structured(found)))
 
-    asyncio.run(main())
+    run_async(main())
 
     assert [is_error for is_error, _ in answers] == [False, False, True, False]
     refused = answers[2][1]

@@ -4,7 +4,6 @@ error shape."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -17,7 +16,7 @@ from memories.learnings import claim_hash
 from memories.models import Memory
 from teams.models import Team
 from tests.conftest import make_agent, operator_view
-from tests.mcp.conftest import Server, mcp_client, structured
+from tests.mcp.conftest import Server, mcp_client, run_async, structured
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -30,7 +29,7 @@ def run(server: Server, token: str, scenario: Callable[[Client], Awaitable[None]
         async with mcp_client(server, token, **options) as client:
             await scenario(client)
 
-    asyncio.run(main())
+    run_async(main())
 
 
 async def call(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -310,7 +309,7 @@ def test_the_session_header_names_the_writer_as_on_rest(mcp_server: Server, writ
                 client, "memory_save", {"key": "other", "content": "Refused."}
             )
 
-    asyncio.run(main())
+    run_async(main())
 
     assert answers["saved"]["updated_by"] == f"writer-bot/{session_id}"
     assert answers["refused"]["error"] == "invalid" and "X-MemoryHub-Session" in answers["refused"]["fields"]

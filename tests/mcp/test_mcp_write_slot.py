@@ -4,7 +4,6 @@ waits, then is a rate_limited tool error; reads go on."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
@@ -12,7 +11,7 @@ import pytest
 from teams.models import AgentToken, Team
 from tests.api.test_write_slot import HeldSlot
 from tests.conftest import make_agent, operator_view
-from tests.mcp.conftest import Server, mcp_client, structured
+from tests.mcp.conftest import Server, mcp_client, run_async, structured
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -31,10 +30,10 @@ def test_a_save_waits_for_the_tokens_write_in_flight(mcp_server: Server, team: T
             answers.append((result.is_error, structured(result)))
 
     try:
-        asyncio.run(call("memory_save", {"key": "busy", "content": "Saved while another write runs."}))
-        asyncio.run(call("memory_list", {}))
+        run_async(call("memory_save", {"key": "busy", "content": "Saved while another write runs."}))
+        run_async(call("memory_list", {}))
         held.release()
-        asyncio.run(call("memory_save", {"key": "busy", "content": "Saved while another write runs."}))
+        run_async(call("memory_save", {"key": "busy", "content": "Saved while another write runs."}))
     finally:
         held.close()
 

@@ -28,6 +28,9 @@ def production_env(tmp_path: Path, **overrides: str) -> dict[str, str]:
         "MEMORYHUB_PLAIN_HTTP",
         "MEMORYHUB_SSL_REDIRECT",
         "MEMORYHUB_HSTS_SECONDS",
+        # Set for the whole test session by tests/e2e (Playwright's event loop); never
+        # in a deployment.
+        "DJANGO_ALLOW_ASYNC_UNSAFE",
     }
     env = {name: value for name, value in os.environ.items() if name not in dropped}
     env.update(
