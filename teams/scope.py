@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
+from typing import Any
 
 from django.db import connection, transaction
 
@@ -122,3 +123,52 @@ def own_memberships_scope(user_id: int) -> AbstractContextManager[None]:
     any team): the dashboard's team picker. See teams.rls.OWN_MEMBERSHIPS_CONDITION.
     Like a team's scope, it drops the operator role for the block."""
     return _local_settings({USER_SETTING: str(int(user_id)), ROLE_SETTING: LOGIN_ROLE}, own_transaction=True)
+
+
+class TeamBoundTransaction:
+    """The one transaction of an API request or an MCP tool call, bound to the team once
+    the token has named it (`bind`). `outside()` (registered with
+    core.request_transaction.owning_request_transaction) commits what was done so far,
+    runs its block with no transaction of ours open while a provider answers, and goes
+    on in a new transaction bound to the same team. Only straight from this
+    transaction: inside a service's own atomic block (a savepoint), before the team is
+    bound, or after an error, the block runs where it is."""
+
+    def __init__(self) -> None:
+        self.team_id: int | None = None
+        self._previous_binding = ""
+
+    def __enter__(self) -> TeamBoundTransaction:
+        self._atomic = transaction.atomic()
+        self._atomic.__enter__()
+        self._depth = len(connection.atomic_blocks)
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self._atomic.__exit__(*exc_info)
+
+    def bind(self, team_id: int) -> None:
+        self.team_id = team_id
+        self._previous_binding = set_request_team(team_id)
+
+    def unbind(self) -> None:
+        """Restore the binding found at `bind`: it matters only when an outer transaction
+        (a test's) goes on after this one."""
+        if self.team_id is not None:
+            reset_request_team(self._previous_binding)
+
+    @contextmanager
+    def outside(self) -> Iterator[None]:
+        nested = len(connection.atomic_blocks) != self._depth
+        if self.team_id is None or nested or connection.needs_rollback:
+            yield
+            return
+        team_id = self.team_id
+        self.unbind()
+        self._atomic.__exit__(None, None, None)
+        try:
+            yield
+        finally:
+            self._atomic = transaction.atomic()
+            self._atomic.__enter__()
+            self.bind(team_id)

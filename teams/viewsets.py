@@ -10,12 +10,9 @@ committed, and it goes on in a new transaction bound to the same team.
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from typing import Any, ClassVar
 
-from django.db import connection, transaction
 from django.http import HttpRequest
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
@@ -30,7 +27,7 @@ from teams import hooks
 from teams.authentication import AgentTokenAuthentication
 from teams.models import AgentToken, Team
 from teams.permissions import HasTokenScope
-from teams.scope import reset_request_team, set_request_team
+from teams.scope import TeamBoundTransaction
 from teams.streaming import TeamScopedStream
 from teams.throttling import AnonymousAddressThrottle, request_kind, write_slot
 from teams.validators import TEAM_SLUG_PATTERN, is_team_slug
@@ -53,7 +50,6 @@ class TeamScopedViewSet(ViewSet):
     token: AgentToken | None = None
     team: Team | None = None
     reveals_secret = False
-    _previous_team_binding = ""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -73,12 +69,8 @@ class TeamScopedViewSet(ViewSet):
     def _dispatch_in_transaction(
         self, request: HttpRequest, *args: Any, **kwargs: Any
     ) -> Response | TeamScopedStream:
-        # Entered and left by hand: _outside_transaction replaces it halfway.
-        self._request_atomic = transaction.atomic()
-        self._request_atomic.__enter__()
-        self._request_depth = len(connection.atomic_blocks)
-        try:
-            with owning_request_transaction(self._outside_transaction):
+        with TeamBoundTransaction() as self._transaction:
+            with owning_request_transaction(self._transaction.outside):
                 response = super().dispatch(request, *args, **kwargs)
             if isinstance(response, TeamScopedStream):
                 # Its body is produced later, in a transaction of its own bound to the
@@ -91,34 +83,8 @@ class TeamScopedViewSet(ViewSet):
                 # Render inside the transaction, while the team scope still lets the
                 # renderer read the team's vault secrets.
                 response.render()
-            if self.team is not None:
-                # The transaction ends here anyway; restoring matters only when an
-                # outer transaction (a test) goes on after the request.
-                reset_request_team(self._previous_team_binding)
-        except BaseException:
-            self._request_atomic.__exit__(*sys.exc_info())
-            raise
-        self._request_atomic.__exit__(None, None, None)
+            self._transaction.unbind()
         return response
-
-    @contextmanager
-    def _outside_transaction(self) -> Iterator[None]:
-        """Commit what the request did so far, run the block with no transaction of
-        ours open, then go on in a new one bound to the same team. Only straight from
-        the request's own transaction: inside a block of a service's own (a savepoint)
-        or after an error, the block runs where it is."""
-        nested = len(connection.atomic_blocks) != self._request_depth
-        if self.team is None or nested or connection.needs_rollback:
-            yield
-            return
-        reset_request_team(self._previous_team_binding)
-        self._request_atomic.__exit__(None, None, None)
-        try:
-            yield
-        finally:
-            self._request_atomic = transaction.atomic()
-            self._request_atomic.__enter__()
-            self._previous_team_binding = set_request_team(self.team.id)
 
     def perform_authentication(self, request: Request) -> None:
         # DRF checks throttles only after authentication and permissions, so a request
@@ -151,12 +117,12 @@ class TeamScopedViewSet(ViewSet):
             raise NotFound("not found")
         self.token = token
         self.team = token.team
-        self._previous_team_binding = set_request_team(self.team.id)
+        self._transaction.bind(self.team.id)
         super().check_permissions(request)
         if request_kind(request, self) == "write":
             # A token's writes run one at a time (teams.throttling.write_slot); waiting
             # for the slot holds no transaction.
-            with self._outside_transaction():
+            with self._transaction.outside():
                 self._held_after_transaction.enter_context(write_slot(token))
         hooks.agent_request.call(team=self.team, request=request)
 

@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from types import SimpleNamespace
 from typing import Any, cast
 
 import anyio.to_thread
 import mcp_types as types
 from django.conf import settings
-from django.db import close_old_connections, connection, transaction
+from django.db import close_old_connections
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST
@@ -47,7 +46,7 @@ from memories.serializers import MemoryOutputSerializer
 from teams import hooks
 from teams.authentication import agent_actor
 from teams.models import AgentToken
-from teams.scope import set_request_team
+from teams.scope import TeamBoundTransaction
 from teams.throttling import AgentReadThrottle, AgentWriteThrottle, write_slot
 from teams.vault_matcher import team_secret_matcher
 
@@ -244,13 +243,13 @@ def _run(tool: Tool, request: Request, arguments: dict[str, Any]) -> tuple[dict[
     # transaction has ended.
     with (
         ExitStack() as held_after_transaction,
-        _CallTransaction(team.id) as call_transaction,
+        TeamBoundTransaction() as call_transaction,
         owning_request_transaction(call_transaction.outside),
     ):
         is_error = False
         try:
             _check_scope_and_budget(tool, request, token)
-            call_transaction.bind_team()
+            call_transaction.bind(team.id)
             if tool.scope != AgentToken.Scope.READ:
                 with call_transaction.outside():
                     held_after_transaction.enter_context(write_slot(token))
@@ -266,47 +265,6 @@ def _run(tool: Tool, request: Request, arguments: dict[str, Any]) -> tuple[dict[
         # Plain JSON values, then the team's vault secrets redacted, inside its scope.
         plain = json.loads(json.dumps(body, cls=JSONEncoder))
         return _redacted(plain, team.id), is_error
-
-
-class _CallTransaction:
-    """The call's transaction, as TeamScopedViewSet.dispatch holds a request's: entered
-    and left by hand, because `outside` (core.request_transaction) closes it while an
-    embedding provider answers and opens a new one, bound to the same team, after."""
-
-    def __init__(self, team_id: int) -> None:
-        self.team_id = team_id
-        self._bound = False
-
-    def __enter__(self) -> _CallTransaction:
-        self._atomic = transaction.atomic()
-        self._atomic.__enter__()
-        self._depth = len(connection.atomic_blocks)
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self._atomic.__exit__(*exc_info)
-
-    def bind_team(self) -> None:
-        set_request_team(self.team_id)
-        self._bound = True
-
-    @contextmanager
-    def outside(self) -> Iterator[None]:
-        """Commit what the call did so far, run the block with no transaction open, then
-        go on in a new one bound to the team. Only straight from the call's own
-        transaction: inside a service's own block (a savepoint) or after an error, the
-        block runs where it is."""
-        nested = len(connection.atomic_blocks) != self._depth
-        if not self._bound or nested or connection.needs_rollback:
-            yield
-            return
-        self._atomic.__exit__(None, None, None)
-        try:
-            yield
-        finally:
-            self._atomic = transaction.atomic()
-            self._atomic.__enter__()
-            set_request_team(self.team_id)
 
 
 def _check_scope_and_budget(tool: Tool, request: Request, token: AgentToken) -> None:
