@@ -36,7 +36,9 @@ IMPORT_TIMEOUT_SECONDS = 600.0
 UPLOAD_CHUNK_BYTES = 64 * 1024
 MAX_KEY_CHARS = 200
 MARKDOWN_SUFFIXES = (".md", ".markdown")
-_heading = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
+# The closing hashes are stripped in Python: a lazy title before `[ \t#]*$` rescans a
+# long run of " #" from every position.
+_heading = re.compile(r"^(#{1,6})[ \t]+(\S.*)$")
 _fence = re.compile(r"^\s*(```|~~~)")
 _not_key_char = re.compile(r"[^a-z0-9]+")
 
@@ -297,7 +299,8 @@ def markdown_records(source: str, text: str, *, project: str) -> list[dict[str, 
         level = len(heading.group(1))
         del path[level - 1 :]
         path.extend([""] * (level - 1 - len(path)))
-        path.append(heading.group(2).strip())
+        title = heading.group(2)
+        path.append((title.rstrip(" \t#") or title).strip())
     flush()
     return records
 

@@ -45,3 +45,14 @@ def test_export_markdown_file_is_sorted_by_key() -> None:
     )
 
     assert rendered == "# Lesson\n\n## a\n\n_project: web_\n\nA.\n\n## b\n\nB.\n"
+
+
+def test_closing_hashes_are_stripped_and_adversarial_headings_complete() -> None:
+    closed = markdown_records("notes", "# Deploys ##\n\nOn Tuesdays.\n", project="web")
+    assert [r["heading"] for r in closed] == ["Deploys"]
+
+    # 64 KiB headings of repeated separators: each line is scanned once (a hang detector
+    # only; a lazy title before `[ \t#]*$` rescanned the run from every position).
+    for run in (" #" * 32_768 + "x", "\t#" * 32_768 + "x", "# " * 32_768):
+        records = markdown_records("notes", f"# a{run}\n\nBody.\n", project="web")
+        assert len(records) == 1 and records[0]["content"] == "Body."
