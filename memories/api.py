@@ -22,6 +22,7 @@ from memories.serializers import (
     AnnotationCreatedOutputSerializer,
     AnnotationInputSerializer,
     AnnotationOutputSerializer,
+    ConfirmInputSerializer,
     ConflictErrorSerializer,
     MemoryCreateInputSerializer,
     MemoryDetailOutputSerializer,
@@ -132,9 +133,10 @@ class AnnotationPagination(KeysetPagination):
     ),
     history=extend_schema(
         summary="Every version of a key",
-        description="Created, superseded, unsuperseded and deleted events, newest first, a page of "
-        "versions at a time (`limit` versions, 50 by default; a deleted version also brings its "
-        "`deleted` event). `next` and `previous` link to the neighbouring pages.",
+        description="Created, superseded, unsuperseded, deleted and confirmed events, newest first, a "
+        "page of versions at a time (`limit` versions, 50 by default; a deleted version also brings its "
+        "`deleted` event, and each version its newest 20 `confirmed` events, the note in `reason`). "
+        "`next` and `previous` link to the neighbouring pages.",
         parameters=[
             TEAM_PATH_PARAMETER,
             KEY_PATH_PARAMETER,
@@ -176,6 +178,17 @@ class AnnotationPagination(KeysetPagination):
                 "`current` is the entry in the way.",
             ),
         },
+    ),
+    confirm=extend_schema(
+        summary="Confirm the active entry of a key is still true",
+        description="Resets `last_confirmed_at` to now without a new version (the id, content and "
+        "`updated_at` stay), lowers a broken-anchor flag, resolves the entry's open `due` and "
+        "`anchor_broken` nudges, and records a confirmation (who, when, the optional `note`) that the "
+        "key's history shows as a `confirmed` event. Two or more distinct confirmers give the entry "
+        "the team's longer freshness window.",
+        parameters=[TEAM_PATH_PARAMETER, KEY_PATH_PARAMETER],
+        request=ConfirmInputSerializer,
+        responses={200: MemoryDetailOutputSerializer, **WRITE_ERRORS},
     ),
     rate=extend_schema(
         summary="Rate the active entry of a key",
@@ -223,6 +236,7 @@ class MemoryViewSet(TeamScopedViewSet):
             metadata=data.get("metadata"),
             skill_trigger=data.get("skill_trigger", services.UNSET),
             allow_duplicate=data["allow_duplicate"],
+            anchor=data.get("anchor", services.UNSET),
             updated_by=agent_actor(request),
             expected_version=_expected_version(request, data.get("expected_version")),
         )
@@ -256,7 +270,10 @@ class MemoryViewSet(TeamScopedViewSet):
         versions = selectors.list_memory_versions(team=self.get_team(), key=key)
         paginator = HistoryPagination()
         page = paginator.paginate_queryset(versions, request, view=self) or []
-        events = selectors.history_events(page, page)
+        confirmations = selectors.confirmations_for(
+            team_id=self.get_team().id, memory_ids=[v.id for v in page]
+        )
+        events = selectors.history_events(page, page, confirmations)
         context = {"successors": selectors.history_successors(events, team_id=self.get_team().id)}
         body = {
             "key": key,
@@ -288,6 +305,19 @@ class MemoryViewSet(TeamScopedViewSet):
             updated_by=agent_actor(request),
         )
         return Response(self._detail(memory), status=status.HTTP_201_CREATED)
+
+    @action(detail=True, methods=["post"])
+    def confirm(self, request: Request, team: str, key: str) -> Response:
+        check_key(key)
+        payload = ConfirmInputSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        result = services.confirm_memory(
+            team=self.get_team(),
+            key=key,
+            confirmed_by=agent_actor(request),
+            note=payload.validated_data.get("note"),
+        )
+        return Response(self._detail(result.memory))
 
     @action(detail=True, methods=["post"])
     def rate(self, request: Request, team: str, key: str) -> Response:

@@ -37,3 +37,10 @@ find_duplicate: Hook[DuplicateMatch | None] = Hook(
     Called before the save takes any lock (it may embed). search registers the
     content-hash and embedding checks.""",
 )
+
+memory_confirmed: Hook[None] = Hook(
+    "memories.memory_confirmed",
+    """The active entry of a key was confirmed as still true:
+    `receiver(team_id=int, memory_id=UUID, confirmed_by=str)`. Called inside the
+    confirming transaction (freshness resolves the entry's open due and anchor nudges).""",
+)

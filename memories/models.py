@@ -3,17 +3,34 @@ from __future__ import annotations
 import hashlib
 import uuid
 from datetime import datetime
+from typing import Any
 
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.db.models import Exists, F, OuterRef, Q
+from django.db.models.expressions import DatabaseDefault
 from django.db.models.fields.json import KT
+from django.db.models.functions import Now
 
 from memories.types import DEFAULT_TYPE, MemoryType
 from teams.models import Team
 from teams.validators import validate_key
 
 MAX_CONTENT_BYTES = 64 * 1024
+
+
+class ConfirmedAtField(models.DateTimeField):  # type: ignore[type-arg]
+    """When a version was last confirmed as still true. A new row starts confirmed at
+    its creation: on insert, a row given no value takes its own `created_at`, which
+    auto_now_add has just set (this field is declared after it, and Django prepares an
+    INSERT's values in field order). Rows inserted by raw SQL get the column's default."""
+
+    def pre_save(self, model_instance: models.Model, add: bool) -> Any:
+        value = getattr(model_instance, self.attname)
+        if add and (value is None or isinstance(value, DatabaseDefault)):
+            value = model_instance.created_at  # type: ignore[attr-defined]
+            setattr(model_instance, self.attname, value)
+        return super().pre_save(model_instance, add)
 
 
 class SupersedeKind(models.TextChoices):
@@ -141,6 +158,21 @@ class Memory(models.Model):
     # active entry carrying a name is loaded by GET skills/{name}/, fires in search when a
     # keyword is in the query, and is injected when always_on. Null: not a skill.
     skill_trigger = models.JSONField(null=True, blank=True, default=None)
+    # Freshness (memories.freshness; docs/decisions.md, "Freshness"). Bookkeeping, changed
+    # only by UPDATE statements (services.confirm_memory, set_freshness_flag), never by
+    # Model.save(): confirming an entry or flagging it does not move updated_at.
+    last_confirmed_at = ConfirmedAtField(db_default=Now())
+    # How many distinct actors confirmed this version (its Confirmation rows): two or
+    # more earn the team's longer window. Kept here so that freshness is derived from the
+    # row alone, in lists and in the due job's SQL.
+    confirmed_by_count = models.PositiveIntegerField(default=0, db_default=0)
+    # What the entry can be checked against: {type: url|file|api, value, expect?}
+    # (memories.anchors). Null: nothing to check.
+    anchor = models.JSONField(null=True, blank=True, default=None)
+    # The flags freshness cannot derive: set when a check found the anchor broken or a
+    # contradiction was detected (and its nudge opened), cleared when that is resolved.
+    anchor_broken_at = models.DateTimeField(null=True, blank=True)
+    contradicted_at = models.DateTimeField(null=True, blank=True)
 
     objects = MemoryQuerySet.as_manager()
 
@@ -187,6 +219,12 @@ class Memory(models.Model):
                 fields=["index_next_attempt_at", "updated_at"],
                 condition=Q(index_state__in=["pending", "failed"], deleted_at__isnull=True),
                 name="memory_index_backlog",
+            ),
+            # The due job's scan: a team's active entries by when they were last confirmed.
+            models.Index(
+                fields=["team", "last_confirmed_at"],
+                condition=Q(is_active=True),
+                name="memory_team_active_confirmed",
             ),
         ]
 
@@ -236,3 +274,23 @@ class Annotation(models.Model):
 
     def __str__(self) -> str:
         return f"note on {self.memory_id}"
+
+
+class Confirmation(models.Model):
+    """Someone said a version is still true: its last_confirmed_at moved, no new version
+    was made. Shown in the key's history (kind "confirmed")."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="confirmations")
+    confirmed_by = models.CharField(max_length=200, blank=True, default="")
+    note = models.TextField(blank=True, default="")
+    confirmed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["team", "memory", "-confirmed_at"], name="confirmation_team_memory"),
+        ]
+
+    def __str__(self) -> str:
+        return f"confirmation of {self.memory_id} by {self.confirmed_by}"

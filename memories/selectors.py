@@ -8,16 +8,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet, Window
+from django.db.models.functions import RowNumber
 
 from memories.exceptions import MemoryNotFound
 from memories.extraction import metadata_filter_q
-from memories.models import Annotation, Memory, MemoryState
+from memories.models import Annotation, Confirmation, Memory, MemoryState
 from teams.models import Team
 
 # Notes shown with an entry (GET of a key, search results, injection): the newest this
 # many of the key. All of them are listed by GET memories/{key}/annotations/.
 MAX_ANNOTATIONS_SHOWN = 20
+# Confirmations shown per version in a key's history: the newest this many.
+MAX_CONFIRMATIONS_SHOWN = 20
 
 
 def list_memories(
@@ -137,7 +140,7 @@ def list_annotations(*, team: Team, key: str) -> QuerySet[Annotation]:
 
 @dataclass(frozen=True)
 class HistoryEvent:
-    kind: str  # created / hard / soft / unsupersede / deleted
+    kind: str  # created / hard / soft / unsupersede / deleted / confirmed
     memory: Memory
     reason: str
     by: str
@@ -148,12 +151,21 @@ class HistoryEvent:
         return self.memory.key
 
 
-def history_events(versions: Iterable[Memory], deletions: Iterable[Memory]) -> list[HistoryEvent]:
+def history_events(
+    versions: Iterable[Memory],
+    deletions: Iterable[Memory],
+    confirmations: Iterable[Confirmation] = (),
+) -> list[HistoryEvent]:
     """The one way versions become history, newest first: each version is an event of
     its supersede kind ("created" when it replaced nothing), and each deleted version
     adds a "deleted" event of its own, so a key deleted and saved again reads as one
-    continuous story. An unsupersede is a version of its own, never an edit."""
+    continuous story. An unsupersede is a version of its own, never an edit. Each
+    confirmation is a "confirmed" event of the version it confirmed (its note in
+    `reason`): a confirmation is never a version."""
     events = [
+        HistoryEvent("confirmed", c.memory, c.note, c.confirmed_by, c.confirmed_at) for c in confirmations
+    ]
+    events += [
         HistoryEvent(v.supersede_kind or "created", v, v.supersede_reason, v.updated_by, v.created_at)
         for v in versions
     ]
@@ -164,6 +176,30 @@ def history_events(versions: Iterable[Memory], deletions: Iterable[Memory]) -> l
     ]
     events.sort(key=lambda event: event.at, reverse=True)
     return events
+
+
+def confirmations_for(
+    *, team_id: int, memory_ids: Iterable[uuid.UUID], limit: int = MAX_CONFIRMATIONS_SHOWN
+) -> list[Confirmation]:
+    """The newest `limit` confirmations of each given version, in ONE query. A version
+    is confirmed only while active, so its confirmations fall between its creation and
+    its replacement: a page of versions brings exactly its own confirmations."""
+    ids = list(dict.fromkeys(memory_ids))
+    if not ids:
+        return []
+    ranked = (
+        Confirmation.objects.filter(team_id=team_id, memory_id__in=ids)
+        .select_related("memory")
+        .annotate(
+            position=Window(
+                RowNumber(),
+                partition_by=[F("memory_id")],
+                order_by=[F("confirmed_at").desc(), F("id").desc()],
+            )
+        )
+        .filter(position__lte=limit)
+    )
+    return list(ranked.order_by("-confirmed_at", "-id"))
 
 
 def memory_history(*, team: Team, key: str) -> list[HistoryEvent]:

@@ -8,14 +8,17 @@ from __future__ import annotations
 import datetime as dt
 import re
 import uuid
-from typing import Any
+from typing import Any, cast
 
+from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core.api_errors import ErrorSerializer
-from memories.models import MAX_CONTENT_BYTES, MAX_NOTE_LENGTH, Annotation, Memory, SupersedeKind
+from memories.anchors import ANCHOR_TYPES, MAX_ANCHOR_VALUE_CHARS, MAX_EXPECT_CHARS
+from memories.freshness import Freshness, FreshnessWindows, freshness_of
+from memories.models import MAX_CONTENT_BYTES, MAX_NOTE_LENGTH, Annotation, Memory, MemoryState, SupersedeKind
 from memories.services import MAX_REASON_LENGTH, SaveResult
 from memories.skills import (
     MAX_KEYWORD_CHARS,
@@ -55,6 +58,57 @@ class SkillTriggerInputSerializer(StrictInputSerializer):
     always_on = StrictBooleanField(
         default=False, help_text="Injected in every prompt injection (Skills section), within the budget."
     )
+
+
+class AnchorExpectField(serializers.Field):  # type: ignore[type-arg]
+    """An HTTP status (an integer, 100-599) or a substring of the answer's body."""
+
+    def to_internal_value(self, data: Any) -> int | str:
+        if isinstance(data, bool) or not isinstance(data, int | str):
+            raise serializers.ValidationError("an HTTP status (100-599) or a substring")
+        if isinstance(data, int) and not 100 <= data <= 599:
+            raise serializers.ValidationError("an HTTP status is from 100 to 599")
+        if isinstance(data, str) and not 1 <= len(data) <= MAX_EXPECT_CHARS:
+            raise serializers.ValidationError(f"a substring of 1 to {MAX_EXPECT_CHARS} characters")
+        return data
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+# The schema of `expect`: an integer or a string.
+extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "integer", "minimum": 100, "maximum": 599},
+            {"type": "string", "maxLength": MAX_EXPECT_CHARS},
+        ]
+    }
+)(AnchorExpectField)
+
+
+class AnchorInputSerializer(StrictInputSerializer):
+    """What the entry can be checked against (memories.anchors). Unknown fields are rejected."""
+
+    type = serializers.ChoiceField(
+        choices=list(ANCHOR_TYPES),
+        help_text="url: a page that should still answer; api: an API endpoint; file: a path in the worktree.",
+    )
+    value = StrictCharField(
+        max_length=MAX_ANCHOR_VALUE_CHARS,
+        help_text="For url and api, an http(s) URL (no credentials in it); for file, a path.",
+    )
+    expect = AnchorExpectField(
+        required=False,
+        allow_null=True,
+        help_text="What a good answer looks like: an HTTP status, or a substring of the body.",
+    )
+
+
+class AnchorSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    type = serializers.ChoiceField(choices=list(ANCHOR_TYPES))
+    value = serializers.CharField()
+    expect = AnchorExpectField(required=False, help_text="An HTTP status or a substring; absent when none.")
 
 
 class StrictUUIDField(serializers.UUIDField):
@@ -102,6 +156,12 @@ class MemoryCreateInputSerializer(StrictInputSerializer):
         help_text="The id of the active version this write was based on (also accepted as the "
         "`If-Match` header). When the key's active version is another one, or the key has none, "
         "nothing is written: 409 `stale_version` with the current entry in `current`.",
+    )
+    anchor = AnchorInputSerializer(
+        required=False,
+        allow_null=True,
+        help_text="What the entry can be checked against. Left out on a supersede: carried over; "
+        "null: no anchor.",
     )
 
 
@@ -190,7 +250,7 @@ class MemoryOutputSerializer(serializers.ModelSerializer):
     restored_from_id = serializers.UUIDField(
         allow_null=True, read_only=True, help_text="On an unsupersede: the version whose content it restored."
     )
-    state = serializers.ChoiceField(choices=["active", "superseded", "deleted"], read_only=True)
+    state = serializers.ChoiceField(choices=MemoryState.choices, read_only=True)
     metadata = serializers.DictField(read_only=True)
     # Declared so that the schema says what the column holds: empty unless superseded.
     supersede_kind = serializers.ChoiceField(choices=["", *SupersedeKind.values], read_only=True)
@@ -199,6 +259,16 @@ class MemoryOutputSerializer(serializers.ModelSerializer):
     skill_trigger = SkillTriggerSerializer(
         allow_null=True, read_only=True, help_text="Set when the entry is a skill."
     )
+    anchor = AnchorSerializer(
+        allow_null=True, read_only=True, help_text="What the entry can be checked against."
+    )
+    last_confirmed_at = serializers.DateTimeField(
+        read_only=True, help_text="When the version was made, or last confirmed as still true since."
+    )
+    confirmed_by_count = serializers.IntegerField(
+        read_only=True, help_text="How many distinct agents or people confirmed this version."
+    )
+    freshness = serializers.SerializerMethodField()
 
     class Meta:
         model = Memory
@@ -227,12 +297,34 @@ class MemoryOutputSerializer(serializers.ModelSerializer):
             "downvotes",
             "rating",
             "skill_trigger",
+            "anchor",
+            "last_confirmed_at",
+            "confirmed_by_count",
+            "freshness",
         ]
         read_only_fields = fields
 
     @extend_schema_field(SupersededBySerializer(allow_null=True))
     def get_superseded_by(self, memory: Memory) -> dict[str, Any] | None:
         return self.context.get("successors", {}).get(memory.id)
+
+    @extend_schema_field(
+        serializers.ChoiceField(
+            choices=Freshness.choices,
+            allow_null=True,
+            help_text="contradicted, anchor_broken, due (unconfirmed longer than the team's window for "
+            "its type) or fresh; null for a superseded or deleted version.",
+        )
+    )
+    def get_freshness(self, memory: Memory) -> str | None:
+        if not memory.is_active:
+            return None
+        # The team's windows, read once per response (the context is shared by a list's rows).
+        context = cast(dict[str, Any], self.context)  # DRF's context is the root's plain dict
+        windows: dict[int, FreshnessWindows] = context.setdefault("_freshness_windows", {})
+        if memory.team_id not in windows:
+            windows[memory.team_id] = FreshnessWindows.for_team(memory.team)
+        return freshness_of(memory, windows[memory.team_id], timezone.now())
 
 
 class AnnotationOutputSerializer(serializers.ModelSerializer):
@@ -314,8 +406,10 @@ class MemoryDuplicateOutputSerializer(serializers.Serializer):
 
 
 class HistoryEventSerializer(serializers.Serializer):
-    kind = serializers.ChoiceField(choices=["created", "hard", "soft", "unsupersede", "deleted"])
-    reason = serializers.CharField()
+    kind = serializers.ChoiceField(choices=["created", "hard", "soft", "unsupersede", "deleted", "confirmed"])
+    reason = serializers.CharField(
+        help_text="The supersede reason; for `confirmed`, the confirmation's note."
+    )
     by = serializers.CharField()
     at = serializers.DateTimeField()
     memory = MemoryOutputSerializer()
@@ -331,6 +425,16 @@ class MemoryHistoryOutputSerializer(serializers.Serializer):
 class UnsupersedeInputSerializer(StrictInputSerializer):
     reason = StrictCharField(
         max_length=MAX_REASON_LENGTH, help_text="Why the previous version is right after all (required)."
+    )
+
+
+class ConfirmInputSerializer(StrictInputSerializer):
+    note = StrictCharField(
+        required=False,
+        allow_blank=True,
+        max_length=MAX_NOTE_LENGTH,
+        help_text="Why it is still true, or how it was checked (0-2000 characters; credentials are "
+        "redacted).",
     )
 
 

@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from core.errors import InvalidInput
 from memories import hooks
+from memories.anchors import normalise_anchor
 from memories.exceptions import (
     ContentTooLarge,
     MemoryExists,
@@ -38,7 +39,14 @@ from memories.exceptions import (
 from memories.extraction import with_extracted_metadata
 from memories.hooks import DuplicateMatch
 from memories.locks import lock_active_memory, lock_key, lock_skill_name, try_lock_key
-from memories.models import MAX_CONTENT_BYTES, Annotation, Memory, SupersedeKind
+from memories.models import (
+    MAX_CONTENT_BYTES,
+    MAX_NOTE_LENGTH,
+    Annotation,
+    Confirmation,
+    Memory,
+    SupersedeKind,
+)
 from memories.skills import active_skill_holder, normalise_skill_trigger
 from memories.types import ACCEPTED_TYPE_NAMES, DEFAULT_TYPE, MemoryType, TypeHint, resolve_type, suggest_type
 from teams.models import Team
@@ -87,6 +95,7 @@ class _Version:
     metadata: dict[str, Any] | None
     skill_trigger: dict[str, Any] | _Unset | None
     redactions: ScrubResult
+    anchor: dict[str, Any] | _Unset | None = UNSET
 
 
 def save_memory(
@@ -102,6 +111,7 @@ def save_memory(
     skill_trigger: dict[str, Any] | _Unset | None = UNSET,
     allow_duplicate: bool = False,
     expected_version: uuid.UUID | None = None,
+    anchor: dict[str, Any] | _Unset | None = UNSET,
 ) -> SaveResult:
     """Insert a memory, or supersede the active one under the key when a reason is
     given. Raises MemoryExists (409) when an active entry exists and no reason is,
@@ -109,8 +119,8 @@ def save_memory(
     (someone changed it meanwhile), and SkillNameTaken (409) when another active entry
     carries the skill's name.
 
-    On a supersede, a type, project, metadata or skill_trigger left out carries over
-    from the entry being replaced: a correction of the text keeps what the entry is.
+    On a supersede, a type, project, metadata, skill_trigger or anchor left out carries
+    over from the entry being replaced: a correction of the text keeps what the entry is.
 
     A new key whose text an active entry of the team already holds (unless
     `allow_duplicate`): a longer text supersedes that entry (soft, the reason names the
@@ -127,6 +137,7 @@ def save_memory(
         raise InvalidInput("the key looks like a credential; name what the memory is about", field="key")
     reason = clean_reason(supersede_reason, field="supersede_reason", required=False)
     version = _validated_version(content, type_name, project, metadata, skill_trigger)
+    version.anchor = anchor if anchor is UNSET else _credential_free_anchor(normalise_anchor(anchor))
     secrets = team_secret_values(team_id=team.id)
     version.content = _scrubbed(version.content, secrets, version.redactions)
 
@@ -211,6 +222,14 @@ def _validated_version(
     return _Version(content, memory_type, project, metadata, skill_trigger, ScrubResult(text=""))
 
 
+def _credential_free_anchor(anchor: dict[str, Any] | None) -> dict[str, Any] | None:
+    """An anchor is a URL or path to check: one carrying a credential (a token in the
+    query string) is refused rather than stored redacted, which would not check."""
+    if anchor is not None and scrub(anchor["value"]).redactions:
+        raise InvalidInput("anchor: the value looks like it carries a credential", field="anchor")
+    return anchor
+
+
 def clean_reason(reason: str | None, *, field: str, required: bool) -> str:
     """A supersede or unsupersede reason, stripped; blank counts as none."""
     reason = (reason or "").strip()
@@ -291,6 +310,7 @@ def _store_version(
         project=version.project or "",
         metadata=metadata,
         skill_trigger=skill,
+        anchor=None if version.anchor is UNSET else version.anchor,
         supersedes=replaced,
         supersede_reason=reason if replaced is not None else "",
         supersede_kind=("" if replaced is None else SupersedeKind.SOFT if soft else SupersedeKind.HARD),
@@ -308,6 +328,8 @@ def _carry_over(version: _Version, replaced: Memory) -> None:
         version.metadata = replaced.metadata
     if version.skill_trigger is UNSET:
         version.skill_trigger = replaced.skill_trigger
+    if version.anchor is UNSET:
+        version.anchor = replaced.anchor
 
 
 def _scrubbed_skill(trigger: dict[str, Any], secrets: list[str], redactions: ScrubResult) -> dict[str, Any]:
@@ -459,6 +481,7 @@ def _restore(
         project=previous.project,
         metadata=metadata,
         skill_trigger=skill,
+        anchor=previous.anchor,
         supersedes=replaced,
         supersede_reason=reason,
         supersede_kind=SupersedeKind.UNSUPERSEDE,
@@ -470,11 +493,70 @@ def _restore(
     )
 
 
+@dataclass
+class ConfirmResult:
+    memory: Memory
+    confirmation: Confirmation
+
+
+def confirm_memory(*, team: Team, key: str, confirmed_by: str, note: str | None = None) -> ConfirmResult:
+    """Say the active entry of a key is still true: its `last_confirmed_at` becomes now,
+    its anchor is no longer flagged broken (a person checked it; the next anchor check
+    may flag it again), and a Confirmation (who, when, note) joins the key's history.
+    No new version: content, updated_at and the version id stay. A contradiction stays
+    flagged: it concerns two entries and is resolved as such (freshness's nudges).
+
+    Raises MemoryNotFound (404) when the key has no active entry. Locking: the key's
+    lock and the active row, like every writer of the key (memories.locks), so a confirm
+    never lands on a version being replaced at that moment."""
+    check_key(key)
+    note = (note or "").strip()
+    if len(note) > MAX_NOTE_LENGTH:
+        raise InvalidInput(f"note is limited to {MAX_NOTE_LENGTH} characters", field="note")
+    with transaction.atomic():
+        secrets = team_secret_values(team_id=team.id)
+        current = lock_active_memory(team, key)
+        if current is None:
+            raise _why_no_active_entry(team, key)
+        note_result = scrub(note, secrets)
+        confirmation = Confirmation.objects.create(
+            team=team, memory=current, confirmed_by=confirmed_by, note=note_result.text
+        )
+        confirmers = (
+            Confirmation.objects.filter(team=team, memory=current).values("confirmed_by").distinct().count()
+        )
+        # update(), not save(): a confirmation is not a change of the entry (updated_at stays).
+        Memory.objects.filter(team=team, id=current.id).update(
+            last_confirmed_at=confirmation.confirmed_at, confirmed_by_count=confirmers, anchor_broken_at=None
+        )
+        current.refresh_from_db(fields=["last_confirmed_at", "confirmed_by_count", "anchor_broken_at"])
+        hooks.memory_confirmed.call(team_id=team.id, memory_id=current.id, confirmed_by=confirmed_by)
+    _log_redactions(note_result, what=f"confirmation note of {key}", team=team)
+    logger.info("memory %s of team %s confirmed by %s", key, team.slug, confirmed_by)
+    return ConfirmResult(memory=current, confirmation=confirmation)
+
+
+FRESHNESS_FLAGS = ("anchor_broken_at", "contradicted_at")
+
+
+def set_freshness_flag(*, team: Team, memory_ids: list[uuid.UUID], flag: str, on: bool) -> int:
+    """Set (to now) or clear a flag freshness cannot derive, on versions of the team:
+    freshness's checks set them as they open a nudge and clear them as it is resolved.
+    An UPDATE (updated_at stays); returns how many rows changed."""
+    if flag not in FRESHNESS_FLAGS:
+        raise ValueError(f"unknown freshness flag {flag!r}")
+    rows = Memory.objects.filter(team=team, id__in=memory_ids)
+    if on:
+        return rows.filter(**{f"{flag}__isnull": True}).update(**{flag: timezone.now()})
+    return rows.filter(**{f"{flag}__isnull": False}).update(**{flag: None})
+
+
 def delete_team_memories(*, team: Team) -> dict[str, int]:
     """Every memory version and note of a team (the receiver of teams.hooks.team_shutdown;
     the caller is inside the team's scope). supersedes is PROTECT, since history must not
     silently lose links, so the chain is unlinked first, then deleted in one statement."""
     annotations = Annotation.objects.filter(team=team).delete()[0]
+    Confirmation.objects.filter(team=team).delete()
     rows = Memory.objects.filter(team=team)
     rows.update(supersedes=None)
     return {"annotations": annotations, "memories": rows.delete()[0]}

@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "teams",
     "memories",
     "search",
+    "freshness",
     "agents",
     "dashboard",
 ]
@@ -177,7 +178,13 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     # Tags and operation ids from what follows the team: memories_list, vault_update...
     "SCHEMA_PATH_PREFIX": r"/api/v1/teams/\{team\}",
-    "ENUM_NAME_OVERRIDES": {"MemoryTypeEnum": "memories.types.MemoryType"},
+    "ENUM_NAME_OVERRIDES": {
+        "MemoryTypeEnum": "memories.types.MemoryType",
+        "AnchorTypeEnum": "memories.anchors.ANCHOR_TYPES",
+        "MemoryStateEnum": "memories.models.MemoryState",
+        "NudgeStateEnum": "freshness.models.NudgeState",
+        "NudgeStateFilterEnum": "freshness.selectors.STATE_FILTER_CHOICES",
+    },
 }
 
 REDIS_URL = env.str("REDIS_URL", default="")
@@ -304,6 +311,9 @@ MEMORYHUB_EMBEDDING_PROFILE = env.str("MEMORYHUB_EMBEDDING_PROFILE", default="lo
 MEMORYHUB_EMBEDDING_PROFILES_FILE = env.str("MEMORYHUB_EMBEDDING_PROFILES_FILE", default="")
 MEMORYHUB_RECONCILE_AFTER_SECONDS = env.int("MEMORYHUB_RECONCILE_AFTER_SECONDS", default=120)
 MEMORYHUB_RECONCILE_BATCH = env.int("MEMORYHUB_RECONCILE_BATCH", default=500)
+# Freshness (docs/decisions.md, "Freshness"): the due job flags at most this many entries
+# per run, across teams; the next run goes on where it stopped.
+MEMORYHUB_FRESHNESS_DUE_BATCH = env.int("MEMORYHUB_FRESHNESS_DUE_BATCH", default=5000)
 # Index retries (docs/decisions.md, "Index retries"): the reconcile job leaves an entry
 # queued less than a lease ago alone, retries a failed one after an exponential backoff,
 # and gives up after MAX_ATTEMPTS failed attempts (until "retry stuck" is asked for).

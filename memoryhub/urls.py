@@ -6,6 +6,7 @@ from rest_framework.routers import SimpleRouter
 
 from agents.api_injection import InjectionViewSet
 from agents.api_sessions import AgentSessionViewSet
+from freshness.api import NudgeViewSet
 from memories.api import MemoryViewSet
 from memories.api_learnings import LearningViewSet
 from memories.api_skills import SkillViewSet
@@ -24,6 +25,7 @@ router.register("skills", SkillViewSet, basename="skill")
 router.register("audit", AuditEventViewSet, basename="audit")
 router.register("export", ExportViewSet, basename="export")
 router.register("import", ImportViewSet, basename="import")
+router.register("nudges", NudgeViewSet, basename="nudge")
 
 
 def health(request: HttpRequest) -> JsonResponse:

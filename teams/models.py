@@ -25,6 +25,17 @@ class Team(models.Model):
     # Saving a new key whose content has at least this cosine similarity with an active
     # entry of the team is a duplicate (memories.services.save_memory). 1.0: exact only.
     dedup_threshold = models.FloatField(default=0.92)
+    # Freshness windows (memories.freshness): an active entry unconfirmed for longer than
+    # its type's window is `due` and gets a nudge. Null: never due. An entry confirmed by
+    # two or more distinct actors gets at least `freshness_confirmed_days`. db_default
+    # too: rows inserted by raw SQL (upgrade tests, the bench) get them.
+    freshness_context_days = models.PositiveIntegerField(null=True, blank=True, default=30, db_default=30)
+    freshness_decision_days = models.PositiveIntegerField(null=True, blank=True, default=30, db_default=30)
+    freshness_lesson_days = models.PositiveIntegerField(null=True, blank=True, default=90, db_default=90)
+    freshness_reference_days = models.PositiveIntegerField(null=True, blank=True, default=90, db_default=90)
+    freshness_historical_days = models.PositiveIntegerField(null=True, blank=True, default=None)
+    freshness_identity_days = models.PositiveIntegerField(null=True, blank=True, default=None)
+    freshness_confirmed_days = models.PositiveIntegerField(null=True, blank=True, default=90, db_default=90)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -35,6 +46,17 @@ class Team(models.Model):
             models.CheckConstraint(
                 condition=Q(dedup_threshold__gt=0) & Q(dedup_threshold__lte=1),
                 name="team_dedup_threshold_range",
+            ),
+            # A window of 0 days would make every entry due at once: null means "never".
+            models.CheckConstraint(
+                condition=Q(freshness_context_days__gt=0)
+                & Q(freshness_decision_days__gt=0)
+                & Q(freshness_lesson_days__gt=0)
+                & Q(freshness_reference_days__gt=0)
+                & Q(freshness_historical_days__gt=0)
+                & Q(freshness_identity_days__gt=0)
+                & Q(freshness_confirmed_days__gt=0),
+                name="team_freshness_windows_positive",
             ),
         ]
 

@@ -335,11 +335,22 @@ def test_database_on_the_old_schema_upgrades_keeping_every_row_and_its_isolation
                 assert table in tables, f"{old_table} is gone and {table} was not made"
                 assert _rows(conn, table, old_columns[old_table]) == rows, f"rows of {old_table} changed"
 
+            # Freshness (memories.0007): every version was last confirmed when it was made.
+            (unbackfilled,) = conn.execute(
+                "SELECT count(*) FROM memories_memory WHERE last_confirmed_at IS DISTINCT FROM created_at"
+            ).fetchone()  # type: ignore[misc]
+            assert unbackfilled == 0
+
             # Row-level security moves with the tables: the same ENABLE + FORCE and policies.
             renamed = {MOVED_TABLES.get(table, table): state for table, state in old_security.items()}
             security = _row_security(conn)
             assert not SECURED_SINCE & set(renamed), "secured already before: drop it from SECURED_SINCE"
             for table in SECURED_SINCE:
+                assert security.pop(table) == security["memories_memory"], f"{table}: not the team policy"
+            # Team tables made by later migrations (e.g. freshness's nudges) come with the
+            # same policy as every other team table.
+            for table in sorted(set(security) - set(renamed)):
+                assert table not in old_tables, f"{table}: secured by the upgrade, not in SECURED_SINCE"
                 assert security.pop(table) == security["memories_memory"], f"{table}: not the team policy"
             assert security == renamed
             for table in MOVED_TABLES.values():

@@ -33,6 +33,7 @@ ENDPOINTS = [
     ("get", "memories/alpha-plan-7/versions/00000000-0000-4000-8000-000000000007/", None),
     ("post", "memories/alpha-plan-7/unsupersede/", {"reason": "take it back"}),
     ("post", "memories/alpha-plan-7/rate/", {"direction": "down"}),
+    ("post", "memories/alpha-plan-7/confirm/", {"note": "outsider says so"}),
     ("get", "memories/alpha-plan-7/annotations/", None),
     ("post", "memories/alpha-plan-7/annotations/", {"note": "outsider note"}),
     ("get", "vault/", None),
@@ -54,6 +55,9 @@ ENDPOINTS = [
     # Admin-scoped; the outsider's token has every scope, and still gets 404.
     ("get", "export/", None),
     ("post", "import/", {"record": "header", "format": "memoryhub-export", "version": 1}),
+    # Nudges: the real id of an alpha nudge is tried in tests/freshness/test_nudges_api.py.
+    ("get", "nudges/", None),
+    ("post", "nudges/00000000-0000-4000-8000-000000000008/resolve/", {"action": "dismiss"}),
 ]
 
 

@@ -12,6 +12,7 @@ from django.contrib.auth import get_user_model
 from django.db import connection, models, transaction
 
 from agents.sessions import boot_session
+from freshness.models import Nudge, NudgeKind
 from memories import services as memory_services
 from memories.feedback import annotate_memory
 from search.models import Chunk, ChunkEmbedding, EmbeddingCache
@@ -39,7 +40,9 @@ TEAM_SCOPED_MODELS = team_scoped_models()
 # so testing nothing) fails instead of passing.
 KNOWN_TEAM_TABLES = {
     "agents_agentsession",
+    "freshness_nudge",
     "memories_annotation",
+    "memories_confirmation",
     "memories_memory",
     "search_chunk",
     "search_chunkembedding",
@@ -72,6 +75,8 @@ def fill(team: Team, label: str) -> None:
             team=team, key=f"{label}-key", content=f"{label} note", updated_by=label
         ).memory
         annotate_memory(team=team, key=f"{label}-key", note=f"{label} annotation", created_by=label)
+        memory_services.confirm_memory(team=team, key=f"{label}-key", confirmed_by=label)
+        Nudge.objects.create(team=team, kind=NudgeKind.DUE, memory=memory, message=f"{label} nudge")
         # Writes the vault entry and its audit event.
         services.set_vault_entry(
             team=team, key=f"{label}-setting", value=f"{label}-value", is_secret=False, actor=label

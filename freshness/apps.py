@@ -1,0 +1,17 @@
+from django.apps import AppConfig
+
+
+class FreshnessConfig(AppConfig):
+    """Beliefs that stay true: confirmations, anchors, nudges, contradictions, and
+    extraction drafts waiting for a person's review; the beat jobs that drive them."""
+
+    name = "freshness"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from freshness import services
+        from memories import hooks as memory_hooks
+        from teams import hooks as team_hooks
+
+        memory_hooks.memory_confirmed.register(services.resolve_nudges_of_confirmed)
+        team_hooks.team_shutdown.register(services.delete_team_nudges)
