@@ -39,6 +39,7 @@ from memories.api import HistoryPagination, MemoryPagination
 from memories.api_learnings import LearningInputSerializer
 from memories.exceptions import MemoryNotFound
 from memories.extraction import parse_filter_param
+from memories.keys import derive_key
 from memories.models import MAX_CONTENT_BYTES, MAX_NOTE_LENGTH, Memory
 from memories.serializers import (
     AnnotationCreatedOutputSerializer,
@@ -74,10 +75,6 @@ from teams.serializers import (
 )
 from teams.validators import KEY_PATTERN
 
-# A key left out of memory_save: `mem:{slug of the first words}:{hash of the text}`.
-DERIVED_KEY_PREFIX = "mem"
-DERIVED_KEY_WORDS = 8
-DERIVED_SLUG_CHARS = 40
 MAX_LINES = 100_000  # from_line / lines: far past any 64 KiB text
 DEFAULT_LIST_LIMIT = 20
 MAX_LIST_LIMIT = KeysetPagination.max_page_size
@@ -199,11 +196,7 @@ def derived_key(team: Team, content: str) -> str:
     """A stable key for a text saved without one: the slug of its first words and the
     hash of its text, both taken after the credential scrub (as learnings derive theirs),
     so the same text always gets the same key and a secret never shapes one."""
-    text = scrub(content, team_secret_values(team_id=team.id)).text
-    first_line = next((line for line in text.splitlines() if line.strip()), text)
-    words = " ".join(first_line.split()[:DERIVED_KEY_WORDS])
-    slug = learnings.topic_slug(words)[:DERIVED_SLUG_CHARS].rstrip("-")
-    return f"{DERIVED_KEY_PREFIX}:{slug}:{learnings.claim_hash(text)}"
+    return derive_key(scrub(content, team_secret_values(team_id=team.id)).text)
 
 
 class SaveArguments(MemoryCreateInputSerializer):
