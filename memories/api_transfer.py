@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.parsers import BaseParser
 from rest_framework.request import Request
@@ -21,7 +21,10 @@ from core.api_errors import BODY_ERRORS, TEAM_SCOPED_ERRORS, ErrorSerializer, Re
 from core.errors import InvalidInput
 from memories import exporting, importing
 from teams.authentication import agent_actor
+from teams.models import AuditEvent
+from teams.services import record_event
 from teams.streaming import JSON_LINES_MEDIA_TYPE, TeamScopedStream, team_json_lines
+from teams.vault_crypto import PassphraseSeal
 from teams.viewsets import TEAM_PATH_PARAMETER, TeamScopedViewSet
 
 
@@ -45,6 +48,29 @@ class NDJSONParser(JSONLinesParser):
     media_type = "application/x-ndjson"
 
 
+# A header, not a query parameter: query strings end up in access logs.
+PASSPHRASE_HEADER = "X-MemoryHub-Vault-Passphrase"  # noqa: S105 (a header name)
+PASSPHRASE_PARAMETER = OpenApiParameter(
+    PASSPHRASE_HEADER,
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    required=False,
+    description="The passphrase the file's vault is (or is to be) sealed under, 12 to 1024 characters.",
+)
+
+
+def _passphrase(request: Request) -> str | None:
+    passphrase = request.headers.get(PASSPHRASE_HEADER)
+    return passphrase if passphrase else None
+
+
+class ExportQuerySerializer(serializers.Serializer[dict[str, Any]]):
+    with_vault = serializers.BooleanField(
+        default=False,
+        help_text=f"Include the vault, every value sealed under the passphrase sent in {PASSPHRASE_HEADER}.",
+    )
+
+
 class ExportViewSet(TeamScopedViewSet):
     required_scopes: ClassVar[dict[str, str]] = {"list": "admin"}
 
@@ -55,16 +81,38 @@ class ExportViewSet(TeamScopedViewSet):
         "of every key (oldest first per key, with its supersede chain, deletion, votes, skill and "
         'learning), every note, and a trailer `{"record": "end", ...}` with the counts: a file '
         "without it was cut short. The vault is never exported; its secrets are redacted from every "
-        "line. Needs the admin scope.",
-        parameters=[TEAM_PATH_PARAMETER],
+        "line. With `with_vault` and a passphrase in the `X-MemoryHub-Vault-Passphrase` header, every vault "
+        'entry follows the notes (`{"record": "vault", ...}`), its value sealed under the passphrase '
+        "(scrypt and Fernet; the header's `vault` says how to open it). Every export is in the team's "
+        "audit trail. Needs the admin scope.",
+        parameters=[TEAM_PATH_PARAMETER, ExportQuerySerializer, PASSPHRASE_PARAMETER],
         responses={
             (200, JSON_LINES_MEDIA_TYPE): OpenApiResponse(OpenApiTypes.STR, description="JSON Lines."),
             **error_responses(*TEAM_SCOPED_ERRORS),
         },
     )
     def list(self, request: Request, team: str) -> TeamScopedStream:
+        query = ExportQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
         owner = self.get_team()
-        return team_json_lines(team_id=owner.id, produce=lambda: exporting.export_records(team=owner))
+        seal = None
+        if query.validated_data["with_vault"]:
+            passphrase = _passphrase(request)
+            if passphrase is None:
+                raise InvalidInput(f"with_vault needs a passphrase in the {PASSPHRASE_HEADER} header")
+            try:
+                seal = PassphraseSeal.new(passphrase)
+            except ValueError as exc:
+                raise InvalidInput(str(exc), field=PASSPHRASE_HEADER) from None
+        record_event(
+            team=owner,
+            actor=agent_actor(request),
+            action=AuditEvent.Action.TEAM_EXPORT,
+            target="with the vault, sealed" if seal is not None else "",
+        )
+        return team_json_lines(
+            team_id=owner.id, produce=lambda: exporting.export_records(team=owner, vault_seal=seal)
+        )
 
 
 class ImportQuerySerializer(serializers.Serializer[dict[str, Any]]):
@@ -93,6 +141,11 @@ class ImportReportSerializer(serializers.Serializer[dict[str, Any]]):
     )
     versions_written = serializers.IntegerField()
     notes_written = serializers.IntegerField()
+    vault = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text="Vault entries of the file: `created`, `replaced`, `unchanged`, `skipped` (left as they "
+        "were, or not opened: no passphrase was sent).",
+    )
     # Moved off the class by the serializer's metaclass, as ErrorSerializer's `fields`.
     errors = ImportLineErrorSerializer(many=True, help_text="Bad lines, skipped.")  # type: ignore[assignment]
     keys = serializers.DictField(child=serializers.CharField(), help_text="What happened to each key.")
@@ -114,8 +167,11 @@ class ImportViewSet(TeamScopedViewSet):
         "(or left alone with `skip_existing`); a key that already holds what the file says is unchanged, "
         "so importing the same file twice changes nothing. Bad lines are reported with their number and "
         "skipped, or with `strict` the whole file is refused (400 `import_refused`, `lines`) and nothing "
-        "is applied. `dry_run` reports what would change. Needs the admin scope.",
-        parameters=[TEAM_PATH_PARAMETER, ImportQuerySerializer],
+        "is applied. `dry_run` reports what would change. A file exported `with_vault` restores the vault "
+        "when its passphrase is sent in `X-MemoryHub-Vault-Passphrase` (a wrong one refuses the file "
+        "before anything is applied); without it the vault entries are skipped. Every import that "
+        "is not a dry run is in the team's audit trail. Needs the admin scope.",
+        parameters=[TEAM_PATH_PARAMETER, ImportQuerySerializer, PASSPHRASE_PARAMETER],
         request={JSON_LINES_MEDIA_TYPE: OpenApiTypes.STR},
         responses={
             200: ImportReportSerializer,
@@ -134,6 +190,10 @@ class ImportViewSet(TeamScopedViewSet):
         if not isinstance(raw, bytes) or not raw.strip():
             raise InvalidInput("send the export file as the body", field="body")
         report = importing.import_export(
-            team=self.get_team(), raw=raw, actor=agent_actor(request), **query.validated_data
+            team=self.get_team(),
+            raw=raw,
+            actor=agent_actor(request),
+            vault_passphrase=_passphrase(request),
+            **query.validated_data,
         )
         return Response(report.as_dict())

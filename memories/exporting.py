@@ -4,7 +4,10 @@ The records, in order: one header (format and version), every memory version (by
 then oldest first: each key's history reads top to bottom, with its supersede chain,
 deletions, ratings, skills and learnings, which are memories carrying `skill_trigger`
 or `metadata.learning`), every note, and a trailer with the counts, so a reader can
-tell a complete file from one cut short. The vault is never part of it.
+tell a complete file from one cut short. The vault is left out, unless the export is
+given a passphrase seal (an admin's `with_vault`): then every vault entry follows the
+notes, its value sealed under the passphrase (teams.vault_crypto.PassphraseSeal) and
+the header says how to open it.
 
 Rows are read through server-side cursors (`iterator(chunk_size=…)`), so exporting
 100k memories holds one chunk at a time, never the team. Call `export_records` inside
@@ -20,7 +23,9 @@ from typing import Any
 from django.utils import timezone
 
 from memories.models import Annotation, Memory
-from teams.models import Team
+from teams.models import Team, VaultEntry
+from teams.selectors import reveal_vault_value
+from teams.vault_crypto import PassphraseSeal
 
 EXPORT_FORMAT = "memoryhub-export"
 EXPORT_VERSION = 1
@@ -50,14 +55,17 @@ MEMORY_FIELDS = (
 )
 
 
-def export_records(*, team: Team) -> Iterator[dict[str, Any]]:
-    yield {
+def export_records(*, team: Team, vault_seal: PassphraseSeal | None = None) -> Iterator[dict[str, Any]]:
+    header: dict[str, Any] = {
         "record": "header",
         "format": EXPORT_FORMAT,
         "version": EXPORT_VERSION,
         "team": team.slug,
         "exported_at": timezone.now(),
     }
+    if vault_seal is not None:
+        header["vault"] = vault_seal.header()
+    yield header
     memories = 0
     rows = Memory.objects.filter(team=team).order_by("key", "created_at", "id").values_list(*MEMORY_FIELDS)
     for row in rows.iterator(chunk_size=ROWS_PER_FETCH):
@@ -77,7 +85,22 @@ def export_records(*, team: Team) -> Iterator[dict[str, Any]]:
             "created_by": created_by,
             "created_at": created_at,
         }
-    yield {"record": "end", "memories": memories, "annotations": annotations}
+    trailer: dict[str, Any] = {"record": "end", "memories": memories, "annotations": annotations}
+    if vault_seal is not None:
+        trailer["vault"] = 0
+        entries = VaultEntry.objects.filter(team=team).order_by("key")
+        # Values, plain ones included, are sealed: a plain value may still be private.
+        for entry in entries.iterator(chunk_size=ROWS_PER_FETCH):
+            trailer["vault"] += 1
+            yield {
+                "record": "vault",
+                "key": entry.key,
+                "is_secret": entry.is_secret,
+                "sealed": vault_seal.seal(reveal_vault_value(entry)),
+                "updated_by": entry.updated_by,
+                "updated_at": entry.updated_at,
+            }
+    yield trailer
 
 
 def memory_record(row: dict[str, Any]) -> dict[str, Any]:

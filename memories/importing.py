@@ -17,6 +17,12 @@ with its line number and its key is left as it was. `strict` refuses the whole f
 with nothing applied, when any line is bad. `dry_run` applies everything and rolls it
 back, so it reports exactly what an import would do. Indexing is left to the workers:
 save_memory enqueues it after commit (never, for a dry run).
+
+A file exported with its vault restores it, first (so that memories are scrubbed of its
+secrets as they are written), when the import is given the passphrase: a key the team
+does not have is created, one holding the same value is unchanged, another is replaced
+(or skipped with `skip_existing`). Without the passphrase the vault is skipped; with a
+wrong one the file is refused before anything is applied.
 """
 
 from __future__ import annotations
@@ -39,10 +45,12 @@ from memories.models import Memory, MemoryState, SupersedeKind
 from memories.services import delete_memory, save_memory
 from memories.skills import normalise_skill_trigger
 from memories.types import ACCEPTED_TYPE_NAMES, DEFAULT_TYPE, resolve_type, suggest_type
-from teams.models import Team
+from teams.models import AuditEvent, Team, VaultEntry
 from teams.scrubber import scrub, scrub_json
-from teams.selectors import team_secret_values
+from teams.selectors import reveal_vault_value, team_secret_values
+from teams.services import record_event, set_vault_entry
 from teams.validators import check_key
+from teams.vault_crypto import PassphraseSeal, WrongPassphrase, check_passphrase
 
 IMPORTED_REASON = "imported"
 # As the API's JSON parser (core.api_errors): metadata needs a handful of levels at most.
@@ -52,6 +60,8 @@ MAX_JSON_DEPTH = 32
 MAX_NAME_CHARS = 200
 Outcome = Literal["created", "superseded", "unchanged", "skipped"]
 OUTCOMES: tuple[Outcome, ...] = ("created", "superseded", "unchanged", "skipped")
+VAULT_OUTCOMES = ("created", "replaced", "unchanged", "skipped")
+PASSPHRASE_FIELD = "X-MemoryHub-Vault-Passphrase"  # noqa: S105 (a header name)
 
 
 class ImportRefused(DomainError):
@@ -93,8 +103,18 @@ class MemoryLine:
 
 
 @dataclass
+class VaultLine:
+    line: int
+    key: str
+    is_secret: bool
+    sealed: str
+
+
+@dataclass
 class ParsedFile:
+    header: dict[str, Any] = field(default_factory=dict)
     keys: dict[str, list[MemoryLine]] = field(default_factory=dict)
+    vault: list[VaultLine] = field(default_factory=list)
     errors: list[LineError] = field(default_factory=list)
 
 
@@ -106,6 +126,7 @@ class ImportReport:
     notes_written: int = 0
     errors: list[LineError] = field(default_factory=list)
     outcomes: dict[str, Outcome] = field(default_factory=dict)
+    vault: Counter[str] = field(default_factory=Counter)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -113,6 +134,7 @@ class ImportReport:
             **{outcome: self.keys[outcome] for outcome in OUTCOMES},
             "versions_written": self.versions_written,
             "notes_written": self.notes_written,
+            "vault": {outcome: self.vault[outcome] for outcome in VAULT_OUTCOMES},
             "errors": [error.as_dict() for error in self.errors],
             "keys": dict(sorted(self.outcomes.items())),
         }
@@ -131,8 +153,7 @@ def parse_export(raw: bytes) -> ParsedFile:
     """Every line of the file checked on its own; the header must be the first line.
     A missing or unknown header refuses the file (InvalidInput): it is not an export."""
     lines = raw.split(b"\n")
-    _check_header(lines[0] if lines else b"")
-    parsed = ParsedFile()
+    parsed = ParsedFile(header=_check_header(lines[0] if lines else b""))
     by_id: dict[str, MemoryLine] = {}
     notes: list[tuple[int, dict[str, Any]]] = []
     for number, line in enumerate(lines[1:], start=2):
@@ -149,6 +170,8 @@ def parse_export(raw: bytes) -> ParsedFile:
                 parsed.keys.setdefault(memory.key, []).append(memory)
             elif kind == "annotation":
                 notes.append((number, record))
+            elif kind == "vault":
+                parsed.vault.append(_vault_line(number, record))
             elif kind not in ("end", "header"):
                 raise _BadLine("invalid", f"unknown record {str(kind)[:40]!r}")
         except _BadLine as bad:
@@ -164,7 +187,7 @@ def parse_export(raw: bytes) -> ParsedFile:
     return parsed
 
 
-def _check_header(line: bytes) -> None:
+def _check_header(line: bytes) -> dict[str, Any]:
     try:
         header = _json_object(line)
     except _BadLine as bad:
@@ -177,6 +200,7 @@ def _check_header(line: bytes) -> None:
             f"this server reads version {EXPORT_VERSION}",
             field="body",
         )
+    return header
 
 
 def _reject_constant(name: str) -> None:
@@ -311,6 +335,17 @@ def inferred_type(heading: str, content: str) -> str:
     return (hint.suggested_type if hint is not None else DEFAULT_TYPE).value
 
 
+def _vault_line(number: int, record: dict[str, Any]) -> VaultLine:
+    key, is_secret, sealed = record.get("key"), record.get("is_secret"), record.get("sealed")
+    if not isinstance(key, str) or not isinstance(is_secret, bool) or not isinstance(sealed, str):
+        raise _BadLine("invalid", "a vault entry has a 'key', an 'is_secret' flag and a 'sealed' value")
+    try:
+        check_key(key)
+    except InvalidInput as exc:
+        raise _BadLine("invalid", f"key: {exc.detail}") from None
+    return VaultLine(line=number, key=key, is_secret=is_secret, sealed=sealed)
+
+
 def _annotation_line(record: dict[str, Any]) -> tuple[str, str, str]:
     memory_id, note, created_by = record.get("memory"), record.get("note"), record.get("created_by", "")
     if not isinstance(memory_id, str) or not isinstance(note, str) or not isinstance(created_by, str):
@@ -331,14 +366,22 @@ def import_export(
     skip_existing: bool = False,
     dry_run: bool = False,
     strict: bool = False,
+    vault_passphrase: str | None = None,
 ) -> ImportReport:
     """Apply an export file to the team (see the module docstring). Raises InvalidInput
-    for a file that is not an export, ImportRefused for a strict import with bad lines."""
+    for a file that is not an export or a passphrase that does not open its vault,
+    ImportRefused for a strict import with bad lines."""
     parsed = parse_export(raw)
+    seal = _vault_seal(parsed, vault_passphrase)
     report = ImportReport(dry_run=dry_run, errors=list(parsed.errors))
     # Even when strict and already refused: the good lines are tried (and rolled back)
     # so that the refusal lists every bad line, not just those that failed to parse.
     with transaction.atomic():
+        for vault_line in parsed.vault:
+            if seal is None:
+                report.vault["skipped"] += 1
+            else:
+                _apply_vault_line(team, vault_line, seal, actor, skip_existing, report)
         ids: dict[str, uuid.UUID] = {}
         # Keys in the order their history starts, so a replay meets skill names and
         # duplicates in the order the team first did.
@@ -348,8 +391,73 @@ def import_export(
             raise _refused(report)
         if dry_run:
             transaction.set_rollback(True)
+        else:
+            record_event(
+                team=team, actor=actor, action=AuditEvent.Action.TEAM_IMPORT, target=_summary(report)
+            )
     report.errors.sort(key=lambda error: error.line)
     return report
+
+
+def _summary(report: ImportReport) -> str:
+    keys = ", ".join(f"{report.keys[outcome]} {outcome}" for outcome in OUTCOMES)
+    vault = sum(report.vault[outcome] for outcome in ("created", "replaced"))
+    return f"keys: {keys}; vault entries written: {vault}; bad lines: {len(report.errors)}"
+
+
+def _vault_seal(parsed: ParsedFile, passphrase: str | None) -> PassphraseSeal | None:
+    """The seal that opens the file's vault, checked before anything is applied; None
+    when there is nothing to open or no passphrase to open it with."""
+    if passphrase is None:
+        return None
+    try:
+        check_passphrase(passphrase)
+        if not parsed.vault:
+            return None
+        return PassphraseSeal.from_header(passphrase, parsed.header.get("vault"))
+    except WrongPassphrase:
+        raise InvalidInput("the passphrase does not open this file's vault", field=PASSPHRASE_FIELD) from None
+    except ValueError as exc:
+        raise InvalidInput(str(exc), field=PASSPHRASE_FIELD) from None
+
+
+def _apply_vault_line(
+    team: Team, line: VaultLine, seal: PassphraseSeal, actor: str, skip_existing: bool, report: ImportReport
+) -> None:
+    try:
+        value = seal.open(line.sealed)
+        _check_strings(value, 0)
+    except ValueError as exc:
+        report.errors.append(LineError(line.line, "invalid", str(exc)))
+        return
+    except _BadLine as bad:
+        report.errors.append(LineError(line.line, bad.error, bad.detail))
+        return
+    existing = VaultEntry.objects.filter(team=team, key=line.key).first()
+    if (
+        existing is not None
+        and existing.is_secret == line.is_secret
+        and reveal_vault_value(existing) == value
+    ):
+        report.vault["unchanged"] += 1
+        return
+    if existing is not None and skip_existing:
+        report.vault["skipped"] += 1
+        return
+    try:
+        with transaction.atomic():
+            set_vault_entry(
+                team=team,
+                key=line.key,
+                value=value,
+                is_secret=line.is_secret,
+                actor=actor,
+                may_change_secrets=True,
+            )
+    except DomainError as exc:
+        report.errors.append(LineError(line.line, exc.code, exc.detail))
+        return
+    report.vault["created" if existing is None else "replaced"] += 1
 
 
 def _refused(report: ImportReport) -> ImportRefused:

@@ -11,6 +11,7 @@ endpoint, so it is idempotent, has a dry run and reports bad sections the same w
 from __future__ import annotations
 
 import argparse
+import getpass
 import hashlib
 import json
 import os
@@ -18,6 +19,7 @@ import re
 import sys
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -31,9 +33,11 @@ from memoryhub_client.section import BEGIN, END
 JSON_LINES = "application/jsonl"
 EXPORT_FORMAT = "memoryhub-export"  # memories.exporting (the client imports no server code)
 EXPORT_VERSION = 1
+PASSPHRASE_HEADER = "X-MemoryHub-Vault-Passphrase"  # noqa: S105 (a header name)
 # An import is applied before the server answers; a big file takes a while.
 IMPORT_TIMEOUT_SECONDS = 600.0
-UPLOAD_CHUNK_BYTES = 64 * 1024
+# Under the server's default body limit (MEMORYHUB_MAX_BODY_BYTES, 1 MiB) with room to spare.
+DEFAULT_BATCH_BYTES = 900 * 1024
 MAX_KEY_CHARS = 200
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 # The closing hashes are stripped in Python: a lazy title before `[ \t#]*$` rescans a
@@ -50,6 +54,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         description="Every version, deletion, note, vote, skill and learning; never the vault.",
     )
     export.add_argument("--output", "-o", default="-", help="the file to write ('-', the default: stdout)")
+    export.add_argument(
+        "--with-vault",
+        action="store_true",
+        help="include the vault, every value sealed under a passphrase (asked for, or --passphrase-env)",
+    )
+    _add_passphrase_flag(export)
     add_connection_flags(export)
     export.set_defaults(handler=run_export)
 
@@ -61,6 +71,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     load.add_argument("file", help="a file of `memoryhub export` ('-': stdin)")
     _add_import_flags(load)
+    _add_passphrase_flag(load)
     add_connection_flags(load)
     load.set_defaults(handler=run_import)
 
@@ -90,6 +101,44 @@ def _add_import_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--skip-existing", action="store_true", help="leave keys the team has as they are")
     parser.add_argument("--dry-run", action="store_true", help="report what would change; change nothing")
     parser.add_argument("--strict", action="store_true", help="refuse the whole file if any line is bad")
+    parser.add_argument(
+        "--batch-bytes",
+        type=int,
+        default=DEFAULT_BATCH_BYTES,
+        help="the most sent in one request (keep it under the server's MEMORYHUB_MAX_BODY_BYTES)",
+    )
+
+
+def _add_passphrase_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--passphrase-env",
+        metavar="VAR",
+        default=None,
+        help="the environment variable holding the vault's passphrase (else it is asked for; "
+        "an import without one skips the file's vault)",
+    )
+
+
+def _passphrase(arguments: argparse.Namespace, *, required: bool, confirm: bool) -> str | None:
+    """From --passphrase-env, else asked on the terminal (never a command-line argument:
+    those show in `ps` and shell history)."""
+    if arguments.passphrase_env:
+        value = os.environ.get(arguments.passphrase_env, "")
+        if not value:
+            raise ConfigError(f"the environment variable {arguments.passphrase_env} is empty or not set")
+        return value
+    if not sys.stdin.isatty():
+        if required:
+            raise ConfigError("--with-vault needs a passphrase: set --passphrase-env or run it in a terminal")
+        return None
+    value = getpass.getpass("vault passphrase (12 characters or more; empty: skip the vault): ")
+    if not value:
+        if required:
+            raise ConfigError("--with-vault needs a passphrase")
+        return None
+    if confirm and getpass.getpass("the same passphrase again: ") != value:
+        raise ConfigError("the two passphrases differ")
+    return value
 
 
 def _client(config: ClientConfig, timeout: float = 30.0) -> httpx.Client:
@@ -117,7 +166,11 @@ def _fail(response: httpx.Response) -> ApiError:
 
 def run_export(arguments: argparse.Namespace) -> int:
     config = load_config(arguments)
-    with _client(config) as http, http.stream("GET", "export/") as response:
+    params, headers = {}, {}
+    if arguments.with_vault:
+        params["with_vault"] = "true"
+        headers[PASSPHRASE_HEADER] = _passphrase(arguments, required=True, confirm=True) or ""
+    with _client(config) as http, http.stream("GET", "export/", params=params, headers=headers) as response:
         if not response.is_success:
             response.read()
             raise _fail(response)
@@ -181,41 +234,130 @@ def run_import(arguments: argparse.Namespace) -> int:
             raw = Path(arguments.file).read_bytes()
         except OSError as exc:
             raise ConfigError(f"cannot read {arguments.file}: {exc.strerror}") from None
-    return _post_import(load_config(arguments), raw, arguments)
+    vault = _passphrase(arguments, required=False, confirm=False) if b'"record": "vault"' in raw else None
+    return _post_import(load_config(arguments), raw, arguments, vault_passphrase=vault)
 
 
-def _post_import(config: ClientConfig, raw: bytes, arguments: argparse.Namespace) -> int:
-    params = {
-        name: "true" for name in ("skip_existing", "dry_run", "strict") if getattr(arguments, name, False)
-    }
-    with (
-        _client(config, timeout=IMPORT_TIMEOUT_SECONDS) as http,
-        tqdm(desc="upload", total=len(raw), unit="B", unit_scale=True, disable=None, file=sys.stderr) as bar,
-    ):
+def _post_import(
+    config: ClientConfig, raw: bytes, arguments: argparse.Namespace, vault_passphrase: str | None = None
+) -> int:
+    """Post the file in batches (import_batches) and print one summary of them all.
 
-        def chunks() -> Iterator[bytes]:
-            for start in range(0, len(raw), UPLOAD_CHUNK_BYTES):
-                chunk = raw[start : start + UPLOAD_CHUNK_BYTES]
-                bar.update(len(chunk))
-                yield chunk
-
-        # The length is known: sent as Content-Length, never chunked (WSGI needs it).
-        headers = {"Content-Type": JSON_LINES, "Content-Length": str(len(raw))}
-        response = http.post("import/", params=params, content=chunks(), headers=headers)
-    if not response.is_success:
-        error = _fail(response)
-        for bad in error.body.get("lines", []) if isinstance(error.body.get("lines"), list) else []:
-            print(f"line {bad.get('line')}: {bad.get('error')}: {bad.get('detail')}", file=sys.stderr)
-        raise error
-    report = response.json()
-    for bad in report.get("errors", []):
-        print(f"line {bad.get('line')}: {bad.get('error')}: {bad.get('detail')} (skipped)", file=sys.stderr)
+    Each batch is applied on its own; keys never span two, so the rules per key hold.
+    With --strict and several batches, every batch is first tried as a strict dry run
+    and nothing is applied unless all pass."""
+    batches = import_batches(raw, getattr(arguments, "batch_bytes", DEFAULT_BATCH_BYTES))
+    flags = {name for name in ("skip_existing", "dry_run", "strict") if getattr(arguments, name, False)}
+    headers = {"Content-Type": JSON_LINES}
+    if vault_passphrase is not None:
+        headers[PASSPHRASE_HEADER] = vault_passphrase
+    with _client(config, timeout=IMPORT_TIMEOUT_SECONDS) as http:
+        if "strict" in flags and "dry_run" not in flags and len(batches) > 1:
+            _post_batches(http, batches, {*flags, "dry_run"}, headers, desc="check")
+        reports = _post_batches(http, batches, flags, headers, desc="import")
+    errors = sorted((bad for report in reports for bad in report["errors"]), key=lambda bad: bad["line"])
+    for bad in errors:
+        print(f"line {bad['line']}: {bad.get('error')}: {bad.get('detail')} (skipped)", file=sys.stderr)
     counts = ", ".join(
-        f"{report.get(name, 0)} {name}" for name in ("created", "superseded", "unchanged", "skipped")
+        f"{sum(r.get(name, 0) for r in reports)} {name}"
+        for name in ("created", "superseded", "unchanged", "skipped")
     )
-    prefix = "dry run, nothing changed: would be " if report.get("dry_run") else ""
-    print(f"{prefix}{counts} keys; {len(report.get('errors', []))} bad lines")
-    return 1 if report.get("errors") else 0
+    vault = {
+        name: sum((r.get("vault") or {}).get(name, 0) for r in reports)
+        for name in ("created", "replaced", "unchanged", "skipped")
+    }
+    vault_line = (
+        "; vault entries: " + ", ".join(f"{n} {name}" for name, n in vault.items())
+        if any(vault.values())
+        else ""
+    )
+    prefix = "dry run, nothing changed: would be " if "dry_run" in flags else ""
+    print(f"{prefix}{counts} keys{vault_line}; {len(errors)} bad lines")
+    return 1 if errors else 0
+
+
+def _post_batches(
+    http: httpx.Client, batches: list[ImportBatch], flags: set[str], headers: dict[str, str], desc: str
+) -> list[dict[str, Any]]:
+    params = {name: "true" for name in sorted(flags)}
+    reports = []
+    total = sum(batch.records for batch in batches)
+    with tqdm(desc=desc, total=total, unit=" records", disable=None, file=sys.stderr) as bar:
+        for batch in batches:
+            # The length is known: sent with Content-Length, never chunked (WSGI needs it).
+            response = http.post("import/", params=params, content=batch.body, headers=headers)
+            if not response.is_success:
+                error = _fail(response)
+                lines = error.body.get("lines") if error.body is not None else None
+                for bad in lines if isinstance(lines, list) else []:
+                    line = batch.original_line(bad.get("line"))
+                    print(f"line {line}: {bad.get('error')}: {bad.get('detail')}", file=sys.stderr)
+                raise error
+            report = response.json()
+            for bad in report.get("errors", []):
+                bad["line"] = batch.original_line(bad.get("line"))
+            reports.append(report)
+            bar.update(batch.records)
+    return reports
+
+
+@dataclass
+class ImportBatch:
+    body: bytes
+    lines: list[int]  # the file's line number of each line of the body after its header
+    records: int
+
+    def original_line(self, line: object) -> int:
+        """The file's line number of the body's line `line` (the header being 1)."""
+        if isinstance(line, int) and 2 <= line <= len(self.lines) + 1:
+            return self.lines[line - 2]
+        return 1
+
+
+def import_batches(raw: bytes, batch_bytes: int = 0) -> list[ImportBatch]:
+    """The file cut into bodies of at most `batch_bytes` (a server takes 1 MiB by
+    default), each led by the file's header. A key's versions and their notes always go
+    together, and the vault with the first batch; a key bigger than a batch goes alone
+    (and the server reports it too large). Lines that do not parse go with the first
+    batch, so the server reports them with their number."""
+    batch_bytes = batch_bytes or DEFAULT_BATCH_BYTES
+    lines = raw.split(b"\n")
+    header = lines[0]
+    groups: dict[str, list[tuple[int, bytes]]] = {"": []}  # "" : the first batch's
+    key_of_id: dict[str, str] = {}
+    for number, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            record = None
+        kind = record.get("record") if isinstance(record, dict) else None
+        if kind == "end":
+            continue
+        group = ""
+        if kind == "memory" and isinstance(record.get("key"), str):
+            group = "key:" + record["key"]
+            if isinstance(record.get("id"), str):
+                key_of_id[record["id"]] = group
+        elif kind == "annotation":
+            group = key_of_id.get(str(record.get("memory")), "")
+        groups.setdefault(group, []).append((number, line))
+    batches: list[ImportBatch] = []
+    body: list[bytes] = [header]
+    numbers: list[int] = []
+    size = len(header)
+    for group, members in groups.items():
+        group_size = sum(len(line) + 1 for _, line in members)
+        if numbers and group and size + group_size > batch_bytes:
+            batches.append(ImportBatch(b"\n".join(body) + b"\n", numbers, len(numbers)))
+            body, numbers, size = [header], [], len(header)
+        body += [line for _, line in members]
+        numbers += [number for number, _ in members]
+        size += group_size
+    if numbers or not batches:
+        batches.append(ImportBatch(b"\n".join(body) + b"\n", numbers, len(numbers)))
+    return batches
 
 
 # ----- markdown in -----

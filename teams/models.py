@@ -178,6 +178,8 @@ class AuditEvent(models.Model):
         MEMBER_ROLE = "member.role"
         MEMBER_REMOVE = "member.remove"
         TEAM_REINDEX = "team.reindex"
+        TEAM_EXPORT = "team.export"
+        TEAM_IMPORT = "team.import"
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
     actor = models.CharField(max_length=200)

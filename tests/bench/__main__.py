@@ -1,4 +1,4 @@
-"""`python -m tests.bench [quality|latency|ingest|injection|hardening|mcp|all] [--quick]` (make bench).
+"""`python -m tests.bench [quality|latency|ingest|injection|hardening|mcp|transfer|contradictions|extraction|all] [--quick]` (make bench).
 
 Runs against its own embedded PostgreSQL in .memoryhub/bench, prints a table per
 section and writes bench-results/<section>.json with the environment it ran on.
@@ -12,7 +12,17 @@ import time
 
 from tests.bench import harness
 
-SECTIONS = ("quality", "latency", "ingest", "injection", "hardening", "mcp")
+SECTIONS = (
+    "quality",
+    "latency",
+    "ingest",
+    "injection",
+    "hardening",
+    "mcp",
+    "transfer",
+    "contradictions",
+    "extraction",
+)
 
 
 def main(argv: list[str] | None = None) -> int:

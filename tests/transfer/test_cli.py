@@ -12,8 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from memories.models import Memory
-from teams.models import Team
+from memories.models import Annotation, Memory
+from teams.models import Team, VaultEntry
+from teams.scope import team_scope
+from teams.selectors import reveal_vault_value
+from teams.services import set_vault_entry
 from tests.conftest import Agent, make_agent, operator_view
 from tests.factories import TeamFactory
 from tests.mcp.conftest import Server, mcp_server  # noqa: F401  (the server fixture)
@@ -25,16 +28,25 @@ MEMORYHUB = str(Path(sys.executable).parent / "memoryhub")
 CLI_SECONDS = 120  # a hang detector
 
 
-def memoryhub(server: Server, agent: Agent, *args: str) -> subprocess.CompletedProcess[str]:
+def memoryhub(
+    server: Server, agent: Agent, *args: str, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("MEMORYHUB_")},
         "MEMORYHUB_URL": server.base,
         "MEMORYHUB_TEAM": agent.team.slug,
         "MEMORYHUB_TOKEN": agent.token,
         "XDG_CONFIG_HOME": "/nonexistent",
+        **(extra_env or {}),
     }
     done = subprocess.run(  # noqa: S603
-        [MEMORYHUB, *args], env=env, capture_output=True, text=True, timeout=CLI_SECONDS, check=False
+        [MEMORYHUB, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=CLI_SECONDS,
+        check=False,
+        stdin=subprocess.DEVNULL,  # never a terminal: a passphrase is never asked for
     )
     assert agent.token not in done.stdout + done.stderr
     return done
@@ -88,6 +100,42 @@ def test_export_then_import_into_another_team_with_a_dry_run_first(
     assert again.returncode == 0
     assert "0 created, 0 superseded" in again.stdout
     assert memories_of(charlie_admin.team) == memories_of(team)
+
+
+def test_export_with_the_vault_and_import_it_with_the_passphrase_from_the_environment(
+    mcp_server: Server,  # noqa: F811
+    team: Team,
+    alpha_admin: Agent,
+    charlie_admin: Agent,
+    tmp_path: Path,
+) -> None:
+    secret = "sk-live-5c4b3a29180716f0e"
+    with team_scope(team.id):
+        set_vault_entry(team=team, key="stripe-key", value=secret, is_secret=True, actor="ann")
+    target = tmp_path / "alpha.jsonl"
+    passphrase = {"VAULT_PASSPHRASE": "a long enough passphrase"}
+
+    unsealed = memoryhub(mcp_server, alpha_admin, "export", "--with-vault", "--output", str(target))
+    assert unsealed.returncode != 0 and "passphrase" in unsealed.stderr
+    exported = memoryhub(
+        mcp_server, alpha_admin, "export", "--with-vault", "--passphrase-env", "VAULT_PASSPHRASE",
+        "--output", str(target), extra_env=passphrase,
+    )  # fmt: skip
+    assert exported.returncode == 0, exported.stderr
+    assert secret not in target.read_text()
+
+    without = memoryhub(mcp_server, charlie_admin, "import", str(target), "--dry-run")
+    assert without.returncode == 0, without.stderr
+    assert "vault entries: 0 created, 0 replaced, 0 unchanged, 1 skipped" in without.stdout
+    applied = memoryhub(
+        mcp_server, charlie_admin, "import", str(target), "--passphrase-env", "VAULT_PASSPHRASE",
+        extra_env=passphrase,
+    )  # fmt: skip
+    assert applied.returncode == 0, applied.stderr
+    assert "vault entries: 1 created" in applied.stdout
+    with operator_view():
+        entry = VaultEntry.objects.get(team=charlie_admin.team, key="stripe-key")
+    assert entry.is_secret and reveal_vault_value(entry) == secret
 
 
 def test_export_to_stdout_and_refusals_are_one_line_without_the_token(
@@ -225,3 +273,33 @@ def test_export_markdown_writes_one_file_per_type_in_a_stable_order(
     assert context.index("## deploy-steps") < context.index("## reborn") < context.index("## release-skill")
     assert "Deploy with the release pipeline, never by hand." in context
     assert "Try a monorepo." not in context  # deleted: not an active memory
+
+
+def test_a_file_bigger_than_a_batch_is_sent_in_batches_with_each_key_whole(
+    mcp_server: Server,  # noqa: F811
+    team: Team,
+    alpha_admin: Agent,
+    charlie_admin: Agent,
+    tmp_path: Path,
+) -> None:
+    seed_rich_team(team)
+    target = tmp_path / "alpha.jsonl"
+    assert memoryhub(mcp_server, alpha_admin, "export", "--output", str(target)).returncode == 0
+    lines = target.read_text().splitlines()
+    # A bad line in the middle: reported with its number in the file, not in its batch.
+    lines.insert(5, "{oops")
+    target.write_text("\n".join(lines) + "\n")
+
+    strict = memoryhub(mcp_server, charlie_admin, "import", str(target), "--strict", "--batch-bytes", "700")
+    assert strict.returncode == 1
+    assert "line 6: malformed_json" in strict.stderr
+    assert memories_of(charlie_admin.team) == []
+
+    applied = memoryhub(mcp_server, charlie_admin, "import", str(target), "--batch-bytes", "700")
+    assert applied.returncode == 1, applied.stderr  # one line skipped
+    assert "line 6: malformed_json" in applied.stderr
+    assert memories_of(charlie_admin.team) == memories_of(team)
+    with operator_view():
+        notes = sorted(Annotation.objects.filter(team=charlie_admin.team).values_list("note", flat=True))
+        original = sorted(Annotation.objects.filter(team=team).values_list("note", flat=True))
+    assert notes == original
