@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 HOST ?= 127.0.0.1
 PORT ?= 8000
-# The embedded PostgreSQL's and Redis's data, the generated keys and beat's schedule;
+# The embedded PostgreSQL's and Redis's data and the generated keys;
 # exported so that every command below and settings.py agree on it.
 export MEMORYHUB_DATA_DIR := $(abspath $(or $(MEMORYHUB_DATA_DIR),.memoryhub))
 RUN_PID := $(MEMORYHUB_DATA_DIR)/run.pid

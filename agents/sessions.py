@@ -28,6 +28,7 @@ from django.utils import timezone
 from agents.models import AgentSession
 from core.errors import Conflict, InvalidInput, NotFound
 from teams.models import AgentToken, Team
+from teams.scope import dangerously_bypass_team_scope, team_scope
 from teams.services import check_quota
 
 logger = logging.getLogger(__name__)
@@ -84,6 +85,31 @@ def expire_stale_sessions(*, team: Team, now: datetime | None = None) -> int:
     return AgentSession.objects.filter(team=team, pk__in=stale).update(
         ended_at=now, end_reason=AgentSession.EndReason.EXPIRED
     )
+
+
+def expire_stale_sessions_everywhere(*, now: datetime | None = None) -> dict[str, int]:
+    """expire_stale_sessions for every team with a session still open, each in its own
+    scope and transaction: a team that fails is counted and the others go on. The teams
+    come from one query over open sessions' team ids (the operator view: the job spans
+    teams and reads ids only)."""
+    now = now or timezone.now()
+    with dangerously_bypass_team_scope(reason="which teams have open sessions", actor="celery-beat"):
+        team_ids = list(
+            AgentSession.objects.filter(ended_at__isnull=True)
+            .order_by("team_id")
+            .values_list("team_id", flat=True)
+            .distinct()
+        )
+    run = {"teams": 0, "expired": 0, "errors": 0}
+    for team in Team.objects.filter(id__in=team_ids).order_by("id"):
+        run["teams"] += 1
+        try:
+            with team_scope(team.id):
+                run["expired"] += expire_stale_sessions(team=team, now=now)
+        except Exception:
+            logger.exception("session sweep: team %s failed", team.id)
+            run["errors"] += 1
+    return run
 
 
 def boot_session(

@@ -11,7 +11,11 @@ class FreshnessConfig(AppConfig):
     def ready(self) -> None:
         from freshness import services
         from memories import hooks as memory_hooks
+        from search import hooks as search_hooks
         from teams import hooks as team_hooks
 
         memory_hooks.memory_confirmed.register(services.resolve_nudges_of_confirmed)
+        memory_hooks.memory_archived.register(services.close_nudges_of_archived)
+        search_hooks.memory_indexed.register(services.contradictions_after_indexing)
+        search_hooks.texts_disagree.register(services.texts_disagree)
         team_hooks.team_shutdown.register(services.delete_team_nudges)

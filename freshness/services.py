@@ -3,10 +3,15 @@
 - `mark_due_entries`: the beat job that opens a `due` nudge for every active entry
   unconfirmed for longer than its window (memories.freshness), team by team in each
   team's scope, bounded per run and idempotent (the open-nudge constraint).
-- `resolve_nudge`: one call resolves a nudge (confirm / dismiss; archive and supersede
-  belong to the prune and contradiction flows and answer 400 where they do not apply).
-- hook receivers: a confirmation resolves the entry's open due and anchor nudges; a
-  team shutdown deletes its nudges.
+- `resolve_nudge`: one call resolves a nudge: confirm / dismiss any; supersede and
+  compatible a contradiction; archive a prune proposal (400 where they do not apply).
+- `raise_contradictions`: after the worker indexed an entry (search.hooks.memory_indexed),
+  its nearest active entries of other keys are judged (freshness.contradictions) and a
+  contradicting pair opens one `contradiction` nudge; `texts_disagree` tells the
+  duplicate check that a near match disagreeing is no duplicate.
+- `propose_prunes`: the beat job that proposes archiving old, never read, unrated entries.
+- hook receivers: a confirmation resolves the entry's open due and anchor nudges; an
+  archive resolves the entry's open nudges; a team shutdown deletes its nudges.
 
 Locking: a resolution locks the nudge row, then (through memories.services) the key of
 the entry it confirms, always in that order.
@@ -22,15 +27,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db import connection, transaction
-from django.db.models import Exists, OuterRef
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from core.errors import Conflict, InvalidInput, NotFound
+from freshness import contradictions
 from freshness.models import Nudge, NudgeAction, NudgeKind, NudgeState
 from memories import services as memory_services
+from memories.exceptions import MemoryNotFound, StaleVersion
 from memories.freshness import FreshnessWindows, due_condition
 from memories.models import Memory
+from search.hooks import IndexedEntry
+from search.selectors import nearest_other_active_entries
 from teams.models import Team
 from teams.scope import team_scope
 
@@ -126,8 +135,10 @@ def _previous_team(ordered: list[int], team_id: int, start_after_team: int) -> i
 
 
 def _mark_team_due(team_id: int, *, now: dt.datetime, budget: int) -> tuple[int, int]:
-    """Inside the team's scope: find due entries without an open due nudge (keyset over
-    ids, pages of DUE_PAGE_SIZE, at most `budget`) and open one nudge each."""
+    """Inside the team's scope: find due entries without an open due nudge, the longest
+    unconfirmed first (keyset over (last_confirmed_at, id), which the partial index
+    memory_team_active_confirmed serves within the team: a page costs what it reads, not
+    the size of the table), pages of DUE_PAGE_SIZE, at most `budget`; open one nudge each."""
     team = Team.objects.get(id=team_id)
     windows = FreshnessWindows.for_team(team)
     open_due = Nudge.objects.filter(
@@ -138,12 +149,12 @@ def _mark_team_due(team_id: int, *, now: dt.datetime, budget: int) -> tuple[int,
         .active()
         .filter(due_condition(windows, now))
         .exclude(Exists(open_due))
-        .order_by("id")
+        .order_by("last_confirmed_at", "id")
     )
     checked = flagged = 0
-    last_id: uuid.UUID | None = None
+    last: tuple[dt.datetime, uuid.UUID] | None = None
     while checked < budget:
-        page_rows = due if last_id is None else due.filter(id__gt=last_id)
+        page_rows = due if last is None else due.filter(after_position(*last))
         page = list(
             page_rows.values_list("id", "key", "last_confirmed_at")[: min(DUE_PAGE_SIZE, budget - checked)]
         )
@@ -151,8 +162,13 @@ def _mark_team_due(team_id: int, *, now: dt.datetime, budget: int) -> tuple[int,
             break
         checked += len(page)
         flagged += _open_due_nudges(team_id, page, now=now)
-        last_id = page[-1][0]
+        last = (page[-1][2], page[-1][0])
     return checked, flagged
+
+
+def after_position(confirmed_at: dt.datetime, memory_id: uuid.UUID) -> Q:
+    """Rows after (confirmed_at, memory_id) in (last_confirmed_at, id) order."""
+    return Q(last_confirmed_at__gt=confirmed_at) | Q(last_confirmed_at=confirmed_at, id__gt=memory_id)
 
 
 def due_message(key: str, days: int) -> str:
@@ -229,10 +245,9 @@ def applicable_actions(kind: str) -> list[str]:
 
 
 def _close(nudge: Nudge, *, action: str, actor: str) -> None:
-    nudge.refresh_from_db(fields=["state"])
-    if nudge.state != NudgeState.OPEN:  # a confirmation's hook closed it already
-        nudge.refresh_from_db()
-        return
+    """Record the action that resolved the nudge, even when a hook of the handler's own
+    write (a confirmation, an archive) closed it a moment before: the action says why."""
+    nudge.refresh_from_db()
     nudge.state = NudgeState.DISMISSED if action == NudgeAction.DISMISS else NudgeState.RESOLVED
     nudge.resolution = action
     nudge.resolved_at = timezone.now()
@@ -290,12 +305,73 @@ def _lower_contradiction_flags(team: Team, nudge: Nudge) -> None:
             )
 
 
-# (action, nudge kind or "*") -> handler. The prune flow registers ("archive", "prune"),
-# the contradiction flow ("supersede", "contradiction"), by adding here.
+def _supersede(team: Team, nudge: Nudge, actor: str) -> None:
+    """A contradiction settled for the newer entry: the older one is archived (with who
+    and when; never deleted, restorable), the newer one stays and is confirmed. The
+    nudge's details record which entry was kept and which archived."""
+    newer, older = nudge.memory, nudge.other_memory
+    if older is None:  # never: a contradiction links two (the model's check)
+        raise ActionNotApplicable("this nudge links one entry", field="action")
+    _require_active(team, [newer, older])
+    archived = _archive_version(team, older, actor=actor)
+    memory_services.confirm_memory(
+        team=team, key=newer.key, confirmed_by=actor, note=f"kept over '{older.key}' (contradiction)"
+    )
+    nudge.details = {
+        **nudge.details,
+        "kept": {"id": str(newer.id), "key": newer.key},
+        "archived": {
+            "id": str(archived.id),
+            "key": archived.key,
+            "at": archived.archived_at.isoformat() if archived.archived_at else None,
+        },
+    }
+    nudge.save(update_fields=["details"])
+    _lower_contradiction_flags(team, nudge)
+
+
+def _compatible(team: Team, nudge: Nudge, actor: str) -> None:
+    """Both entries hold: confirmed, flags lowered, and the resolution (`compatible`,
+    kept on the nudge) stops the detector from raising the pair again."""
+    _confirm(team, nudge, actor)
+
+
+def _archive(team: Team, nudge: Nudge, actor: str) -> None:
+    """A prune proposal accepted: the entry is archived (never deleted, restorable)."""
+    _require_active(team, [nudge.memory])
+    _archive_version(team, nudge.memory, actor=actor)
+
+
+def _require_active(team: Team, entries: list[Memory]) -> None:
+    for memory in entries:
+        if not Memory.objects.filter(team=team, id=memory.id, is_active=True).exists():
+            raise ActionNotApplicable(
+                f"'{memory.key}' changed since this nudge was made (superseded, archived or deleted): "
+                "dismiss it",
+                field="action",
+            )
+
+
+def _archive_version(team: Team, memory: Memory, *, actor: str) -> Memory:
+    """Archive exactly this version (the key's lock checks it is still the active one)."""
+    try:
+        return memory_services.archive_memory(
+            team=team, key=memory.key, archived_by=actor, expected_version=memory.id
+        )
+    except (StaleVersion, MemoryNotFound):
+        raise ActionNotApplicable(
+            f"'{memory.key}' changed since this nudge was made: dismiss it", field="action"
+        ) from None
+
+
+# (action, nudge kind or "*") -> handler; the kind's own handler wins over "*".
 Handler = Callable[[Team, Nudge, str], None]
 _HANDLERS: dict[tuple[str, str], Handler] = {
     (NudgeAction.CONFIRM, "*"): _confirm,
     (NudgeAction.DISMISS, "*"): _dismiss,
+    (NudgeAction.SUPERSEDE, NudgeKind.CONTRADICTION): _supersede,
+    (NudgeAction.COMPATIBLE, NudgeKind.CONTRADICTION): _compatible,
+    (NudgeAction.ARCHIVE, NudgeKind.PRUNE): _archive,
 }
 
 
@@ -318,3 +394,251 @@ def resolve_nudges_of_confirmed(*, team_id: int, memory_id: uuid.UUID, confirmed
 def delete_team_nudges(*, team: Team) -> dict[str, int]:
     """Receiver of teams.hooks.team_shutdown (inside the team's scope)."""
     return {"nudges": Nudge.objects.filter(team=team).delete()[0]}
+
+
+# --------------------------------------------------------------------------- contradictions
+
+
+@dataclass
+class ContradictionRun:
+    """What one look for contradictions did: `compared` candidates judged, `raised`
+    nudges opened (0 on a re-run: the pair has its nudge)."""
+
+    compared: int = 0
+    raised: int = 0
+
+
+def raise_contradictions(*, entry: IndexedEntry) -> ContradictionRun:
+    """After search.hooks.memory_indexed (inside the team's scope): the freshly
+    indexed active entry against the team's other active entries nearest to it
+    (pgvector, at most contradictions.MAX_CANDIDATES, from contradictions.BAND_FLOOR
+    up), each pair judged by contradictions.judge_pair. A contradicting pair opens one
+    `contradiction` nudge: `memory` the newer entry, `other_memory` the older (one order,
+    whichever of the two was indexed, so the open-nudge constraint sees one pair), the
+    seed's message, and flags the older entry `contradicted_at`.
+
+    The band reaches past the duplicate threshold: a near-duplicate that disagrees is
+    saved (search.dedup asks texts_disagree) and must be flagged here. A pair that ever
+    had a contradiction nudge, open or closed (compatible, confirmed, dismissed,
+    superseded), is never raised again. Idempotent and bounded."""
+    run = ContradictionRun()
+    team = Team.objects.get(id=entry.team_id)
+    memory = Memory.objects.filter(team=team, id=entry.memory_id, is_active=True).first()
+    if memory is None:
+        return run
+    nearest = nearest_other_active_entries(
+        team_id=team.id,
+        memory_id=memory.id,
+        model=entry.model,
+        dimensions=entry.dimensions,
+        limit=contradictions.MAX_CANDIDATES,
+    )
+    in_band = {other_id: sim for other_id, sim in nearest if sim >= contradictions.BAND_FLOOR}
+    others = Memory.objects.filter(team=team, id__in=list(in_band), is_active=True)
+    for other in others:
+        similarity = min(in_band[other.id], 1.0)
+        newer, older = sorted([memory, other], key=lambda m: (m.created_at, str(m.id)), reverse=True)
+        run.compared += 1
+        verdict = contradictions.judge_pair(
+            newer.content, older.content, similarity, duplicate_threshold=team.dedup_threshold
+        )
+        if verdict.label != contradictions.Label.CONTRADICTING or _pair_was_raised(team, newer, older):
+            continue
+        if _open_contradiction(team, newer, older, similarity=similarity, verdict=verdict):
+            run.raised += 1
+    if run.raised:
+        logger.info("team %s: %d contradiction(s) with %s", team.slug, run.raised, memory.key)
+    return run
+
+
+def contradictions_after_indexing(*, entry: IndexedEntry) -> None:
+    """Receiver of search.hooks.memory_indexed: raise_contradictions, its run logged."""
+    raise_contradictions(entry=entry)
+
+
+def _pair_was_raised(team: Team, first: Memory, second: Memory) -> bool:
+    pair = Q(memory_id=first.id, other_memory_id=second.id) | Q(memory_id=second.id, other_memory_id=first.id)
+    return Nudge.objects.filter(team=team, kind=NudgeKind.CONTRADICTION).filter(pair).exists()
+
+
+def _open_contradiction(
+    team: Team, newer: Memory, older: Memory, *, similarity: float, verdict: contradictions.Verdict
+) -> bool:
+    """One nudge for the pair; False when a concurrent run opened it first."""
+    try:
+        with transaction.atomic():
+            Nudge.objects.create(
+                team=team,
+                kind=NudgeKind.CONTRADICTION,
+                memory=newer,
+                other_memory=older,
+                message=contradictions.contradiction_message(old_text=older.content, new_text=newer.content),
+                details={
+                    "similarity": round(similarity, 4),
+                    "reason": verdict.reason,
+                    "subject": list(verdict.subject),
+                },
+            )
+    except IntegrityError:
+        return False
+    memory_services.set_freshness_flag(team=team, memory_ids=[older.id], flag="contradicted_at", on=True)
+    return True
+
+
+def texts_disagree(*, team: Team, new_text: str, old_text: str, similarity: float) -> bool:
+    """Receiver of search.hooks.texts_disagree: the duplicate check's near match is no
+    duplicate when the rules find a contradiction ("port is 5432" / "port is 6432")."""
+    verdict = contradictions.judge_pair(
+        new_text, old_text, similarity, duplicate_threshold=team.dedup_threshold
+    )
+    return verdict.label == contradictions.Label.CONTRADICTING
+
+
+def close_nudges_of_archived(*, team: Team, memory_id: uuid.UUID, archived_by: str) -> None:
+    """Receiver of memories.hooks.memory_archived: an archived entry needs no more
+    looking at, so the open nudges that name it are resolved (`archive`), and the other
+    entry of each such contradiction loses its flag unless another open one names it."""
+    names_it = Q(memory_id=memory_id) | Q(other_memory_id=memory_id)
+    open_nudges = list(Nudge.objects.filter(team=team, state=NudgeState.OPEN).filter(names_it))
+    if not open_nudges:
+        return
+    Nudge.objects.filter(id__in=[n.id for n in open_nudges]).update(
+        state=NudgeState.RESOLVED,
+        resolution=NudgeAction.ARCHIVE,
+        resolved_at=timezone.now(),
+        resolved_by=archived_by,
+    )
+    partners = {
+        partner
+        for n in open_nudges
+        if n.kind == NudgeKind.CONTRADICTION
+        for partner in (n.memory_id, n.other_memory_id)
+        if partner is not None and partner != memory_id
+    }
+    for partner in sorted(partners, key=str):
+        still = Nudge.objects.filter(team=team, kind=NudgeKind.CONTRADICTION, state=NudgeState.OPEN).filter(
+            Q(memory_id=partner) | Q(other_memory_id=partner)
+        )
+        if not still.exists():
+            memory_services.set_freshness_flag(
+                team=team, memory_ids=[partner], flag="contradicted_at", on=False
+            )
+
+
+# --------------------------------------------------------------------------- prune
+
+
+@dataclass
+class PruneRun:
+    """What one run of the prune job did: `checked` entries found stale without a prune
+    nudge, `proposed` nudges opened, `errors` teams whose pass failed (logged).
+    `resume_after_team` is where the next run starts (0: from the first team)."""
+
+    checked: int = 0
+    proposed: int = 0
+    errors: int = 0
+    teams: int = 0
+    resume_after_team: int = 0
+    failed_teams: list[int] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "checked": self.checked,
+            "proposed": self.proposed,
+            "errors": self.errors,
+            "teams": self.teams,
+            "resume_after_team": self.resume_after_team,
+        }
+
+
+def prune_condition(now: dt.datetime) -> Q:
+    """Entries worth proposing to archive: created and last confirmed before the
+    cut-off (MEMORYHUB_FRESHNESS_PRUNE_AFTER_DAYS), never read, never rated. Identity
+    and skills are never proposed: they are loaded without a search that would count."""
+    cutoff = now - dt.timedelta(days=settings.MEMORYHUB_FRESHNESS_PRUNE_AFTER_DAYS)
+    return (
+        Q(created_at__lt=cutoff, last_confirmed_at__lt=cutoff)
+        & Q(access_count=0, last_accessed_at__isnull=True)
+        & Q(upvotes=0, downvotes=0)
+        & Q(skill_trigger__isnull=True)
+        & ~Q(type="identity")
+    )
+
+
+def propose_prunes(
+    *, now: dt.datetime | None = None, limit: int | None = None, start_after_team: int = 0
+) -> PruneRun:
+    """Open a `prune` nudge proposing to archive each stale entry (prune_condition), at
+    most `limit` (MEMORYHUB_FRESHNESS_PRUNE_BATCH) per run, teams in id order from after
+    `start_after_team`, each in its own scope (one team's failure is counted and the
+    others go on), like mark_due_entries. Idempotent: an entry that ever had a prune
+    nudge is not proposed again (a dismissed proposal means "keep it"). Nothing is
+    archived here: archiving is a person's or agent's answer to the nudge."""
+    now = now or timezone.now()
+    budget = settings.MEMORYHUB_FRESHNESS_PRUNE_BATCH if limit is None else limit
+    run = PruneRun()
+    team_ids = list(Team.objects.order_by("id").values_list("id", flat=True))
+    ordered = [t for t in team_ids if t > start_after_team] + [t for t in team_ids if t <= start_after_team]
+    for team_id in ordered:
+        if run.checked >= budget:
+            run.resume_after_team = _previous_team(ordered, team_id, start_after_team)
+            break
+        run.teams += 1
+        try:
+            with team_scope(team_id), transaction.atomic():
+                checked, proposed = _propose_team_prunes(team_id, now=now, budget=budget - run.checked)
+        except Exception:
+            logger.exception("freshness prune job: team %s failed", team_id)
+            run.errors += 1
+            run.failed_teams.append(team_id)
+            continue
+        run.checked += checked
+        run.proposed += proposed
+        if run.checked >= budget:
+            run.resume_after_team = _previous_team(ordered, team_id, start_after_team)
+            break
+    logger.info("freshness prune job: %s", run.as_dict())
+    return run
+
+
+def prune_message(key: str, days: int) -> str:
+    return (
+        f"'{key}' is {days} days old and was never read or rated. Archive it? It stays in the "
+        "key's history and can be restored."
+    )
+
+
+def _propose_team_prunes(team_id: int, *, now: dt.datetime, budget: int) -> tuple[int, int]:
+    any_prune = Nudge.objects.filter(team_id=team_id, kind=NudgeKind.PRUNE, memory_id=OuterRef("pk"))
+    stale = list(
+        Memory.objects.for_team(team_id)
+        .active()
+        .filter(prune_condition(now))
+        .exclude(Exists(any_prune))
+        # The longest unconfirmed first, through the same index as the due job.
+        .order_by("last_confirmed_at", "id")
+        .values_list("id", "key", "created_at")[:budget]
+    )
+    ids, messages, details = [], [], []
+    for memory_id, key, created_at in stale:
+        days = max(0, (now - created_at).days)
+        ids.append(memory_id)
+        messages.append(prune_message(key, days))
+        details.append(json.dumps({"days_old": days, "created_at": created_at.isoformat()}))
+    if not ids:
+        return 0, 0
+    # ON CONFLICT DO NOTHING: a concurrent run's open proposal (the constraint) stands.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            INSERT INTO freshness_nudge (id, team_id, kind, memory_id, other_memory_id, message, details,
+                                         state, resolution, created_at, resolved_at, resolved_by)
+            SELECT gen_random_uuid(), %s, %s, page.memory_id, NULL, page.message, page.details::jsonb,
+                   %s, '', %s, NULL, ''
+            FROM unnest(%s::uuid[], %s::text[], %s::text[]) AS page(memory_id, message, details)
+            ON CONFLICT DO NOTHING
+            RETURNING id
+            """,
+            [team_id, NudgeKind.PRUNE, NudgeState.OPEN, now, ids, messages, details],
+        )
+        return len(stale), len(cursor.fetchall())

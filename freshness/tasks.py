@@ -8,13 +8,28 @@ from django.core.cache import cache
 
 # Where the last run stopped (a team id): the next run goes on from there.
 DUE_CURSOR_CACHE_KEY = "freshness:mark_due:resume_after_team"
+PRUNE_CURSOR_CACHE_KEY = "freshness:propose_prunes:resume_after_team"
 
 
 @shared_task(name="freshness.mark_due", ignore_result=True)
 def mark_due() -> dict[str, int]:
     """Open `due` nudges for entries past their window: bounded per run, idempotent."""
     from freshness import services
+    from freshness.jobs import recorded_run
 
-    run = services.mark_due_entries(start_after_team=int(cache.get(DUE_CURSOR_CACHE_KEY) or 0))
-    cache.set(DUE_CURSOR_CACHE_KEY, run.resume_after_team, timeout=None)
+    with recorded_run("freshness.mark_due") as outcome:
+        run = services.mark_due_entries(start_after_team=int(cache.get(DUE_CURSOR_CACHE_KEY) or 0))
+        cache.set(DUE_CURSOR_CACHE_KEY, run.resume_after_team, timeout=None)
+        outcome.update(run.as_dict())
+    return run.as_dict()
+
+
+@shared_task(name="freshness.propose_prunes", ignore_result=True)
+def propose_prunes() -> dict[str, int]:
+    """Open `prune` nudges proposing to archive old, never read, unrated entries:
+    bounded per run, idempotent; nothing is archived or deleted here."""
+    from freshness import services
+
+    run = services.propose_prunes(start_after_team=int(cache.get(PRUNE_CURSOR_CACHE_KEY) or 0))
+    cache.set(PRUNE_CURSOR_CACHE_KEY, run.resume_after_team, timeout=None)
     return run.as_dict()

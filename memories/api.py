@@ -22,6 +22,7 @@ from memories.serializers import (
     AnnotationCreatedOutputSerializer,
     AnnotationInputSerializer,
     AnnotationOutputSerializer,
+    ArchiveInputSerializer,
     ConfirmInputSerializer,
     ConflictErrorSerializer,
     MemoryCreateInputSerializer,
@@ -81,8 +82,9 @@ class AnnotationPagination(KeysetPagination):
 @extend_schema_view(
     list=extend_schema(
         summary="List active memories",
-        description="Active memories, newest first, a page at a time. With `as_of`, the versions "
-        "that were active at that time (superseded ones say what replaced them in `superseded_by`).",
+        description="Active memories, newest first, a page at a time; with `include_archived`, the "
+        "archived ones too. With `as_of`, the versions that were active at that time (superseded ones "
+        "say what replaced them in `superseded_by`).",
         parameters=[TEAM_PATH_PARAMETER, MemoryListQuerySerializer],
         responses={200: MemoryOutputSerializer(many=True), **ERRORS},
     ),
@@ -190,6 +192,42 @@ class AnnotationPagination(KeysetPagination):
         request=ConfirmInputSerializer,
         responses={200: MemoryDetailOutputSerializer, **WRITE_ERRORS},
     ),
+    archive=extend_schema(
+        summary="Archive the active entry of a key",
+        description="A soft state, never a delete: the entry (its id, content and history) stays, "
+        "marked `archived` with who and when, but leaves search's default results (`include_archived` "
+        "brings it back there), the memory list (`include_archived`), injection and the freshness jobs. "
+        "The key's history shows an `archived` event. `restore` makes it active again. Open nudges "
+        "about the entry are resolved by the archive.",
+        parameters=[TEAM_PATH_PARAMETER, KEY_PATH_PARAMETER],
+        request=ArchiveInputSerializer,
+        responses={
+            200: MemoryDetailOutputSerializer,
+            **WRITE_ERRORS,
+            409: OpenApiResponse(
+                ConflictErrorSerializer,
+                description="`stale_version`: the key's active entry is not `expected_version` "
+                "(`current` is that entry).",
+            ),
+        },
+    ),
+    restore=extend_schema(
+        summary="Restore the archived entry of a key",
+        description="The key's archived last version becomes its active entry again, as it was (the "
+        "same id; no new version). 404 when the key's last version is not archived.",
+        parameters=[TEAM_PATH_PARAMETER, KEY_PATH_PARAMETER],
+        request=None,
+        responses={
+            200: MemoryDetailOutputSerializer,
+            **ERRORS,
+            409: OpenApiResponse(
+                ConflictErrorSerializer,
+                description="`conflict`: the key has an active entry again (saved since; `current` is "
+                "it). `skill_exists`: another active entry carries its skill's name. "
+                "`quota_exceeded`: the team's quota of active memories is reached.",
+            ),
+        },
+    ),
     rate=extend_schema(
         summary="Rate the active entry of a key",
         description="One vote up or down. The net score (`rating`) gives a small boost or penalty in search.",
@@ -213,6 +251,7 @@ class MemoryViewSet(TeamScopedViewSet):
             as_of=query.validated_data.get("as_of"),
             tags=parse_filter_param(query.validated_data.get("tags")),
             people=parse_filter_param(query.validated_data.get("people")),
+            include_archived=query.validated_data["include_archived"],
         )
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(memories, request, view=self) or []
@@ -318,6 +357,25 @@ class MemoryViewSet(TeamScopedViewSet):
             note=payload.validated_data.get("note"),
         )
         return Response(self._detail(result.memory))
+
+    @action(detail=True, methods=["post"])
+    def archive(self, request: Request, team: str, key: str) -> Response:
+        check_key(key)
+        payload = ArchiveInputSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        memory = services.archive_memory(
+            team=self.get_team(),
+            key=key,
+            archived_by=agent_actor(request),
+            expected_version=payload.validated_data.get("expected_version"),
+        )
+        return Response(self._detail(memory))
+
+    @action(detail=True, methods=["post"])
+    def restore(self, request: Request, team: str, key: str) -> Response:
+        check_key(key)
+        memory = services.restore_archived(team=self.get_team(), key=key, restored_by=agent_actor(request))
+        return Response(self._detail(memory))
 
     @action(detail=True, methods=["post"])
     def rate(self, request: Request, team: str, key: str) -> Response:

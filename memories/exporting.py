@@ -22,7 +22,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from memories.models import Annotation, Memory
+from memories.models import Annotation, Memory, MemoryState
 from teams.models import Team, VaultEntry
 from teams.selectors import reveal_vault_value
 from teams.vault_crypto import PassphraseSeal
@@ -42,6 +42,8 @@ MEMORY_FIELDS = (
     "is_active",
     "deleted_at",
     "deleted_by",
+    "archived_at",
+    "archived_by",
     "supersedes_id",
     "supersede_reason",
     "supersede_kind",
@@ -105,7 +107,12 @@ def export_records(*, team: Team, vault_seal: PassphraseSeal | None = None) -> I
 
 def memory_record(row: dict[str, Any]) -> dict[str, Any]:
     deleted_at: datetime | None = row["deleted_at"]
-    state = "deleted" if deleted_at is not None else "active" if row["is_active"] else "superseded"
+    if deleted_at is not None:
+        state = MemoryState.DELETED
+    elif row["archived_at"] is not None:
+        state = MemoryState.ARCHIVED
+    else:
+        state = MemoryState.ACTIVE if row["is_active"] else MemoryState.SUPERSEDED
     return {
         "record": "memory",
         "id": str(row["id"]),
@@ -118,6 +125,8 @@ def memory_record(row: dict[str, Any]) -> dict[str, Any]:
         "state": state,
         "deleted_at": deleted_at,
         "deleted_by": row["deleted_by"],
+        "archived_at": row["archived_at"],
+        "archived_by": row["archived_by"],
         "supersedes": _optional_id(row["supersedes_id"]),
         "supersede_reason": row["supersede_reason"],
         "supersede_kind": row["supersede_kind"],

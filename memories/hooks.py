@@ -30,6 +30,15 @@ memory_written: Hook[None] = Hook(
     `transaction.on_commit` (search enqueues indexing).""",
 )
 
+memories_written: Hook[None] = Hook(
+    "memories.memories_written",
+    """Many new versions of one team were stored at once by a bulk write (the import):
+    `receiver(team_id=int, memory_ids=list[UUID])`. The bulk counterpart of
+    memory_written, called instead of it for each of those versions: a receiver of one
+    registers for the other. Called inside the writing transaction; receivers defer
+    their work with `transaction.on_commit` (search enqueues the indexing in batches).""",
+)
+
 find_duplicate: Hook[DuplicateMatch | None] = Hook(
     "memories.find_duplicate",
     """Which active entry of the team already holds `text` (scrubbed):
@@ -43,4 +52,11 @@ memory_confirmed: Hook[None] = Hook(
     """The active entry of a key was confirmed as still true:
     `receiver(team_id=int, memory_id=UUID, confirmed_by=str)`. Called inside the
     confirming transaction (freshness resolves the entry's open due and anchor nudges).""",
+)
+
+memory_archived: Hook[None] = Hook(
+    "memories.memory_archived",
+    """The active entry of a key was archived (memories.services.archive_memory):
+    `receiver(team=Team, memory_id=UUID, archived_by=str)`. Called inside the archiving
+    transaction (freshness closes the open nudges that name the entry).""",
 )

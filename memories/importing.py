@@ -16,7 +16,14 @@ Each key is applied in a savepoint of its own: a line the services refuse is rep
 with its line number and its key is left as it was. `strict` refuses the whole file,
 with nothing applied, when any line is bad. `dry_run` applies everything and rolls it
 back, so it reports exactly what an import would do. Indexing is left to the workers:
-save_memory enqueues it after commit (never, for a dry run).
+enqueued after commit (never, for a dry run).
+
+Keys the team has never had and that carry no skill take a bulk path (_BulkWriter): the
+same replay, built in Python with what save_memory would store (services.unsaved_version),
+inserted with bulk_create a thousand keys at a time, under the keys' locks and the
+memory quota, and handed to indexing in batches (hooks.memories_written). Every other
+key goes through the services, one version at a time. The file's latest versions and the
+team's secrets are read once per import.
 
 A file exported with its vault restores it, first (so that memories are scrubbed of its
 secrets as they are written), when the import is given the passphrase: a key the team
@@ -28,31 +35,42 @@ wrong one the file is refused before anything is applied.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any, Literal
 
+from django.conf import settings
 from django.db import DataError, IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
 
 from core.errors import DomainError, InvalidInput
+from memories import hooks
 from memories.exporting import EXPORT_FORMAT, EXPORT_VERSION
 from memories.extraction import with_extracted_metadata
 from memories.feedback import annotate_memory
-from memories.models import Memory, MemoryState, SupersedeKind
-from memories.services import delete_memory, save_memory
+from memories.locks import lock_keys
+from memories.models import MAX_NOTE_LENGTH, Annotation, Memory, MemoryState, SupersedeKind
+from memories.services import archive_memory, delete_memory, save_memory, unsaved_version
 from memories.skills import normalise_skill_trigger
 from memories.types import ACCEPTED_TYPE_NAMES, DEFAULT_TYPE, resolve_type, suggest_type
 from teams.models import AuditEvent, Team, VaultEntry
 from teams.scrubber import scrub, scrub_json
 from teams.selectors import reveal_vault_value, team_secret_values
-from teams.services import record_event, set_vault_entry
+from teams.services import check_quota, record_event, set_vault_entry
 from teams.validators import check_key
 from teams.vault_crypto import PassphraseSeal, WrongPassphrase, check_passphrase
 
+logger = logging.getLogger(__name__)
+
 IMPORTED_REASON = "imported"
+# A version the key ended on without being active: deleted or archived (put aside).
+PUT_ASIDE = frozenset({MemoryState.DELETED, MemoryState.ARCHIVED})
 # As the API's JSON parser (core.api_errors): metadata needs a handful of levels at most.
 MAX_JSON_DEPTH = 32
 # The columns' own limits (project, updated_by, deleted_by, created_by): checked per line,
@@ -62,6 +80,9 @@ Outcome = Literal["created", "superseded", "unchanged", "skipped"]
 OUTCOMES: tuple[Outcome, ...] = ("created", "superseded", "unchanged", "skipped")
 VAULT_OUTCOMES = ("created", "replaced", "unchanged", "skipped")
 PASSPHRASE_FIELD = "X-MemoryHub-Vault-Passphrase"  # noqa: S105 (a header name)
+# Django computes an enum's `values` on every access; checked once per line here.
+_STATES = frozenset(MemoryState.values)
+_SUPERSEDE_KINDS = frozenset(SupersedeKind.values)
 
 
 class ImportRefused(DomainError):
@@ -93,6 +114,7 @@ class MemoryLine:
     skill_trigger: dict[str, Any] | None
     state: str
     deleted_by: str
+    archived_by: str
     supersede_reason: str
     supersede_kind: str
     restored_from: str | None
@@ -294,10 +316,10 @@ def _memory_line(number: int, record: dict[str, Any]) -> MemoryLine:
     if trigger is not None and not isinstance(trigger, dict):
         raise _BadLine("invalid", "'skill_trigger' must be an object or null")
     state = text("state") or MemoryState.ACTIVE
-    if state not in MemoryState.values:
+    if state not in _STATES:
         raise _BadLine("invalid", f"'state' is one of: {', '.join(MemoryState.values)}")
     kind = text("supersede_kind")
-    if kind and kind not in SupersedeKind.values:
+    if kind and kind not in _SUPERSEDE_KINDS:
         raise _BadLine("invalid", f"'supersede_kind' is one of: {', '.join(SupersedeKind.values)}")
     memory_id = record.get("id")
     if not isinstance(memory_id, str) or not memory_id:
@@ -314,6 +336,7 @@ def _memory_line(number: int, record: dict[str, Any]) -> MemoryLine:
         skill_trigger=trigger,
         state=state,
         deleted_by=text("deleted_by", limit=MAX_NAME_CHARS),
+        archived_by=text("archived_by", limit=MAX_NAME_CHARS),
         supersede_reason=text("supersede_reason"),
         supersede_kind=kind,
         restored_from=optional_id("restored_from"),
@@ -383,10 +406,22 @@ def import_export(
             else:
                 _apply_vault_line(team, vault_line, seal, actor, skip_existing, report)
         ids: dict[str, uuid.UUID] = {}
+        # Read once, after the vault lines: they are the only writes of an import that
+        # change the team's secrets.
+        secrets = team_secret_values(team_id=team.id)
+        latest = _latest_versions(team, list(parsed.keys))
+        bulk = _BulkWriter(
+            team=team, secrets=secrets, ids=ids, report=report, actor=actor, skip_existing=skip_existing
+        )
         # Keys in the order their history starts, so a replay meets skill names and
         # duplicates in the order the team first did.
         for key, versions in sorted(parsed.keys.items(), key=lambda item: item[1][0].line):
-            _apply_key(team, key, versions, actor, skip_existing, report, ids)
+            if key not in latest and _bulk_eligible(versions):
+                bulk.add(key, versions)
+            else:
+                bulk.flush()  # keys are applied in order: the service path sees the earlier ones
+                _apply_key(team, key, versions, actor, skip_existing, report, ids, latest.get(key), secrets)
+        bulk.flush()
         if strict and report.errors:
             raise _refused(report)
         if dry_run:
@@ -476,21 +511,26 @@ def _apply_key(
     skip_existing: bool,
     report: ImportReport,
     ids: dict[str, uuid.UUID],
+    latest: Memory | None,
+    secrets: list[str],
 ) -> None:
+    """One key through the write services, in a savepoint of its own. `latest` is the
+    team's latest version of the key (read for the whole file at once)."""
     before = (report.versions_written, report.notes_written)
     current_line = versions[0].line
     try:
         with transaction.atomic():
-            latest = Memory.objects.filter(team=team, key=key).order_by("-created_at", "-id").first()
             if latest is None:
+                active = False  # the key has no rows: only the replay makes it active
                 for version in versions:
                     current_line = version.line
-                    _write_version(team, version, replacing=_is_active(team, key), ids=ids, report=report)
+                    _write_version(team, version, replacing=active, ids=ids, report=report)
+                    active = version.state not in PUT_ASIDE
                 outcome: Outcome = "created"
             else:
                 last = versions[-1]
                 current_line = last.line
-                outcome = _apply_to_existing(team, latest, last, actor, skip_existing, report, ids)
+                outcome = _apply_to_existing(team, latest, last, actor, skip_existing, report, ids, secrets)
     except DomainError as exc:
         report.versions_written, report.notes_written = before
         report.errors.append(LineError(current_line, exc.code, exc.detail))
@@ -513,19 +553,16 @@ def _apply_to_existing(
     skip_existing: bool,
     report: ImportReport,
     ids: dict[str, uuid.UUID],
+    secrets: list[str],
 ) -> Outcome:
-    if _holds(latest, last, team_secret_values(team_id=team.id)):
+    if _holds(latest, last, secrets):
         return "unchanged"
-    if skip_existing or last.state == MemoryState.DELETED:
+    if skip_existing or last.state in PUT_ASIDE:
         return "skipped"
     version = MemoryLine(**{**last.__dict__, "supersede_reason": IMPORTED_REASON, "supersede_kind": ""})
     version.updated_by, version.state = actor, MemoryState.ACTIVE
     _write_version(team, version, replacing=latest.is_active, ids=ids, report=report)
     return "superseded"
-
-
-def _is_active(team: Team, key: str) -> bool:
-    return Memory.objects.filter(team=team, key=key, is_active=True).exists()
 
 
 def _write_version(
@@ -565,11 +602,15 @@ def _write_version(
         report.notes_written += 1
     if version.state == MemoryState.DELETED:
         delete_memory(team=team, key=version.key, deleted_by=version.deleted_by or "import")
+    elif version.state == MemoryState.ARCHIVED:
+        archive_memory(team=team, key=version.key, archived_by=version.archived_by or "import")
 
 
 def _holds(latest: Memory, version: MemoryLine, secrets: list[str]) -> bool:
     """Whether the team's latest version already is what saving `version` would store."""
     if (latest.deleted_at is not None) != (version.state == MemoryState.DELETED):
+        return False
+    if (latest.archived_at is not None) != (version.state == MemoryState.ARCHIVED):
         return False
     if latest.deleted_at is not None:
         return True
@@ -588,3 +629,253 @@ def _holds(latest: Memory, version: MemoryLine, secrets: list[str]) -> bool:
         and latest.metadata == metadata
         and latest.skill_trigger == trigger
     )
+
+
+# ----- the bulk path: keys new to the team -----
+
+# Keys applied by one bulk insert (with one quota count, one lock statement, one
+# indexing hook): big enough that per-statement costs vanish, small enough that the
+# rows and their IN lists stay modest.
+BULK_KEYS = 1000
+BULK_INSERT_ROWS = 1000
+
+
+def _latest_versions(team: Team, keys: list[str]) -> dict[str, Memory]:
+    """The team's latest version of each of `keys` it has, in one query."""
+    if not keys:
+        return {}
+    rows = (
+        Memory.objects.filter(team=team, key__in=keys).order_by("key", "-created_at", "-id").distinct("key")
+    )
+    return {memory.key: memory for memory in rows}
+
+
+def _bulk_eligible(versions: list[MemoryLine]) -> bool:
+    """A key new to the team may be inserted in bulk unless it carries a skill: a skill's
+    name must stay unique among active entries, which save_memory checks under the
+    name's lock (memories.skills), so skills keep the service path."""
+    return all(version.skill_trigger is None for version in versions)
+
+
+class _KeyRefused(Exception):
+    def __init__(self, line: int, error: str, detail: str) -> None:
+        super().__init__(detail)
+        self.line, self.error, self.detail = line, error, detail
+
+
+@dataclass
+class _PlannedKey:
+    key: str
+    rows: list[Memory]
+    notes: list[Annotation]
+    deleted: list[Memory]
+    archived: list[Memory]
+    ids: dict[str, uuid.UUID]
+    redactions: Counter[str]
+
+
+@dataclass
+class _BulkWriter:
+    """Keys new to the team, replayed in Python with what save_memory would store
+    (services.unsaved_version) and inserted with bulk_create: no per-version queries.
+    The rest of save_memory's work is done here once per batch: the keys' locks, the
+    quota of active entries, and the indexing (hooks.memories_written, one call)."""
+
+    team: Team
+    secrets: list[str]
+    ids: dict[str, uuid.UUID]
+    report: ImportReport
+    actor: str
+    skip_existing: bool
+    pending: list[tuple[str, list[MemoryLine]]] = field(default_factory=list)
+
+    def add(self, key: str, versions: list[MemoryLine]) -> None:
+        self.pending.append((key, versions))
+        if len(self.pending) >= BULK_KEYS:
+            self.flush()
+
+    def flush(self) -> None:
+        pending, self.pending = self.pending, []
+        if not pending:
+            return
+        lock_keys(self.team.id, [key for key, _ in pending])
+        # Under the locks: a key another writer created since the file's keys were read
+        # goes through the service path like any key the team has.
+        taken = _latest_versions(self.team, [key for key, _ in pending])
+        used = Memory.objects.filter(team=self.team, is_active=True).count()
+        planned: list[_PlannedKey] = []
+        for key, versions in pending:
+            if key in taken:
+                continue
+            try:
+                plan, used = self._plan(key, versions, used)
+            except _KeyRefused as refused:
+                self.report.errors.append(LineError(refused.line, refused.error, refused.detail))
+                continue
+            planned.append(plan)
+        try:
+            with transaction.atomic():
+                self._insert(planned)
+        except (DataError, IntegrityError):
+            # A value the checks let through and the database refused: each key again
+            # through the service path, which reports the line it fails at.
+            for plan in planned:
+                versions = next(lines for key, lines in pending if key == plan.key)
+                self._through_services(plan.key, versions, None)
+        else:
+            for plan in planned:
+                self.ids.update(plan.ids)
+                self.report.versions_written += len(plan.rows)
+                self.report.notes_written += len(plan.notes)
+                self.report.keys["created"] += 1
+                self.report.outcomes[plan.key] = "created"
+        for key, versions in pending:
+            if key in taken:
+                self._through_services(key, versions, taken[key])
+
+    def _through_services(self, key: str, versions: list[MemoryLine], latest: Memory | None) -> None:
+        _apply_key(
+            self.team,
+            key,
+            versions,
+            self.actor,
+            self.skip_existing,
+            self.report,
+            self.ids,
+            latest,
+            self.secrets,
+        )
+
+    def _plan(self, key: str, versions: list[MemoryLine], used: int) -> tuple[_PlannedKey, int]:
+        """The key's rows as _write_version's replay would store them; raises _KeyRefused
+        with the line a service would have refused. Returns the count of active entries
+        after the key."""
+        plan = _PlannedKey(key=key, rows=[], notes=[], deleted=[], archived=[], ids={}, redactions=Counter())
+        active: Memory | None = None
+        for version in versions:
+            try:
+                if active is None:  # one more active entry, as save_memory checks it
+                    check_quota(
+                        team=self.team,
+                        quota="memories",
+                        used=used,
+                        limit=settings.MEMORYHUB_QUOTA_MEMORIES,
+                        what="active memories",
+                    )
+                memory = self._row(version, active, plan)
+                plan.notes.extend(self._notes(version, memory))
+            except DomainError as exc:
+                raise _KeyRefused(version.line, exc.code, exc.detail) from None
+            if active is not None:
+                active.is_active = False
+            else:
+                used += 1
+            plan.rows.append(memory)
+            plan.ids[version.id] = memory.id
+            active = memory
+            if version.state == MemoryState.DELETED:
+                memory.is_active = False
+                memory.deleted_by = version.deleted_by or "import"
+                memory.deleted_at = timezone.now()  # set to the row's created_at once inserted
+                plan.deleted.append(memory)
+                active = None
+                used -= 1
+            elif version.state == MemoryState.ARCHIVED:
+                memory.is_active = False
+                memory.archived_by = version.archived_by or "import"
+                memory.archived_at = timezone.now()  # set to the row's created_at once inserted
+                plan.archived.append(memory)
+                active = None
+                used -= 1
+        return plan, used
+
+    def _row(self, version: MemoryLine, active: Memory | None, plan: _PlannedKey) -> Memory:
+        memory, redactions = unsaved_version(
+            team=self.team,
+            key=version.key,
+            content=version.content,
+            updated_by=version.updated_by or "import",
+            type_name=version.type,
+            supersede_reason=(version.supersede_reason or IMPORTED_REASON) if active is not None else None,
+            project=version.project,
+            metadata=version.metadata,
+            replaced=active,
+            secrets=self.secrets,
+        )
+        plan.redactions.update(redactions.redactions)
+        # What _write_version sets after save_memory: votes, a replay's supersede kind,
+        # the version an unsupersede restored.
+        memory.upvotes, memory.downvotes = version.upvotes, version.downvotes
+        if active is not None and version.supersede_kind:
+            memory.supersede_kind = version.supersede_kind
+        if version.restored_from is not None:
+            restored = plan.ids.get(version.restored_from) or self.ids.get(version.restored_from)
+            if restored is not None:
+                memory.restored_from_id = restored
+        return memory
+
+    def _notes(self, version: MemoryLine, memory: Memory) -> list[Annotation]:
+        """As annotate_memory writes them on the version while it is the active one."""
+        notes = []
+        for text, created_by in version.notes:
+            note = (text or "").strip()
+            if not note:
+                raise InvalidInput("note must not be empty", field="note")
+            if len(note) > MAX_NOTE_LENGTH:
+                raise InvalidInput(f"note is limited to {MAX_NOTE_LENGTH} characters", field="note")
+            notes.append(
+                Annotation(
+                    team=self.team,
+                    memory=memory,
+                    note=scrub(note, self.secrets).text,
+                    created_by=created_by or "import",
+                )
+            )
+        return notes
+
+    def _insert(self, planned: list[_PlannedKey]) -> None:
+        rows = [row for plan in planned for row in plan.rows]
+        if not rows:
+            return
+        Memory.objects.bulk_create(rows, batch_size=BULK_INSERT_ROWS)
+        _strictly_increasing(Memory, rows, "created_at", also=("last_confirmed_at",))
+        deleted = [row.id for plan in planned for row in plan.deleted]
+        if deleted:
+            # Deleted when inserted: as a replay deletes it right after saving it.
+            Memory.objects.filter(team=self.team, id__in=deleted).update(deleted_at=F("created_at"))
+        archived = [row.id for plan in planned for row in plan.archived]
+        if archived:
+            # Archived when inserted, as a replay archives it right after saving it.
+            Memory.objects.filter(team=self.team, id__in=archived).update(archived_at=F("created_at"))
+        notes = [note for plan in planned for note in plan.notes]
+        if notes:
+            Annotation.objects.bulk_create(notes, batch_size=BULK_INSERT_ROWS)
+            _strictly_increasing(Annotation, notes, "created_at")
+        # save_memory calls memory_written per version (search enqueues its indexing);
+        # the bulk counterpart, once: one UPDATE and a message per batch of entries.
+        hooks.memories_written.call(team_id=self.team.id, memory_ids=[row.id for row in rows])
+        redactions = Counter[str]()
+        for plan in planned:
+            redactions.update(plan.redactions)
+        if redactions:
+            logger.warning("redacted %s from imported memories of team %s", dict(redactions), self.team.slug)
+
+
+def _strictly_increasing(
+    model: type[Memory] | type[Annotation], rows: list[Any], name: str, also: tuple[str, ...] = ()
+) -> None:
+    """Rows inserted in one statement get their timestamps a few microseconds apart, or
+    none: histories and exports order by created_at, so rows with equal stamps are moved
+    one microsecond past the previous row, in insertion order."""
+    moved = []
+    previous = None
+    for row in rows:
+        stamp = getattr(row, name)
+        if previous is not None and stamp <= previous:
+            stamp = previous + timedelta(microseconds=1)
+            for field_name in (name, *also):
+                setattr(row, field_name, stamp)
+            moved.append(row)
+        previous = stamp
+    if moved:
+        model.objects.bulk_update(moved, [name, *also], batch_size=BULK_INSERT_ROWS)  # type: ignore[attr-defined]

@@ -8,6 +8,8 @@ writer's committed row."""
 
 from __future__ import annotations
 
+from django.db import connection
+
 from core.locks import advisory_xact_lock, try_advisory_xact_lock
 from memories.models import Memory
 from teams.models import Team
@@ -20,6 +22,18 @@ def _key_lock_name(team_id: int, key: str) -> str:
 def lock_key(team_id: int, key: str) -> None:
     """The advisory lock every writer of (team, key) takes first."""
     advisory_xact_lock(_key_lock_name(team_id, key))
+
+
+def lock_keys(team_id: int, keys: list[str]) -> None:
+    """lock_key for many keys in one statement (a bulk write), taken in sorted order so
+    that two bulk writers never wait for each other in a cycle."""
+    names = sorted(_key_lock_name(team_id, key) for key in keys)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            # unnest yields the (sorted) array in order.
+            "SELECT count(pg_advisory_xact_lock(hashtextextended(name, 0))) FROM unnest(%s::text[]) AS name",
+            [names],
+        )
 
 
 def try_lock_key(team_id: int, key: str) -> bool:

@@ -48,19 +48,23 @@ class IndexState(models.TextChoices):
 
 
 class MemoryState(models.TextChoices):
-    """Where a version stands. Supersede and delete both clear is_active; only a delete
-    sets deleted_at, so the two are told apart without guessing."""
+    """Where a version stands. Supersede, delete and archive all clear is_active; only a
+    delete sets deleted_at and only an archive archived_at, so the three are told apart
+    without guessing. An archived version is the key's last one, put aside (issue 12's
+    prune and contradiction flows) and restorable as it is."""
 
     ACTIVE = "active"
     SUPERSEDED = "superseded"
     DELETED = "deleted"
+    ARCHIVED = "archived"
 
     def condition(self) -> Q:
         """The one SQL definition of each state (filters, counts and the admin use it)."""
         return {
             MemoryState.ACTIVE: Q(is_active=True),
-            MemoryState.SUPERSEDED: Q(is_active=False, deleted_at__isnull=True),
+            MemoryState.SUPERSEDED: Q(is_active=False, deleted_at__isnull=True, archived_at__isnull=True),
             MemoryState.DELETED: Q(deleted_at__isnull=False),
+            MemoryState.ARCHIVED: Q(archived_at__isnull=False),
         }[self]
 
 
@@ -88,6 +92,7 @@ class MemoryQuerySet(models.QuerySet["Memory"]):
         return (
             self.filter(created_at__lte=when)
             .filter(Q(deleted_at__isnull=True) | Q(deleted_at__gt=when))
+            .filter(Q(archived_at__isnull=True) | Q(archived_at__gt=when))
             .exclude(Exists(replaced))
         )
 
@@ -173,6 +178,11 @@ class Memory(models.Model):
     # contradiction was detected (and its nudge opened), cleared when that is resolved.
     anchor_broken_at = models.DateTimeField(null=True, blank=True)
     contradicted_at = models.DateTimeField(null=True, blank=True)
+    # Archived (services.archive_memory): the key's active version put aside, inactive
+    # but neither replaced nor deleted. Out of search's default results, injection and
+    # every job over active entries; in history, and back with services.restore_archived.
+    archived_at = models.DateTimeField(null=True, blank=True)
+    archived_by = models.CharField(max_length=200, blank=True, default="", db_default="")
 
     objects = MemoryQuerySet.as_manager()
 
@@ -186,6 +196,10 @@ class Memory(models.Model):
             models.CheckConstraint(
                 condition=~(Q(is_active=True) & Q(deleted_at__isnull=False)),
                 name="deleted_memory_is_inactive",
+            ),
+            models.CheckConstraint(
+                condition=Q(archived_at__isnull=True) | Q(is_active=False, deleted_at__isnull=True),
+                name="archived_memory_is_inactive_not_deleted",
             ),
             models.CheckConstraint(condition=Q(type__in=MemoryType.values), name="memory_type_is_canonical"),
             # One active skill of a name per team; superseded and deleted skills give it up.
@@ -245,6 +259,8 @@ class Memory(models.Model):
         """This row's MemoryState, by the same rules as MemoryState.condition."""
         if self.deleted_at is not None:
             return MemoryState.DELETED
+        if self.archived_at is not None:
+            return MemoryState.ARCHIVED
         return MemoryState.ACTIVE if self.is_active else MemoryState.SUPERSEDED
 
 

@@ -31,10 +31,17 @@ def list_memories(
     as_of: datetime | None = None,
     tags: list[str] | None = None,
     people: list[str] | None = None,
+    include_archived: bool = False,
 ) -> QuerySet[Memory]:
-    """Active memories, newest first; with `as_of`, the versions that were active then."""
+    """Active memories, newest first; with `as_of`, the versions that were active then;
+    with `include_archived`, the archived entries too (today's view only)."""
     rows = Memory.objects.for_team(team.id)
-    rows = rows.active_at(as_of) if as_of is not None else rows.active()
+    if as_of is not None:
+        rows = rows.active_at(as_of)
+    elif include_archived:
+        rows = rows.filter(MemoryState.ACTIVE.condition() | MemoryState.ARCHIVED.condition())
+    else:
+        rows = rows.active()
     if memory_type:
         rows = rows.filter(type=memory_type)
     if project is not None:
@@ -140,7 +147,7 @@ def list_annotations(*, team: Team, key: str) -> QuerySet[Annotation]:
 
 @dataclass(frozen=True)
 class HistoryEvent:
-    kind: str  # created / hard / soft / unsupersede / deleted / confirmed
+    kind: str  # created / hard / soft / unsupersede / deleted / archived / confirmed
     memory: Memory
     reason: str
     by: str
@@ -159,7 +166,8 @@ def history_events(
     """The one way versions become history, newest first: each version is an event of
     its supersede kind ("created" when it replaced nothing), and each deleted version
     adds a "deleted" event of its own, so a key deleted and saved again reads as one
-    continuous story. An unsupersede is a version of its own, never an edit. Each
+    continuous story (an archived one, likewise, an "archived" event). An unsupersede is
+    a version of its own, never an edit. Each
     confirmation is a "confirmed" event of the version it confirmed (its note in
     `reason`): a confirmation is never a version."""
     events = [
@@ -173,6 +181,12 @@ def history_events(
         HistoryEvent("deleted", d, "", d.deleted_by, d.deleted_at)
         for d in deletions
         if d.deleted_at is not None
+    ]
+    # An archived version (the key's last) adds an "archived" event while it is archived.
+    events += [
+        HistoryEvent("archived", a, "", a.archived_by, a.archived_at)
+        for a in deletions
+        if a.archived_at is not None
     ]
     events.sort(key=lambda event: event.at, reverse=True)
     return events
@@ -238,7 +252,11 @@ def history_successors(events: list[HistoryEvent], *, team_id: int) -> dict[uuid
     return successors_of(
         team_id=team_id,
         memory_ids=dict.fromkeys(
-            e.memory.id for e in events if e.kind != "deleted" and not e.memory.is_active
+            e.memory.id
+            for e in events
+            if e.kind not in ("deleted", "archived")
+            and not e.memory.is_active
+            and e.memory.archived_at is None
         ),
     )
 

@@ -217,6 +217,9 @@ class MemoryListQuerySerializer(serializers.Serializer):
     people = serializers.CharField(
         required=False, max_length=1000, help_text="Comma-separated; entries mentioning everyone."
     )
+    include_archived = serializers.BooleanField(
+        default=False, help_text="Archived entries too (state `archived`); ignored with `as_of`."
+    )
 
     def validate_type(self, value: str) -> str:
         resolved = resolve_type(value)
@@ -290,6 +293,8 @@ class MemoryOutputSerializer(serializers.ModelSerializer):
             "created_at",
             "updated_at",
             "deleted_at",
+            "archived_at",
+            "archived_by",
             "index_state",
             "access_count",
             "last_accessed_at",
@@ -406,7 +411,9 @@ class MemoryDuplicateOutputSerializer(serializers.Serializer):
 
 
 class HistoryEventSerializer(serializers.Serializer):
-    kind = serializers.ChoiceField(choices=["created", "hard", "soft", "unsupersede", "deleted", "confirmed"])
+    kind = serializers.ChoiceField(
+        choices=["created", "hard", "soft", "unsupersede", "deleted", "archived", "confirmed"]
+    )
     reason = serializers.CharField(
         help_text="The supersede reason; for `confirmed`, the confirmation's note."
     )
@@ -425,6 +432,13 @@ class MemoryHistoryOutputSerializer(serializers.Serializer):
 class UnsupersedeInputSerializer(StrictInputSerializer):
     reason = StrictCharField(
         max_length=MAX_REASON_LENGTH, help_text="Why the previous version is right after all (required)."
+    )
+
+
+class ArchiveInputSerializer(StrictInputSerializer):
+    expected_version = StrictUUIDField(
+        required=False,
+        help_text="Archive only this version: 409 `stale_version` when the key's active entry is another.",
     )
 
 

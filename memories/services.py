@@ -1,4 +1,5 @@
-"""Every write of memory versions: save (insert or supersede), unsupersede, delete.
+"""Every write of memory versions: save (insert or supersede), unsupersede, delete,
+archive and restore.
 
 A save is one pipeline, read top to bottom in `save_memory`:
 validate → scrub → find a duplicate (memories.hooks.find_duplicate, which search
@@ -131,10 +132,7 @@ def save_memory(
     lock; for a duplicate being superseded, its key's lock (tried, never waited for) and
     row lock, re-checking that it is still active; last, for a skill, its name's lock."""
     check_key(key)
-    if scrub(key).redactions:
-        # Keys are stored and shown as given (never scrubbed): one shaped like a
-        # credential (`AKIA…`, `sk-…`, `password:…`) is refused, not saved.
-        raise InvalidInput("the key looks like a credential; name what the memory is about", field="key")
+    _refuse_credential_key(key)
     reason = clean_reason(supersede_reason, field="supersede_reason", required=False)
     version = _validated_version(content, type_name, project, metadata, skill_trigger)
     version.anchor = anchor if anchor is UNSET else _credential_free_anchor(normalise_anchor(anchor))
@@ -298,11 +296,39 @@ def _store_version(
     if replaced is not None:
         replaced.is_active = False
         replaced.save(update_fields=["is_active", "updated_at"])
+    memory = _version_row(
+        team=team,
+        key=key,
+        version=version,
+        replaced=replaced,
+        reason=reason,
+        soft=soft,
+        updated_by=updated_by,
+        secrets=secrets,
+        skill=skill,
+    )
+    memory.save(force_insert=True)
+    return memory
+
+
+def _version_row(
+    *,
+    team: Team,
+    key: str,
+    version: _Version,
+    replaced: Memory | None,
+    reason: str,
+    soft: bool,
+    updated_by: str,
+    secrets: list[str],
+    skill: dict[str, Any] | None,
+) -> Memory:
+    """The new version's row, not yet inserted (after the carry-over)."""
     # After the carry-over: extracted keys of the version being replaced are recomputed.
     metadata = with_extracted_metadata(version.content, version.metadata)
     metadata, metadata_scrub = scrub_json(metadata, secrets)
     version.redactions.redactions.update(metadata_scrub.redactions)
-    return Memory.objects.create(
+    return Memory(
         team=team,
         key=key,
         content=version.content,
@@ -317,6 +343,59 @@ def _store_version(
         updated_by=updated_by,
         content_hash=Memory.hash_content(version.content),
     )
+
+
+def unsaved_version(
+    *,
+    team: Team,
+    key: str,
+    content: str,
+    updated_by: str,
+    type_name: str,
+    supersede_reason: str | None,
+    project: str,
+    metadata: dict[str, Any],
+    replaced: Memory | None,
+    secrets: list[str],
+) -> tuple[Memory, ScrubResult]:
+    """The row save_memory(allow_duplicate=True) would insert for a version without a
+    skill or an anchor, built without a query, for a bulk write (memories.importing):
+    the same checks, scrubbing, metadata and supersede fields. `replaced` is the key's
+    active entry (a row of the same bulk write, or None).
+
+    The caller does the rest of save_memory's work: holds the key's lock, checks the
+    quota for a new active entry, marks `replaced` inactive, inserts the rows and calls
+    hooks.memories_written for them."""
+    check_key(key)
+    _refuse_credential_key(key)
+    reason = clean_reason(supersede_reason, field="supersede_reason", required=False)
+    if replaced is not None and not reason:
+        raise MemoryExists(
+            f"'{key}' already has an active entry; send supersede_reason to replace it", current=replaced
+        )
+    version = _validated_version(content, type_name, project, metadata, None)
+    version.content = _scrubbed(version.content, secrets, version.redactions)
+    if replaced is not None:
+        _carry_over(version, replaced)
+    memory = _version_row(
+        team=team,
+        key=key,
+        version=version,
+        replaced=replaced,
+        reason=reason,
+        soft=reason.lower() == SOFT_SUPERSEDE_REASON,
+        updated_by=updated_by,
+        secrets=secrets,
+        skill=None,
+    )
+    return memory, version.redactions
+
+
+def _refuse_credential_key(key: str) -> None:
+    if scrub(key).redactions:
+        # Keys are stored and shown as given (never scrubbed): one shaped like a
+        # credential (`AKIA…`, `sk-…`, `password:…`) is refused, not saved.
+        raise InvalidInput("the key looks like a credential; name what the memory is about", field="key")
 
 
 def _carry_over(version: _Version, replaced: Memory) -> None:
@@ -428,6 +507,8 @@ def _why_no_active_entry(team: Team, key: str) -> MemoryNotFound:
     latest = Memory.objects.filter(team=team, key=key).order_by("-created_at").first()
     if latest is None:
         return MemoryNotFound("no memory under this key")
+    if latest.archived_at is not None:
+        return MemoryNotFound(f"'{key}' is archived; restore it, or save it again")
     if latest.deleted_at is None:
         return MemoryNotFound(
             f"'{key}' has no active entry: its last version was replaced by an entry of another "
@@ -491,6 +572,74 @@ def _restore(
         upvotes=previous.upvotes,
         downvotes=previous.downvotes,
     )
+
+
+def archive_memory(
+    *, team: Team, key: str, archived_by: str, expected_version: uuid.UUID | None = None
+) -> Memory:
+    """Put the active entry of a key aside: inactive, with archived_at and archived_by,
+    neither replaced nor deleted. It leaves search's default results, injection and
+    every job over active entries, stays in the key's history, and comes back with
+    `restore_archived`. Nothing is deleted. With `expected_version`, only that version
+    is archived (a nudge's entry: a key that moved on since is not archived blindly).
+
+    Raises MemoryNotFound (404) when the key has no active entry, StaleVersion (409)
+    when it is not `expected_version`. Locking: the key's lock and the active row, like
+    every writer of the key. Calls memories.hooks.memory_archived in the transaction."""
+    check_key(key)
+    with transaction.atomic():
+        current = lock_active_memory(team, key)
+        if current is None:
+            raise _why_no_active_entry(team, key)
+        _check_expected_version(key, current, expected_version)
+        current.is_active = False
+        current.archived_at = timezone.now()
+        current.archived_by = archived_by
+        current.save(update_fields=["is_active", "archived_at", "archived_by", "updated_at"])
+        hooks.memory_archived.call(team=team, memory_id=current.id, archived_by=archived_by)
+    logger.info("memory %s of team %s archived by %s", key, team.slug, archived_by)
+    return current
+
+
+def restore_archived(*, team: Team, key: str, restored_by: str) -> Memory:
+    """Make the archived last version of a key its active entry again, as it was (the
+    same row and id: an archive is a state, not a version; its chunks and vectors were
+    kept, so search finds it again at once).
+
+    Raises MemoryNotFound (404) when the key's last version is not archived (or the key
+    was never saved), MemoryExists (409) when the key has an active entry again (saved
+    since), SkillNameTaken (409) when another active entry carries its skill's name,
+    and the quota's 409 past the team's active memories."""
+    check_key(key)
+    with transaction.atomic():
+        current = lock_active_memory(team, key)
+        if current is not None:
+            raise MemoryExists(
+                f"'{key}' has an active entry again; supersede it instead of restoring", current=current
+            )
+        latest = (
+            Memory.objects.select_for_update(no_key=True)
+            .filter(team=team, key=key)
+            .order_by("-created_at", "-id")
+            .first()
+        )
+        if latest is None or latest.archived_at is None:
+            raise MemoryNotFound(f"'{key}' has no archived entry to restore")
+        if latest.skill_trigger is not None:
+            _check_skill_name(team, str(latest.skill_trigger.get("name", "")), replacing=None)
+        check_quota(
+            team=team,
+            quota="memories",
+            used=Memory.objects.filter(team=team, is_active=True).count(),
+            limit=settings.MEMORYHUB_QUOTA_MEMORIES,
+            what="active memories",
+        )
+        latest.is_active = True
+        latest.archived_at = None
+        latest.archived_by = ""
+        latest.save(update_fields=["is_active", "archived_at", "archived_by", "updated_at"])
+    logger.info("memory %s of team %s restored from the archive by %s", key, team.slug, restored_by)
+    return latest
 
 
 @dataclass

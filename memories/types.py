@@ -36,6 +36,8 @@ ALIASES: dict[str, MemoryType] = {
 }
 
 ACCEPTED_TYPE_NAMES = sorted([*MemoryType.values, *ALIASES])
+# Django computes an enum's `values` on every access: held once for the hot paths.
+_CANONICAL_NAMES = frozenset(MemoryType.values)
 
 
 def resolve_type(name: str | None) -> MemoryType | None:
@@ -43,7 +45,7 @@ def resolve_type(name: str | None) -> MemoryType | None:
     if name is None or name == "":
         return DEFAULT_TYPE
     lowered = name.strip().lower()
-    if lowered in MemoryType.values:
+    if lowered in _CANONICAL_NAMES:
         return MemoryType(lowered)
     return ALIASES.get(lowered)
 

@@ -42,6 +42,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_htmx",
     "axes",
+    "django_celery_beat",
     # MemoryHub's apps, lowest floor first (docs/architecture.md): each imports only
     # the ones above it in this list, and hooks run in this order.
     "teams",
@@ -272,7 +273,13 @@ CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
 # Under `make run` the worker and beat may start before the Redis next to them answers.
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
+# Beat's schedule lives in the database, editable in the admin (Periodic tasks); MemoryHub's
+# jobs are created there by a migration (freshness.0003), never from settings, which
+# django-celery-beat would write back over an operator's changes at every start.
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_BEAT_SCHEDULE: dict[str, object] = {}
+# Results are not kept (CELERY_TASK_IGNORE_RESULT): no nightly result cleanup entry.
+CELERY_RESULT_EXPIRES = None
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -295,12 +302,6 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # Workers embed whole memories while the web server answers agents on the same cores:
 # they run at a lower CPU priority (a nice value, 0 to leave it) so requests come first.
 MEMORYHUB_WORKER_NICENESS = env.int("MEMORYHUB_WORKER_NICENESS", default=10)
-CELERY_BEAT_SCHEDULE = {
-    "reconcile-index-states": {
-        "task": "search.reconcile_index_states",
-        "schedule": env.float("MEMORYHUB_RECONCILE_EVERY_SECONDS", default=60.0),
-    },
-}
 
 # Search and embeddings: the deployment's default profile (a team may name its own),
 # and a YAML file of more profiles (see docs/operations.md).
@@ -314,6 +315,10 @@ MEMORYHUB_RECONCILE_BATCH = env.int("MEMORYHUB_RECONCILE_BATCH", default=500)
 # Freshness (docs/decisions.md, "Freshness"): the due job flags at most this many entries
 # per run, across teams; the next run goes on where it stopped.
 MEMORYHUB_FRESHNESS_DUE_BATCH = env.int("MEMORYHUB_FRESHNESS_DUE_BATCH", default=5000)
+# The prune job (docs/decisions.md, "Contradictions, archive and prune") proposes archiving
+# entries older than this, never read, never rated; at most PRUNE_BATCH proposals a run.
+MEMORYHUB_FRESHNESS_PRUNE_AFTER_DAYS = env.int("MEMORYHUB_FRESHNESS_PRUNE_AFTER_DAYS", default=180)
+MEMORYHUB_FRESHNESS_PRUNE_BATCH = env.int("MEMORYHUB_FRESHNESS_PRUNE_BATCH", default=5000)
 # Index retries (docs/decisions.md, "Index retries"): the reconcile job leaves an entry
 # queued less than a lease ago alone, retries a failed one after an exponential backoff,
 # and gives up after MAX_ATTEMPTS failed attempts (until "retry stuck" is asked for).

@@ -38,6 +38,9 @@ class SearchInputSerializer(StrictInputSerializer):
     )
     project = StrictCharField(required=False, allow_blank=True, max_length=200)
     include_superseded = StrictBooleanField(default=True)
+    include_archived = StrictBooleanField(
+        default=False, help_text="Archived entries too (left out by default; `is_active` is false on them)."
+    )
     tags = serializers.ListField(
         child=StrictCharField(max_length=64),
         required=False,
@@ -162,6 +165,7 @@ class SearchViewSet(TeamScopedViewSet):
             types=data.get("types"),
             project=data.get("project"),
             include_superseded=data["include_superseded"],
+            include_archived=data["include_archived"],
             tags=data.get("tags"),
             people=data.get("people"),
             explain=data["explain"],

@@ -11,5 +11,6 @@ class SearchConfig(AppConfig):
         from teams import hooks as team_hooks
 
         memory_hooks.memory_written.register(tasks.index_after_commit)
+        memory_hooks.memories_written.register(tasks.index_batch_after_commit)
         memory_hooks.find_duplicate.register(dedup.find_duplicate)
         team_hooks.team_shutdown.register(services.delete_team_index)

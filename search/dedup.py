@@ -14,6 +14,9 @@ Two checks, cheapest first:
    bounded cost however long the text); the similarity of two entries is the best
    cosine over all pairs of those chunks and the existing entry's chunks; at least
    `Team.dedup_threshold` (0.92) is a duplicate. Only entries already indexed with that model are seen.
+   A near match the texts disagree with (search.hooks.texts_disagree, which freshness
+   answers: "port is 5432" / "port is 6432") is no duplicate: the save goes through
+   and the contradiction flow raises a nudge once the new entry is indexed.
 
 The near check fails open: no provider, a broken profile or a dead endpoint leave only
 the exact check. It runs before the save takes any lock (embedding can be slow), and
@@ -31,6 +34,7 @@ from django.conf import settings
 from core.request_transaction import outside_request_transaction
 from memories.hooks import DuplicateMatch
 from memories.models import Memory
+from search import hooks
 from search.chunking import chunk_text
 from search.embeddings.base import EmbeddingUnavailable
 from search.selectors import has_active_vectors, nearest_active_memory
@@ -79,9 +83,17 @@ def find_duplicate(*, team: Team, text: str) -> DuplicateMatch | None:
     memory = active.filter(id=nearest[0]).first()
     if memory is None:
         return None
+    similarity = round(min(nearest[1], 1.0), 6)
+    if hooks.texts_disagree.first(team=team, new_text=text, old_text=memory.content, similarity=similarity):
+        # "port is 5432" / "port is 6432": near in meaning, opposite in fact. Saved as
+        # an entry of its own; the contradiction flow links the two once it is indexed.
+        logger.info(
+            "team %s: near %s (%.3f) but disagrees: not a duplicate", team.slug, memory.key, similarity
+        )
+        return None
     return DuplicateMatch(
         memory=memory,
-        similarity=round(min(nearest[1], 1.0), 6),
+        similarity=similarity,
         matched_by="embedding",
         threshold=team.dedup_threshold,
     )

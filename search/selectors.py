@@ -4,8 +4,8 @@ docstring); `search_memories` runs them. No function here calls an embedding
 provider: the query's vector comes in ready (search.querying embeds it).
 
 Superseded entries are searchable and marked with what replaced them; deleted ones
-never come back. Counting the results as accesses is the caller's write (the API
-calls memories.feedback.record_access).
+never come back; archived ones only when asked (`include_archived`). Counting the
+results as accesses is the caller's write (the API calls memories.feedback.record_access).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from core.errors import InvalidInput
 from memories.extraction import metadata_filter_document
 from memories.models import Memory
 from memories.selectors import annotations_for, successors_of
+from search.models import ChunkEmbedding
 from search.retrieval.candidates import (
     Candidate,
     QueryVector,
@@ -62,6 +63,7 @@ def search_memories(
     types: list[str] | None = None,
     project: str | None = None,
     include_superseded: bool = True,
+    include_archived: bool = False,
     tags: list[str] | None = None,
     people: list[str] | None = None,
     explain: bool = False,
@@ -79,6 +81,7 @@ def search_memories(
         types=types,
         project=project,
         include_superseded=include_superseded,
+        include_archived=include_archived,
         metadata=metadata_filter_document(tags, people),
     )
     read = _read_candidates(
@@ -192,3 +195,32 @@ def nearest_active_memory(
             if best is None or similarity > best[1]:
                 best = (memory_id, similarity)
     return best
+
+
+# An entry's chunks compared with the team's other entries: the opening ones only (an
+# entry states its point first), so a long entry costs what a short one does.
+MAX_COMPARED_CHUNKS = 4
+
+
+def nearest_other_active_entries(
+    *, team_id: int, memory_id: uuid.UUID, model: str, dimensions: int, limit: int
+) -> list[tuple[uuid.UUID, float]]:
+    """The team's other active entries nearest to the entry `memory_id` (its vectors of
+    `model`, as indexing stored them), with their cosine similarity (the best over
+    pairs of chunks), closest first, at most `limit`. Archived, superseded and deleted
+    entries are not compared; another team's never (the team filter, and the scope)."""
+    vectors = list(
+        ChunkEmbedding.objects.filter(team_id=team_id, chunk__memory_id=memory_id, model=model)
+        .order_by("chunk__chunk_index")
+        .values_list("embedding", flat=True)[:MAX_COMPARED_CHUNKS]
+    )
+    filters = SearchFilters(team_id=team_id, types=None, project=None, include_superseded=False)
+    best: dict[uuid.UUID, float] = {}
+    for values in vectors:
+        query = QueryVector(values=[float(v) for v in values], model=model, dimensions=dimensions)
+        # One more than asked: the entry itself is its own nearest.
+        for other_id, similarity, _chunk in vector_matches(query, filters, limit=limit + 1):
+            if other_id != memory_id and similarity > best.get(other_id, -1.0):
+                best[other_id] = similarity
+    ranked = sorted(best.items(), key=lambda item: (-item[1], str(item[0])))
+    return ranked[:limit]

@@ -22,10 +22,11 @@ from django.db.models.functions import Now, Power
 
 from core.errors import InvalidInput
 from memories.models import IndexState, Memory
-from search import tasks
+from search import hooks, tasks
 from search.chunking import TextChunk, chunk_text
 from search.embeddings.base import EmbeddingProvider, EmbeddingUnavailable
 from search.embeddings.profiles import provider_for
+from search.hooks import IndexedEntry
 from search.models import Chunk, ChunkEmbedding, EmbeddingCache
 from search.vector_index import ensure_index
 from teams.models import AuditEvent, Team
@@ -110,6 +111,12 @@ def index_memory(*, team_id: int, memory_id: uuid.UUID | str) -> str:
                 team_id, Chunk.objects.filter(team_id=team_id, memory_id=memory.id), provider.model, vectors
             )
             _record_success(team_id, memory.id)
+        if memory.is_active:
+            _announce_indexed(
+                IndexedEntry(
+                    team_id=team_id, memory_id=memory.id, model=provider.model, dimensions=provider.dimensions
+                )
+            )
         return IndexOutcome.INDEXED
     # The team kept switching models under this task: leave the entry for the reconcile job.
     logger.warning("memory %s of team %s: embedding model changed while indexing", memory.key, team.slug)
@@ -119,6 +126,17 @@ def index_memory(*, team_id: int, memory_id: uuid.UUID | str) -> str:
 # How many times one indexing follows a team to a new embedding profile before leaving
 # the entry to the reconcile job.
 MAX_PROFILE_SWITCHES_PER_INDEXING = 3
+
+
+def _announce_indexed(entry: IndexedEntry) -> None:
+    """search.hooks.memory_indexed, after the vectors committed, in the team's scope.
+    What a receiver does with them (freshness: contradictions) never fails indexing:
+    the entry is indexed either way, and the next indexing of it tries again."""
+    try:
+        with team_scope(entry.team_id), transaction.atomic():
+            hooks.memory_indexed.call(entry=entry)
+    except Exception:
+        logger.exception("after indexing memory %s of team %s", entry.memory_id, entry.team_id)
 
 
 def _lock_team_profile(team_id: int, *, exclusive: bool) -> str:
@@ -402,6 +420,12 @@ def release_lease(*, team_id: int, memory_id: uuid.UUID | str) -> None:
     reconcile run may pick it up without waiting out a lease."""
     with team_scope(team_id):
         Memory.objects.for_team(team_id).filter(id=memory_id).update(index_queued_at=None)
+
+
+def release_leases(*, team_id: int, memory_ids: list[uuid.UUID]) -> None:
+    """release_lease for a batch the broker refused (one UPDATE)."""
+    with team_scope(team_id):
+        Memory.objects.for_team(team_id).filter(id__in=memory_ids).update(index_queued_at=None)
 
 
 def request_reindex(*, team: Team, actor: str, scope: Literal["stuck", "all"]) -> int:

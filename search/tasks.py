@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import logging
 import uuid
+from collections import Counter
 
 from celery import shared_task
 from django.conf import settings
@@ -49,6 +50,24 @@ def reconcile_index_states() -> int:
     if stuck:
         logger.info("reconcile re-enqueued %d of %d memories", enqueued, len(stuck))
     return enqueued
+
+
+# Entries per broker message of a bulk write's indexing (index_batch_after_commit): an
+# import of 100k entries sends a thousand messages, not 100k, and one batch ends well
+# within the index lease (MEMORYHUB_INDEX_LEASE_SECONDS) even with a slow provider.
+INDEX_BATCH_SIZE = 100
+
+
+@shared_task(name="search.index_memories", ignore_result=True)
+def index_memories(team_id: int, memory_ids: list[str]) -> dict[str, int]:
+    """index_memory for a batch of one team's entries, one after the other. An entry a
+    crash leaves unindexed keeps its lease and is re-enqueued by the reconcile job."""
+    from search import services
+
+    outcomes = Counter(
+        services.index_memory(team_id=team_id, memory_id=memory_id) for memory_id in memory_ids
+    )
+    return dict(outcomes)
 
 
 def enqueue_index(team_id: int, memory_id: uuid.UUID | str) -> bool:
@@ -92,6 +111,39 @@ def index_many_after_commit(*, team_id: int, memory_ids: list[uuid.UUID]) -> Non
     services.mark_queued(team_id=team_id, memory_ids=memory_ids)
     for memory_id in memory_ids:
         transaction.on_commit(functools.partial(enqueue_index, team_id, memory_id))
+
+
+def enqueue_index_batch(team_id: int, memory_ids: list[uuid.UUID]) -> bool:
+    """Hand one batch task to the broker; on a refusal as enqueue_index: logged, the
+    entries stay `pending` with their leases released, for the reconcile job."""
+    from search import services
+
+    try:
+        index_memories.apply_async((team_id, [str(memory_id) for memory_id in memory_ids]), retry=False)
+    except Exception as exc:  # as enqueue_index
+        logger.warning(
+            "could not enqueue indexing of %d memories (team %s): %s; they stay pending",
+            len(memory_ids),
+            team_id,
+            type(exc).__name__,
+        )
+        services.release_leases(team_id=team_id, memory_ids=memory_ids)
+        return False
+    return True
+
+
+def index_batch_after_commit(*, team_id: int, memory_ids: list[uuid.UUID]) -> None:
+    """The receiver of memories.hooks.memories_written (a bulk write): one UPDATE starts
+    the entries' leases, and they are enqueued after commit in batches of
+    INDEX_BATCH_SIZE (search.index_memories), not one message each."""
+    from search import services
+
+    if not memory_ids:
+        return
+    services.mark_queued(team_id=team_id, memory_ids=memory_ids)
+    for start in range(0, len(memory_ids), INDEX_BATCH_SIZE):
+        batch = memory_ids[start : start + INDEX_BATCH_SIZE]
+        transaction.on_commit(functools.partial(enqueue_index_batch, team_id, batch))
 
 
 def reindex_after_commit(*, team_id: int) -> None:

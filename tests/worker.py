@@ -68,6 +68,20 @@ def wait_for_index_state(team_id: int, key: str, state: str = "indexed") -> None
     wait_for(lambda: index_state(team_id, key) == state, INDEX_SECONDS, f"'{key}' to be {state}")
 
 
+SCHEDULED_NAME = "the test's job"
+
+
+def schedule_every_second(task: str) -> None:
+    """Beat's schedule (django-celery-beat's tables) holding only `task`, every second. A
+    transactional test's database is emptied after each test: the schedule the
+    migrations created is not there, and the test's own is gone afterwards."""
+    from django_celery_beat.models import IntervalSchedule, PeriodicTask
+
+    PeriodicTask.objects.all().delete()
+    every_second, _ = IntervalSchedule.objects.get_or_create(every=1, period=IntervalSchedule.SECONDS)
+    PeriodicTask.objects.create(name=SCHEDULED_NAME, task=task, interval=every_second)
+
+
 class CeleryProcess:
     """One `celery -A memoryhub worker|beat` process and its log."""
 
@@ -258,12 +272,12 @@ def start_worker(
 def start_beat(
     embedded_redis: embedded.EmbeddedRedis, tmp_path: Path
 ) -> Iterator[Callable[..., CeleryProcess]]:
-    """start_beat(queue, **env): celery beat sending the settings' schedule to `queue`,
-    its schedule file in the test's folder. Stopped at the end."""
+    """start_beat(queue, **env): celery beat sending the database's schedule (see
+    schedule_every_second) to `queue`. Stopped at the end."""
     started: list[CeleryProcess] = []
 
     def start(queue: str, **env: str) -> CeleryProcess:
-        arguments = ["--schedule", str(tmp_path / "celerybeat-schedule")]
+        arguments: list[str] = []
         process = CeleryProcess(
             "beat",
             arguments,

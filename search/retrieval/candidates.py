@@ -54,6 +54,8 @@ class SearchFilters:
     project: str | None
     include_superseded: bool
     metadata: dict[str, list[str]] | None = None
+    # Archived entries (memories.services.archive_memory) are found only when asked.
+    include_archived: bool = False
 
     def sql(self) -> tuple[str, list[Any]]:
         # A deleted key takes its earlier versions out of search with it.
@@ -66,6 +68,8 @@ class SearchFilters:
         params: list[Any] = [self.team_id]
         if not self.include_superseded:
             clauses.append("m.is_active")
+        if not self.include_archived:
+            clauses.append("m.archived_at IS NULL")
         if self.types:
             clauses.append("m.type = ANY(%s)")
             params.append(list(self.types))

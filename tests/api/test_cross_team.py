@@ -34,6 +34,8 @@ ENDPOINTS = [
     ("post", "memories/alpha-plan-7/unsupersede/", {"reason": "take it back"}),
     ("post", "memories/alpha-plan-7/rate/", {"direction": "down"}),
     ("post", "memories/alpha-plan-7/confirm/", {"note": "outsider says so"}),
+    ("post", "memories/alpha-plan-7/archive/", {}),
+    ("post", "memories/alpha-plan-7/restore/", {}),
     ("get", "memories/alpha-plan-7/annotations/", None),
     ("post", "memories/alpha-plan-7/annotations/", {"note": "outsider note"}),
     ("get", "vault/", None),

@@ -131,19 +131,22 @@ def test_each_state_condition_matches_the_state_of_every_row(team: Team) -> None
     save(team, "changed", "changed one")
     save(team, "changed", "changed two", supersede_reason="edit")
     save(team, "gone", "gone one")
+    save(team, "aside", "aside one")
     with team_scope(team.id):
         services.delete_memory(team=team, key="gone", deleted_by="t")
+        services.archive_memory(team=team, key="aside", archived_by="t")
         rows = Memory.objects.for_team(team.id)
         by_state = {state: {(m.key, m.content) for m in rows.in_state(state)} for state in MemoryState.values}
         assert {m.state for m in rows} == set(MemoryState.values)
         for memory in rows:
             assert (memory.key, memory.content) in by_state[memory.state]
-        assert rows.in_state("all").count() == rows.count() == 4
+        assert rows.in_state("all").count() == rows.count() == 5
 
     assert by_state == {
         "active": {("kept", "kept one"), ("changed", "changed two")},
         "superseded": {("changed", "changed one")},
         "deleted": {("gone", "gone one")},
+        "archived": {("aside", "aside one")},
     }
 
 

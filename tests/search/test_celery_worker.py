@@ -19,7 +19,14 @@ from search.chunking import chunk_text
 from search.models import Chunk, ChunkEmbedding, EmbeddingCache
 from search.tasks import reconcile_index_states
 from tests.conftest import Agent, operator_view
-from tests.worker import CeleryProcess, TaskRoute, wait_for, wait_for_index_state
+from tests.worker import (
+    SCHEDULED_NAME,
+    CeleryProcess,
+    TaskRoute,
+    schedule_every_second,
+    wait_for,
+    wait_for_index_state,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -81,10 +88,11 @@ def test_beat_schedules_the_reconcile_that_indexes_a_save_made_while_the_broker_
     worker = start_worker(MEMORYHUB_RECONCILE_AFTER_SECONDS="0")
     assert index_states() == {"pending": 1}
 
-    beat = start_beat(worker.env["MEMORYHUB_QUEUE"], MEMORYHUB_RECONCILE_EVERY_SECONDS="0.5")
+    schedule_every_second("search.reconcile_index_states")
+    beat = start_beat(worker.env["MEMORYHUB_QUEUE"])
 
     wait_for_index_state(member.team.id, "while-down")
-    assert "Sending due task reconcile-index-states" in beat.log_since(0)
+    assert f"Sending due task {SCHEDULED_NAME} (search.reconcile_index_states)" in beat.log_since(0)
     worker_log = worker.log_since(0)
     assert "Task search.reconcile_index_states[" in worker_log
     assert "Task search.index_memory[" in worker_log

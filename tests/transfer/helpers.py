@@ -13,12 +13,14 @@ from tests.conftest import Agent
 
 # Changed by the import or the moment: left out when two exports are compared. Ids are
 # compared as the place of the version they name in its key's history.
-VOLATILE_FIELDS = {"id", "created_at", "updated_at", "deleted_at", "exported_at", "team", "access_count"}
+VOLATILE_FIELDS = {
+    "id", "created_at", "updated_at", "deleted_at", "archived_at", "exported_at", "team", "access_count",
+}  # fmt: skip
 
 
 def seed_rich_team(team: Team) -> None:
-    """Versions and soft/hard supersedes, an unsupersede, deletions, a key saved again
-    after its deletion, votes, notes, a skill, a learning, projects and metadata."""
+    """Versions and soft/hard supersedes, an unsupersede, deletions, an archived key, a
+    key saved again after its deletion, votes, notes, a skill, a learning, projects and metadata."""
     with team_scope(team.id):
         save = services.save_memory
         save(team=team, key="deploy-steps", content="Deploy with make ship.", updated_by="ann", project="web")
@@ -49,6 +51,8 @@ def seed_rich_team(team: Team) -> None:
         services.unsupersede_memory(team=team, key="toggle", reason="v2 broke prod", updated_by="eve")
         save(team=team, key="old-idea", content="Try a monorepo.", updated_by="ann")
         services.delete_memory(team=team, key="old-idea", deleted_by="ann")
+        save(team=team, key="old-runbook", content="Restart the box by hand on Mondays.", updated_by="ann")
+        services.archive_memory(team=team, key="old-runbook", archived_by="bob")
         save(team=team, key="reborn", content="Cache in Redis.", updated_by="ann")
         services.delete_memory(team=team, key="reborn", deleted_by="bob")
         save(team=team, key="reborn", content="Cache in Redis, with a TTL.", updated_by="bob")
