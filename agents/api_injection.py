@@ -81,7 +81,8 @@ class InjectionEntrySerializer(serializers.Serializer):
     )
     rank = serializers.IntegerField(
         help_text="core and skill: position in the injection order (identity, always-on skills, lesson, "
-        "then decision and context newest first); relevant: position among the search results."
+        "then decisions newest first, then context newest first); relevant: position among the "
+        "search results."
     )
     reason = serializers.ChoiceField(
         choices=["identity", "skill", "ranked", "relevant"],
@@ -135,6 +136,13 @@ class InjectionCountsSerializer(serializers.Serializer):
     )
 
 
+class InjectionReviewSerializer(serializers.Serializer):
+    id = serializers.UUIDField(help_text="The nudge's id, for POST nudges/{id}/resolve/.")
+    kind = serializers.CharField()
+    keys = serializers.ListField(child=serializers.CharField())
+    message = serializers.CharField()
+
+
 # One object, although the action is `list` (which would make the schema an array).
 @extend_schema_serializer(many=False)
 class InjectionOutputSerializer(serializers.Serializer):
@@ -146,6 +154,10 @@ class InjectionOutputSerializer(serializers.Serializer):
     counts = InjectionCountsSerializer()
     search_mode = serializers.CharField(allow_null=True, help_text="Set when a query was given.")
     warnings = serializers.ListField(child=serializers.CharField())
+    review = InjectionReviewSerializer(
+        many=True,
+        help_text='Open nudges in the block\'s "Please review" section (at most 3, within the budget).',
+    )
     entries = InjectionEntrySerializer(many=True, required=False, help_text="format=json: included entries.")
     left_out = InjectionLeftOutSerializer(
         many=True, required=False, help_text="format=json: left-out entries, in order, with why."
@@ -169,6 +181,7 @@ def injection_payload(result: injection.Injection, output_format: str) -> dict[s
         },
         "search_mode": result.search_mode,
         "warnings": result.warnings,
+        "review": result.review,
     }
     if output_format == "json":
         payload["entries"] = result.included
@@ -192,11 +205,13 @@ class InjectionViewSet(TeamScopedViewSet):
     @extend_schema(
         summary="Prompt injection block",
         description="What an agent should know at the start of a session: every active identity entry "
-        "(never dropped), then always-on skills, then lessons, then decisions and context, newest first, "
-        "within the entry cap and the token budget. Reference and historical entries are not injected "
+        "(never dropped), then always-on skills, then lessons, then decisions, then context, each newest "
+        "first, within the entry cap and the token budget. Reference and historical entries are not injected "
         "(search finds them) unless they are always-on skills. "
         "With `query`, a relevant section adds the top search results. Always JSON: the markdown is in "
-        "`text`; `format=json` adds every entry in and out, with why. Nothing is modified.",
+        '`text`; `format=json` adds every entry in and out, with why. The block ends with a "Please review" '
+        "section of at most 3 open nudges (contradictions first), from what is left of the budget; "
+        "`review` lists them. Nothing is modified.",
         parameters=[TEAM_PATH_PARAMETER, InjectionQuerySerializer],
         responses={200: InjectionOutputSerializer, **error_responses(*TEAM_SCOPED_ERRORS)},
     )

@@ -11,7 +11,9 @@ What goes in, in this order (the *rank*):
    twice, and not at all where it does not fire). Like every entry after identity,
    skills count against the cap and the budget;
 3. active `lesson` entries, newest first;
-4. active `decision` and `context` entries together, newest first.
+4. active `decision` entries, newest first;
+5. active `context` entries, newest first (decisions before context: what the team
+   settled outranks what is merely going on, as the seed orders them).
 
 Other `reference` and `historical` entries are not injected: they are looked up
 through search when needed. With a query, a "relevant" section adds the best search results
@@ -19,7 +21,8 @@ through search when needed. With a query, a "relevant" section adds the best sea
 
 `build_injection` runs the steps, each a module of this package: select by type order
 (ranking), fit within the cap and the budget (fitting), add what the query finds
-(relevant), render (rendering). Tokens are counted offline (search.tokens) on the
+(relevant), render (rendering), then the "Please review" section of open nudges from
+what is left of the budget (review). Tokens are counted offline (search.tokens) on the
 rendered blocks.
 
 A pure read: nothing is modified, so left-out entries keep their type and stay
@@ -35,6 +38,7 @@ from agents.injection.fitting import fit_ranked, limit_warnings
 from agents.injection.ranking import SKILL_GROUP, ranked_rows
 from agents.injection.relevant import add_relevant
 from agents.injection.rendering import EMPTY_NOTE, render_injection, tokens_of
+from agents.injection.review import ReviewItem, render_review, review_items
 from core.errors import InvalidInput
 from search.selectors import MAX_QUERY_CHARS
 from teams.models import Team
@@ -61,6 +65,7 @@ class Injection:
     project: str | None
     search_mode: str | None = None
     warnings: list[str] = field(default_factory=list)
+    review: list[ReviewItem] = field(default_factory=list)
 
     def count_left_out(self, reason: LeftOutReason) -> int:
         listed = sum(1 for entry in self.left_out if entry.reason == reason)
@@ -108,8 +113,12 @@ def build_injection(
         unlisted -= relevant.unlisted_taken
     if not fit.included:
         fit.used += tokens_of(EMPTY_NOTE)
+    review, review_tokens = review_items(team=team, project=project, budget_left=budget - fit.used)
+    fit.used += review_tokens
+    rendered = render_injection(fit.included)
     return Injection(
-        text=render_injection(fit.included),
+        text=rendered + ("\n" + render_review(review) if review else ""),
+        review=review,
         included=fit.included,
         left_out=fit.left_out,
         candidates=candidates,

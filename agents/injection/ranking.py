@@ -1,6 +1,6 @@
 """Step 1 of an injection, select by type order: the candidates in rank order (every
-active identity entry, then always-on skills that fire, then lessons, then decisions
-and context together, newest first), read in one query whose cost follows the cap,
+active identity entry, then always-on skills that fire, then lessons, then decisions,
+then context, each newest first), read in one query whose cost follows the cap,
 not the size of the team."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from teams.models import Team
 
 
 class RankedRow(NamedTuple):
-    grp: int  # 0 identity, 1 always-on skill, 2 lesson, 3 decision and context
+    grp: int  # 0 identity, 1 always-on skill, 2 lesson, 3 decision, 4 context
     id: uuid.UUID
     key: str
     type: str
@@ -73,7 +73,7 @@ _RANKED_SQL = """
                 AND NOT {always_on_m}
               ORDER BY created_at DESC, id DESC LIMIT %(limit)s)
             UNION ALL
-            (SELECT 3, id, key, type, project, content, created_at FROM memories_memory m
+            (SELECT 4, id, key, type, project, content, created_at FROM memories_memory m
               WHERE m.team_id = %(team)s AND m.is_active AND m.type = 'context' {project_m}
                 AND NOT {always_on_m}
               ORDER BY created_at DESC, id DESC LIMIT %(limit)s)

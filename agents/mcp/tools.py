@@ -34,6 +34,15 @@ from agents.api_sessions import (
 from agents.injection.relevant import RELEVANT_MAX
 from agents.mcp import schema as js
 from core.pagination import KeysetPagination
+from freshness import selectors as freshness_selectors
+from freshness import services as freshness_services
+from freshness.api import (
+    NudgeListQuerySerializer,
+    NudgeOutputSerializer,
+    NudgePagination,
+    NudgeResolveInputSerializer,
+)
+from freshness.models import NudgeAction, NudgeKind
 from memories import feedback, learnings, selectors, services, skills
 from memories.api import HistoryPagination, MemoryPagination
 from memories.api_learnings import LearningInputSerializer
@@ -45,6 +54,7 @@ from memories.serializers import (
     AnnotationCreatedOutputSerializer,
     AnnotationInputSerializer,
     AwareDateTimeField,
+    ConfirmInputSerializer,
     MemoryCreateInputSerializer,
     MemoryDetailOutputSerializer,
     MemoryHistoryOutputSerializer,
@@ -719,8 +729,9 @@ CONTEXT = Tool(
     title="What to know now",
     description=(
         "The team's memory block to put in your context at the start of a task: every identity "
-        "entry, always-on skills, lessons, then decisions and context, newest first, within a "
-        "token budget (markdown in `text`). Give `project` for that project's and team-wide "
+        "entry, always-on skills, lessons, then decisions, then context, each newest first, within a "
+        "token budget (markdown in `text`), ending with up to 3 nudges to review. Give `project` for "
+        "that project's and team-wide "
         f"entries, and `query` to add the {RELEVANT_MAX} most relevant search results. "
         "`format: json` also lists what was left out and why. Errors: invalid."
     ),
@@ -1003,6 +1014,121 @@ VAULT = Tool(
 )
 
 
+# --- memory_confirm / memory_nudges / nudge_resolve (freshness) -------------------
+
+
+class ConfirmArguments(KeyArgument, ConfirmInputSerializer):
+    pass
+
+
+def memory_confirm(call: ToolCall) -> dict[str, Any]:
+    data = validated(ConfirmArguments, call.arguments)
+    result = services.confirm_memory(
+        team=call.team, key=data["key"], confirmed_by=call.actor, note=data.get("note")
+    )
+    return memory_detail(call.team, result.memory)
+
+
+CONFIRM = Tool(
+    name="memory_confirm",
+    title="Confirm a memory is still true",
+    description=(
+        "Say the active entry of a key is still true, after checking it (optionally with a note on "
+        "how). It is then fresh again: no new version, the confirmation joins the key's history, and "
+        "its due and broken-anchor nudges close. If it is no longer true, save the new truth with "
+        "memory_save and a supersede_reason instead. Returns the entry. Errors: not_found, invalid."
+    ),
+    input_schema=js.obj(
+        {
+            "key": KEY_SCHEMA,
+            "note": js.string("How it was checked (0-2000 characters).", max_length=MAX_NOTE_LENGTH),
+        },
+        required=("key",),
+    ),
+    scope="write",
+    read_only=False,
+    destructive=False,
+    idempotent=False,
+    handler=memory_confirm,
+)
+
+
+class NudgesArguments(StrictInputSerializer, NudgeListQuerySerializer, PageArguments):
+    pass
+
+
+def memory_nudges(call: ToolCall) -> dict[str, Any]:
+    data = validated(NudgesArguments, call.arguments)
+    rows = freshness_selectors.list_nudges(team=call.team, kind=data.get("kind"), state=data["state"])
+    page, next_cursor = paginate(NudgePagination, rows, limit=data["limit"], cursor=data.get("cursor"))
+    results = NudgeOutputSerializer(page, many=True, context={"team_slug": call.team.slug}).data
+    return {"results": results, "next_cursor": next_cursor}
+
+
+NUDGES = Tool(
+    name="memory_nudges",
+    title="What the team is asked to review",
+    description=(
+        "The team's open nudges, newest first: entries due for confirmation, broken anchors, "
+        "contradictions between two entries, and archive proposals. Each names its keys, says what "
+        "to do and gives its id for nudge_resolve. Check them at the start of a session and resolve "
+        "the ones you can verify. Errors: invalid."
+    ),
+    input_schema=js.obj(
+        {
+            "kind": {"enum": list(NudgeKind.values), "description": "Only nudges of this kind."},
+            "state": {
+                "enum": list(freshness_selectors.STATE_FILTER_CHOICES),
+                "description": "open (the default), or another state; `all` for every state.",
+            },
+            **page_schema("nudges"),
+        }
+    ),
+    scope="read",
+    read_only=True,
+    destructive=False,
+    idempotent=True,
+    handler=memory_nudges,
+)
+
+
+class NudgeResolveArguments(StrictInputSerializer, NudgeResolveInputSerializer):
+    nudge_id = StrictUUIDField()
+
+
+def nudge_resolve(call: ToolCall) -> dict[str, Any]:
+    data = validated(NudgeResolveArguments, call.arguments)
+    nudge = freshness_services.resolve_nudge(
+        team=call.team, nudge_id=data["nudge_id"], action=data["action"], actor=call.actor
+    )
+    return dict(NudgeOutputSerializer(nudge, context={"team_slug": call.team.slug}).data)
+
+
+RESOLVE = Tool(
+    name="nudge_resolve",
+    title="Resolve a nudge",
+    description=(
+        "Close a nudge of memory_nudges in one call. `confirm`: the entry (both entries of a "
+        "contradiction, as compatible) is still true; `dismiss`: close it, changing nothing; "
+        "`supersede` (a contradiction): keep the newer entry and archive the older; `archive` (a "
+        "prune proposal): archive the entry, which stays in history and can be restored. Returns the "
+        "nudge. Errors: not_found, action_not_applicable, nudge_closed, invalid."
+    ),
+    input_schema=js.obj(
+        {
+            "nudge_id": js.string("The nudge's id, as memory_nudges gives it.", max_length=64, format="uuid"),
+            "action": {"enum": list(NudgeAction.values), "description": "What to do; see the description."},
+        },
+        required=("nudge_id", "action"),
+    ),
+    scope="write",
+    read_only=False,
+    destructive=True,
+    idempotent=False,
+    handler=nudge_resolve,
+)
+
+
 TOOLS: dict[str, Tool] = {
     tool.name: tool
     for tool in (
@@ -1022,5 +1148,8 @@ TOOLS: dict[str, Tool] = {
         LEARNING,
         SKILL,
         VAULT,
+        CONFIRM,
+        NUDGES,
+        RESOLVE,
     )
 }

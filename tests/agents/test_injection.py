@@ -64,7 +64,7 @@ def mixed(team: Team) -> None:
 # --------------------------------------------------------------------------- order
 
 
-def test_injection_puts_identity_then_lessons_then_decisions_and_context_newest_first(
+def test_injection_puts_identity_then_lessons_then_decisions_then_context_newest_first(
     mixed: None, member: Agent
 ) -> None:
     body = inject(member, format="json")
@@ -75,9 +75,10 @@ def test_injection_puts_identity_then_lessons_then_decisions_and_context_newest_
         "who-2",
         "lesson-new",
         "lesson-old",
+        # Decisions before context, even an older decision before a newer context entry.
         "dec-new",
-        "ctx-new",
         "dec-old",
+        "ctx-new",
         "ctx-old",
     ]
     assert [e["rank"] for e in entries] == list(range(1, 9))
@@ -419,10 +420,10 @@ def test_overflowing_entries_stay_searchable(indexed: None, member: Agent) -> No
 # --------------------------------------------------------------------------- the selector
 
 
-def test_the_selector_reads_the_entries_in_one_query(
+def test_the_selector_reads_the_entries_in_one_query_and_the_nudges_in_one_more(
     mixed: None, team: Team, django_assert_num_queries: Any
 ) -> None:
-    with team_scope(team.id), django_assert_num_queries(1):
+    with team_scope(team.id), django_assert_num_queries(2):
         result = build_injection(team=team, max_entries=3)
 
     assert len(result.included) == 3 and len(result.left_out) == 5

@@ -14,6 +14,7 @@ import pytest
 from django.utils import timezone
 
 from agents.mcp.tools import TOOLS
+from freshness.models import Nudge, NudgeKind, NudgeState
 from memories.models import Memory
 from memories.services import save_memory
 from teams.models import AgentToken, Team, VaultEntry
@@ -111,6 +112,8 @@ WRITE_CALLS = [
     ("session_boot", {}),
     ("session_heartbeat", {"session_id": "00000000-0000-4000-8000-000000000003"}),
     ("session_end", {"session_id": "00000000-0000-4000-8000-000000000003"}),
+    ("memory_confirm", {"key": "k"}),
+    ("nudge_resolve", {"nudge_id": "00000000-0000-4000-8000-000000000004", "action": "dismiss"}),
 ]
 
 
@@ -155,6 +158,9 @@ CROSS_TEAM_CALLS: dict[str, dict[str, Any]] = {
     "learning_record": {"topic": "bravo", "claim": "The launch code word is known.", "confidence": "low"},
     "skill_get": {"name": "bravo-skill-4"},
     "vault_set": {"key": "bravo-vault-2", "value": "overwritten"},
+    "memory_confirm": {"key": "bravo-plan-9", "note": "outsider says yes"},
+    "memory_nudges": {"state": "all"},
+    "nudge_resolve": {"nudge_id": "{nudge}", "action": "dismiss"},
 }
 MUST_NOT_FIND = {
     "memory_get",
@@ -166,6 +172,8 @@ MUST_NOT_FIND = {
     "memory_rate",
     "memory_annotate",
     "skill_get",
+    "memory_confirm",
+    "nudge_resolve",
 }
 
 
@@ -197,8 +205,10 @@ def test_another_teams_token_gets_nothing_of_the_team_from_any_tool(
         ).session
         set_vault_entry(team=other_team, key="bravo-vault-2", value="bravo-vault-value-77", is_secret=False,
                         actor="bravo")  # fmt: skip
+        nudge = Nudge.objects.create(team=other_team, kind=NudgeKind.DUE, memory=saved.memory,
+                                     message="Is zebra-quartz-1729 still true?")  # fmt: skip
     alpha = make_agent(team, "alpha-admin", ["read", "write", "admin"]).token
-    ids = {"{version}": str(saved.memory.id), "{session}": str(session.id)}
+    ids = {"{version}": str(saved.memory.id), "{session}": str(session.id), "{nudge}": str(nudge.id)}
     # memory_save last: it creates alpha's own entry under bravo's key, which alpha's
     # other calls would then find.
     order = sorted(CROSS_TEAM_CALLS, key=lambda name: name == "memory_save")
@@ -222,6 +232,9 @@ def test_another_teams_token_gets_nothing_of_the_team_from_any_tool(
         assert VaultEntry.objects.get(team=other_team, key="bravo-vault-2").value == "bravo-vault-value-77"
         session.refresh_from_db()
         assert session.ended_at is None and session.current_task == "bravo-task-31"
+        nudge.refresh_from_db()
+        assert nudge.state == NudgeState.OPEN
+        assert bravo.last_confirmed_at == bravo.created_at
 
 
 def test_a_body_over_the_limit_is_refused_in_the_error_shape(mcp_server: Server, team: Team) -> None:

@@ -1,0 +1,92 @@
+"""The injection block's "Please review" section (issue 12): at most three open nudges,
+contradictions first, only from what is left of the budget, never displacing an entry,
+within the project asked for, and never another team's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agents.injection import build_injection
+from agents.injection.review import REVIEW_HEADING, REVIEW_MAX
+from freshness.models import Nudge, NudgeKind
+from memories.services import save_memory
+from teams.models import Team
+from teams.scope import team_scope
+from tests.conftest import Agent
+
+pytestmark = pytest.mark.django_db
+
+
+def entry(team: Team, key: str, content: str, type_name: str = "context", project: str = "") -> Any:
+    with team_scope(team.id):
+        return save_memory(
+            team=team, key=key, content=content, type_name=type_name, project=project, updated_by="t"
+        ).memory
+
+
+def nudge(team: Team, kind: str, memory: Any, message: str, other: Any = None) -> Nudge:
+    with team_scope(team.id):
+        return Nudge.objects.create(team=team, kind=kind, memory=memory, other_memory=other, message=message)
+
+
+def test_the_block_ends_with_up_to_three_nudges_contradictions_first(team: Team, member: Agent) -> None:
+    memories = [entry(team, f"fact-{n}", f"Fact number {n} about the build.") for n in range(5)]
+    for n in range(4):
+        nudge(team, NudgeKind.DUE, memories[n], f"'fact-{n}' was last confirmed 40 days ago. Still true?")
+    clash = nudge(
+        team, NudgeKind.CONTRADICTION, memories[4], "You previously recorded X. Update to Y?", memories[0]
+    )
+
+    body = member.client.get(member.url("injection/"), {"format": "json"}).json()
+
+    assert [item["kind"] for item in body["review"]] == ["contradiction", "due", "due"]
+    assert len(body["review"]) == REVIEW_MAX
+    assert body["review"][0]["keys"] == ["fact-4", "fact-0"]
+    text = body["text"]
+    assert text.index(REVIEW_HEADING) > text.index("fact-4")
+    assert f"(nudge {clash.id})" in text
+    assert text.rstrip().endswith(")")
+
+
+def test_a_tight_budget_drops_the_review_never_an_entry(team: Team) -> None:
+    who = entry(team, "who", "I am the build agent of the platform team.", "identity")
+    lesson = entry(team, "lesson", "Always pin the compiler version in CI images.", "lesson")
+    nudge(
+        team, NudgeKind.DUE, lesson, "'lesson' was last confirmed 95 days ago. " + "Is it still true? " * 20
+    )
+
+    with team_scope(team.id):
+        roomy = build_injection(team=team)
+        tight = build_injection(team=team, max_tokens=60)
+
+    assert [item.kind for item in roomy.review] == ["due"]
+    assert tight.review == [] and REVIEW_HEADING not in tight.text
+    assert [e.key for e in tight.included] == [who.key, lesson.key]
+    assert tight.tokens_used <= 60 or tight.included[-1].type == "identity"
+
+
+def test_a_project_injection_reviews_only_that_project_and_team_wide_entries(team: Team) -> None:
+    web = entry(team, "web-db", "The web database is db-9.", project="web")
+    api = entry(team, "api-db", "The api database is db-4.", project="api")
+    shared = entry(team, "shared", "Deploys go through the pipeline.")
+    nudge(team, NudgeKind.DUE, web, "'web-db' is due: db-9?")
+    nudge(team, NudgeKind.DUE, api, "'api-db' is due: db-4?")
+    nudge(team, NudgeKind.DUE, shared, "'shared' is due.")
+
+    with team_scope(team.id):
+        for_api = build_injection(team=team, project="api")
+
+    assert sorted(item.keys[0] for item in for_api.review) == ["api-db", "shared"]
+    assert "db-9" not in for_api.text
+
+
+def test_another_teams_nudges_never_show(team: Team, other_team: Team, member: Agent) -> None:
+    entry(team, "ours", "Our build runs nightly.")
+    theirs = entry(other_team, "theirs", "Bravo's secret launch date is the ninth.")
+    nudge(other_team, NudgeKind.DUE, theirs, "'theirs' launch on the ninth: still true?")
+
+    body = member.client.get(member.url("injection/"), {"format": "json"}).json()
+
+    assert body["review"] == [] and "ninth" not in body["text"] and REVIEW_HEADING not in body["text"]
