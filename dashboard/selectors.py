@@ -10,13 +10,16 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Count, Q, QuerySet
-from django.db.models.functions import TruncDate
+from django.db.models import Count, DateField, Q, QuerySet
+from django.db.models.functions import TruncDate, TruncWeek
 from django.utils import timezone
 
+from core.errors import NotFound
+from freshness.models import Nudge, NudgeKind, NudgeState
 from memories.exceptions import MemoryNotFound
 from memories.extraction import metadata_filter_q
-from memories.models import IndexState, Memory, MemoryState
+from memories.freshness import FreshnessWindows, due_condition
+from memories.models import Confirmation, IndexState, Memory, MemoryState
 from memories.selectors import HistoryEvent, history_events, list_memory_versions, recent_history
 from memories.types import MemoryType
 from teams.models import AuditEvent, Membership, Team
@@ -316,3 +319,125 @@ def word_diff(old: str, new: str) -> list[DiffPart]:
 
 def list_audit_events(*, team: Team) -> QuerySet[AuditEvent]:
     return AuditEvent.objects.filter(team=team).order_by("-created_at", "-id")
+
+
+# --- freshness: the review queue and the overview's panel ---------------------
+
+# The queue's order: what most needs a person first (as injection's "Please review").
+REVIEW_KIND_ORDER: list[str] = [
+    NudgeKind.CONTRADICTION,
+    NudgeKind.ANCHOR_BROKEN,
+    NudgeKind.DUE,
+    NudgeKind.PRUNE,
+]
+REVIEW_PAGE_SIZE = 20
+# The nav shows the open count up to here, then "N+": a team with a big backlog costs
+# one bounded count per page, not a count of every open nudge.
+OPEN_COUNT_CAP = 99
+
+
+@dataclass
+class ReviewPage:
+    nudges: list[Nudge]
+    next_after: uuid.UUID | None  # the cursor of the next page (None: no more)
+
+
+def review_queue(
+    *, team: Team, after: uuid.UUID | None = None, page_size: int = REVIEW_PAGE_SIZE
+) -> ReviewPage:
+    """A page of the team's open nudges: contradictions, then broken anchors, due entries
+    and prune proposals, newest first within each kind. Keyset paging: `after` is the
+    last nudge of the previous page (any state, so resolving items of a page does not
+    lose the place). At most one query per kind, each bounded by the page. Raises
+    NotFound for a cursor that is no nudge of this team."""
+    start_kind, position = 0, None
+    if after is not None:
+        cursor = Nudge.objects.filter(team=team, id=after).values("kind", "created_at", "id").first()
+        if cursor is None or cursor["kind"] not in REVIEW_KIND_ORDER:
+            raise NotFound("no such nudge")
+        start_kind = REVIEW_KIND_ORDER.index(cursor["kind"])
+        position = cursor
+    open_nudges = Nudge.objects.filter(team=team, state=NudgeState.OPEN).select_related(
+        "memory", "other_memory"
+    )
+    page: list[Nudge] = []
+    for kind in REVIEW_KIND_ORDER[start_kind:]:
+        rows = open_nudges.filter(kind=kind)
+        if position is not None and kind == position["kind"]:
+            rows = rows.filter(
+                Q(created_at__lt=position["created_at"])
+                | Q(created_at=position["created_at"], id__lt=position["id"])
+            )
+        # One more than fits tells whether a next page exists.
+        page.extend(rows.order_by("-created_at", "-id")[: page_size + 1 - len(page)])
+        if len(page) > page_size:
+            break
+    has_more = len(page) > page_size
+    page = page[:page_size]
+    return ReviewPage(nudges=page, next_after=page[-1].id if has_more else None)
+
+
+def open_nudge_count(*, team: Team, cap: int = OPEN_COUNT_CAP) -> int:
+    """How many nudges of the team are open, counting at most `cap` + 1."""
+    return Nudge.objects.filter(team=team, state=NudgeState.OPEN).order_by()[: cap + 1].count()
+
+
+@dataclass(frozen=True)
+class FreshnessCounts:
+    """Active entries by freshness state (memories.freshness.Freshness's values)."""
+
+    fresh: int
+    due: int
+    anchor_broken: int
+    contradicted: int
+
+    @property
+    def total(self) -> int:
+        return self.fresh + self.due + self.anchor_broken + self.contradicted
+
+
+def freshness_counts(*, team: Team, now: datetime | None = None) -> FreshnessCounts:
+    """Active entries by freshness state (memories.freshness: the first of contradicted,
+    anchor_broken, due that holds, else fresh), in one aggregate query."""
+    now = now or timezone.now()
+    unflagged = Q(contradicted_at__isnull=True, anchor_broken_at__isnull=True)
+    row = (
+        Memory.objects.for_team(team.id)
+        .active()
+        .aggregate(
+            total=Count("id"),
+            contradicted=Count("id", filter=Q(contradicted_at__isnull=False)),
+            anchor_broken=Count("id", filter=Q(contradicted_at__isnull=True, anchor_broken_at__isnull=False)),
+            due=Count("id", filter=unflagged & due_condition(FreshnessWindows.for_team(team), now)),
+        )
+    )
+    flagged = row["contradicted"] + row["anchor_broken"] + row["due"]
+    return FreshnessCounts(
+        fresh=row["total"] - flagged,
+        due=row["due"],
+        anchor_broken=row["anchor_broken"],
+        contradicted=row["contradicted"],
+    )
+
+
+def confirmations_per_week(
+    *, team: Team, weeks: int = 12, today: date | None = None
+) -> list[tuple[date, int]]:
+    """Distinct entries confirmed per week (weeks start on Monday, UTC) for the last
+    `weeks` weeks including this one, oldest first, weeks without any as 0."""
+    today = today or timezone.now().date()
+    this_week = today - timedelta(days=today.weekday())
+    first = this_week - timedelta(weeks=weeks - 1)
+    start = datetime.combine(first, datetime.min.time(), tzinfo=timezone.get_current_timezone())
+    counts: dict[date, int] = {first + timedelta(weeks=n): 0 for n in range(weeks)}
+    rows = (
+        Confirmation.objects.filter(team=team, confirmed_at__gte=start)
+        .annotate(week=TruncWeek("confirmed_at", output_field=DateField()))
+        .values("week")
+        .annotate(n=Count("memory", distinct=True))
+        .order_by()
+    )
+    for row in rows:
+        if row["week"] in counts:
+            counts[row["week"]] = row["n"]
+    return sorted(counts.items())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from dashboard.views import memories, pages, team_admin
+from dashboard.views import memories, pages, review, team_admin
 
 app_name = "dashboard"
 
@@ -26,6 +26,9 @@ urlpatterns = [
     path(team + "search/", pages.search, name="search"),
     path(team + "injection/", pages.injection, name="injection"),
     path(team + "sessions/", pages.sessions, name="sessions"),
+    path(team + "review/", review.review, name="review"),
+    # <str:…>, not <uuid:…>: a malformed id gets the dashboard's own 404 page.
+    path(team + "review/<str:nudge_id>/resolve/", review.review_resolve, name="review_resolve"),
     path(team + "memories/", memories.memory_list, name="memories"),
     path(team + "memories/+new/", memories.memory_create, name="memory_create"),
     path(team + "memories/<str:key>/", memories.memory_detail, name="memory"),

@@ -34,6 +34,7 @@ def overview(request: HttpRequest, access: TeamAccess) -> HttpResponse:
     team = access.team
     counts = selectors.memory_counts(team=team)
     per_day = selectors.writes_per_day(team=team, days=30)
+    confirmed_weekly = selectors.confirmations_per_week(team=team, weeks=12)
     injection = build_injection(team=team)
     health = selectors.index_health(team=team)
     context = page_context(
@@ -54,6 +55,9 @@ def overview(request: HttpRequest, access: TeamAccess) -> HttpResponse:
         writes_chart=charts.daily_columns(per_day),
         writes_total=sum(n for _, n in per_day),
         types_chart=charts.horizontal_bars([(c.type, c.active) for c in counts]),
+        freshness=selectors.freshness_counts(team=team),
+        confirmations_chart=charts.daily_columns(confirmed_weekly),
+        confirmations_total=sum(n for _, n in confirmed_weekly),
     )
     return render(request, "dashboard/overview.html", context)
 

@@ -47,6 +47,8 @@ ENDPOINTS = [
     Endpoint("search", "GET", "viewer", {"q": "launch zeppelin"}),
     Endpoint("injection", "GET", "viewer"),
     Endpoint("sessions", "GET", "viewer"),
+    Endpoint("review", "GET", "viewer"),
+    Endpoint("review_resolve", "POST", "member", {"action": "dismiss"}),
     Endpoint("memories", "GET", "viewer"),
     Endpoint("memories", "GET", "viewer", {"q": "zeppelin launch", "state": "all"}),
     Endpoint("memory_create", "GET", "member"),
@@ -95,6 +97,9 @@ class TeamTargets:
     vault_key: str
     token_id: int
     membership_id: int
+    # No nudge needed: outsiders and low roles are stopped before it is looked up
+    # (tests/dashboard/test_review.py covers real nudges of both teams).
+    nudge_id: str = "00000000-0000-4000-8000-000000000000"
 
 
 def url_of(name: str, slug: str, targets: TeamTargets) -> str:
@@ -107,6 +112,8 @@ def url_of(name: str, slug: str, targets: TeamTargets) -> str:
         kwargs["token_id"] = targets.token_id
     elif name.startswith("member_"):
         kwargs["membership_id"] = targets.membership_id
+    elif name == "review_resolve":
+        kwargs["nudge_id"] = targets.nudge_id
     return reverse(f"dashboard:{name}", kwargs=kwargs)
 
 

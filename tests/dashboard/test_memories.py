@@ -229,7 +229,8 @@ def test_overview_shows_counts_health_budget_and_charts(mia: Client, team: Team)
     assert (totals["active"], totals["superseded"], totals["deleted"]) == (2, 1, 0)
     assert response.context["health"]["pending"] == 3
     assert response.context["injection"].tokens_used > 0
-    assert body.count('<svg class="chart"') == 2
+    # Writes per day, active by type, confirmed per week (the freshness panel).
+    assert body.count('<svg class="chart"') == 3
     assert "Writes per day" in body and "Recent changes" in body
 
 

@@ -1,0 +1,20 @@
+"""Template tags of the dashboard's shared layout (base.html)."""
+
+from __future__ import annotations
+
+from django import template
+
+from dashboard import selectors
+from teams.models import Team
+
+register = template.Library()
+
+
+@register.simple_tag
+def open_review_count(team: Team) -> str:
+    """The nav's count of open nudges: "" for none, "N+" past the cap. Rendered inside
+    the page's team scope (team_page renders within it)."""
+    count = selectors.open_nudge_count(team=team)
+    if count == 0:
+        return ""
+    return f"{selectors.OPEN_COUNT_CAP}+" if count > selectors.OPEN_COUNT_CAP else str(count)

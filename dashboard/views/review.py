@@ -1,0 +1,131 @@
+"""The Review page: the team's open nudges (freshness) in one queue, each resolved in one
+click (or one key) through freshness.services.resolve_nudge. Viewers read the queue;
+resolving it is a write, so it needs the member role like every memory write."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from core.errors import DomainError, NotFound
+from dashboard import selectors
+from dashboard.access import Role, TeamAccess, page_context, person_actor, team_page
+from dashboard.forms import parse_version
+from freshness import services as freshness_services
+from freshness.models import Nudge, NudgeAction, NudgeKind
+from memories.models import Memory
+
+
+@dataclass(frozen=True)
+class ReviewAction:
+    action: str  # a NudgeAction value, posted to review_resolve
+    label: str
+    shortcut: str  # the key that presses the button on the selected item
+    primary: bool = False
+
+
+CONFIRM = ReviewAction(NudgeAction.CONFIRM, "Confirm", "c", primary=True)
+DISMISS = ReviewAction(NudgeAction.DISMISS, "Dismiss", "d")
+KEEP_NEWER = ReviewAction(NudgeAction.SUPERSEDE, "Keep newer", "s", primary=True)
+BOTH_TRUE = ReviewAction(NudgeAction.COMPATIBLE, "Both true", "b")
+ARCHIVE = ReviewAction(NudgeAction.ARCHIVE, "Archive", "a", primary=True)
+
+# The buttons each kind of nudge offers, in order. The service decides what resolves
+# what; this only chooses what the page offers (e.g. a contradiction's "confirm" is the
+# same as "both true", so it is offered once).
+ACTIONS_BY_KIND: dict[str, list[ReviewAction]] = {
+    NudgeKind.CONTRADICTION: [KEEP_NEWER, BOTH_TRUE, DISMISS],
+    NudgeKind.ANCHOR_BROKEN: [CONFIRM, DISMISS],
+    NudgeKind.DUE: [CONFIRM, DISMISS],
+    NudgeKind.PRUNE: [ARCHIVE, DISMISS],
+}
+KIND_LABELS: dict[str, str] = {
+    NudgeKind.CONTRADICTION: "Contradiction",
+    NudgeKind.ANCHOR_BROKEN: "Broken anchor",
+    NudgeKind.DUE: "Due for confirmation",
+    NudgeKind.PRUNE: "Archive proposal",
+}
+SHORTCUTS = [
+    ("j / k", "next / previous item"),
+    *[(a.shortcut, a.label) for a in (CONFIRM, KEEP_NEWER, BOTH_TRUE, ARCHIVE, DISMISS)],
+]
+DONE: dict[str, str] = {
+    NudgeAction.CONFIRM: "Confirmed",
+    NudgeAction.DISMISS: "Dismissed",
+    NudgeAction.SUPERSEDE: "Kept the newer entry and archived the older",
+    NudgeAction.COMPATIBLE: "Confirmed both entries",
+    NudgeAction.ARCHIVE: "Archived",
+}
+
+
+@dataclass(frozen=True)
+class ReviewItem:
+    nudge: Nudge
+    kind_label: str
+    actions: list[ReviewAction]
+
+    @property
+    def entries(self) -> list[Memory]:
+        """The entry, or a contradiction's newer and older entries, in that order."""
+        return [m for m in (self.nudge.memory, self.nudge.other_memory) if m is not None]
+
+
+@team_page()
+def review(request: HttpRequest, access: TeamAccess) -> HttpResponse:
+    after = _nudge_id(request.GET.get("after")) if request.GET.get("after") else None
+    page = selectors.review_queue(team=access.team, after=after)
+    items = [
+        ReviewItem(
+            nudge=n, kind_label=KIND_LABELS.get(n.kind, n.kind), actions=ACTIONS_BY_KIND.get(n.kind, [])
+        )
+        for n in page.nudges
+    ]
+    context = page_context(
+        access,
+        items=items,
+        after=after,
+        next_after=page.next_after,
+        is_first_page=after is None,
+        shortcuts=SHORTCUTS,
+    )
+    return render(request, "dashboard/review.html", context)
+
+
+@team_page(Role.MEMBER)
+@require_POST
+def review_resolve(request: HttpRequest, access: TeamAccess, nudge_id: str) -> HttpResponse:
+    action = request.POST.get("action", "")
+    try:
+        nudge = freshness_services.resolve_nudge(
+            team=access.team, nudge_id=_nudge_id(nudge_id), action=action, actor=person_actor(request)
+        )
+    except NotFound:
+        raise  # another team's nudge, or none: the one 404 page (team_page)
+    except DomainError as error:
+        # Closed already, or an action that does not fit (the entry moved on since).
+        messages.error(request, error.detail)
+    else:
+        keys = ", ".join(m.key for m in (nudge.memory, nudge.other_memory) if m)
+        messages.success(request, f"{DONE.get(action, 'Resolved')}: {keys}.")
+    return redirect(_back_to_queue(access, request.POST.get("after")))
+
+
+def _nudge_id(value: str | None) -> uuid.UUID:
+    """A nudge id from the URL or the query: malformed is a nudge that does not exist."""
+    parsed = parse_version(value)
+    if parsed is None:
+        raise NotFound("malformed nudge id")
+    return parsed
+
+
+def _back_to_queue(access: TeamAccess, after: str | None) -> str:
+    """The page of the queue the action was taken on (its cursor, when well-formed)."""
+    url = reverse("dashboard:review", kwargs={"slug": access.team.slug})
+    cursor = parse_version(after)
+    return f"{url}?after={cursor}" if cursor else url
