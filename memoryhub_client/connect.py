@@ -80,7 +80,12 @@ def run_connect(arguments: argparse.Namespace) -> int:
         project_dir=Path(arguments.dir),
     )
     if not arguments.write:
-        print(render(targets), end="")
+        if len(targets) == 1:
+            # One file: its name on stderr, so that `connect cursor > .cursor/mcp.json` is valid.
+            print(f"# {targets[0].shown_path}", file=sys.stderr)
+            print(snippet_text(targets[0]), end="")
+        else:
+            print(render(targets), end="")
         return 0
     if arguments.client == "generic":
         print("memoryhub connect: generic has no file of its own: copy the snippet", file=sys.stderr)
@@ -145,11 +150,11 @@ def _json_target(relative: str, project_dir: Path, kind: str, snippet: dict[str,
 
 def render(targets: list[Target]) -> str:
     """What `connect` prints: each file's name as a comment, then its snippet."""
-    blocks = []
-    for target in targets:
-        text = toml_text(target.snippet) if target.kind == "codex-toml" else json_text(target.snippet)
-        blocks.append(f"# {target.shown_path}\n{text}")
-    return "\n".join(blocks)
+    return "\n".join(f"# {target.shown_path}\n{snippet_text(target)}" for target in targets)
+
+
+def snippet_text(target: Target) -> str:
+    return toml_text(target.snippet) if target.kind == "codex-toml" else json_text(target.snippet)
 
 
 def json_text(data: dict[str, Any]) -> str:

@@ -1,4 +1,4 @@
-"""`python -m tests.bench [quality|latency|ingest|injection|hardening|mcp|transfer|contradictions|extraction|all] [--quick]` (make bench).
+"""`python -m tests.bench [quality|latency|ingest|injection|hardening|mcp|transfer|freshness|contradictions|extraction|all] [--quick]` (make bench).
 
 Runs against its own embedded PostgreSQL in .memoryhub/bench, prints a table per
 section and writes bench-results/<section>.json with the environment it ran on.
@@ -20,6 +20,7 @@ SECTIONS = (
     "hardening",
     "mcp",
     "transfer",
+    "freshness",
     "contradictions",
     "extraction",
 )

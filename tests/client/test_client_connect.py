@@ -142,6 +142,17 @@ def test_the_readme_shows_exactly_what_connect_prints(cli: Cli) -> None:
         printed = cli("connect", client, "--url", URL, "--team", "my-team")
         assert printed.returncode == 0, printed.stderr
         assert f"memoryhub connect {client}" in section
-        for snippet in printed.stdout.split("\n# ")[0:]:
-            body = snippet.split("\n", 1)[1]
+        if printed.stdout.startswith("# "):  # two files: each under its name
+            bodies = [snippet.split("\n", 1)[1] for snippet in printed.stdout.split("\n# ")]
+        else:  # one file: its name on stderr
+            bodies = [printed.stdout]
+            assert printed.stderr.startswith("# ")
+        for body in bodies:
             assert body in blocks, (client, body)
+
+
+def test_a_one_file_client_prints_a_snippet_that_is_valid_on_its_own(cli: Cli, tmp_path: Path) -> None:
+    for client, parse in (("cursor", json.loads), ("generic", json.loads), ("codex", tomllib.loads)):
+        printed = cli("connect", client, "--url", URL)
+        assert printed.returncode == 0, printed.stderr
+        assert "memoryhub" in str(parse(printed.stdout)), client
