@@ -45,8 +45,10 @@ from teams.scope import team_scope
 
 logger = logging.getLogger(__name__)
 
-# Entries read per query inside a team (keyset over ids); the run's `limit` bounds the total.
-DUE_PAGE_SIZE = 500
+# Entries read per query inside a team (keyset over (last_confirmed_at, id)); the run's
+# `limit` bounds the total. Each page re-reads the team's candidates and their open
+# nudges, so pages are large: a page of ids, keys and times is a few hundred KB.
+DUE_PAGE_SIZE = 5000
 
 
 class NudgeNotFound(NotFound):
