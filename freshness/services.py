@@ -25,6 +25,7 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
@@ -68,42 +69,54 @@ class ActionNotApplicable(InvalidInput):
 
 
 @dataclass
-class DueRun:
-    """What one run of the due job did: `checked` entries found past their window
-    without an open due nudge, `flagged` nudges opened (fewer when a concurrent run
-    opened some first), `errors` teams whose pass failed (logged, retried next run).
-    `resume_after_team` is where the next run starts (0: from the first team)."""
+class TeamSweep:
+    """What one run of a job over every team did: `checked` entries found, `opened`
+    nudges opened for them (fewer when a concurrent run opened some first), `errors`
+    teams whose pass failed (logged, retried next run). `resume_after_team` is where
+    the next run starts (0: from the first team)."""
 
     checked: int = 0
-    flagged: int = 0
+    opened: int = 0
     errors: int = 0
     teams: int = 0
     resume_after_team: int = 0
     failed_teams: list[int] = field(default_factory=list)
+    OPENED_NAME: ClassVar[str] = "opened"
 
     def as_dict(self) -> dict[str, int]:
         return {
             "checked": self.checked,
-            "flagged": self.flagged,
+            self.OPENED_NAME: self.opened,
             "errors": self.errors,
             "teams": self.teams,
             "resume_after_team": self.resume_after_team,
         }
 
 
-def mark_due_entries(
-    *, now: dt.datetime | None = None, limit: int | None = None, start_after_team: int = 0
-) -> DueRun:
-    """Open a `due` nudge for each active entry past its team's window, at most `limit`
-    (MEMORYHUB_FRESHNESS_DUE_BATCH) per run. Teams are taken in id order from after
-    `start_after_team`, wrapping around once, each in its own scope (its own transaction:
-    one team's failure is counted and the others go on). A run that stops at the limit
-    says in `resume_after_team` which team to go on from, so a team with a large backlog
-    never starves the teams after it. Idempotent: entries with an open due nudge are not
-    looked at again, and the open-nudge constraint holds against a concurrent run."""
-    now = now or timezone.now()
-    budget = settings.MEMORYHUB_FRESHNESS_DUE_BATCH if limit is None else limit
-    run = DueRun()
+@dataclass
+class DueRun(TeamSweep):
+    """The due job's run: its nudges are `flagged` entries."""
+
+    OPENED_NAME: ClassVar[str] = "flagged"
+
+    @property
+    def flagged(self) -> int:
+        return self.opened
+
+
+def _sweep_teams(
+    run: TeamSweep,
+    *,
+    job: str,
+    budget: int,
+    start_after_team: int,
+    visit: Callable[[int, int], tuple[int, int]],
+) -> None:
+    """Call `visit(team_id, budget_left) -> (checked, opened)` for each team, in id order
+    from after `start_after_team`, wrapping around once, each in its own scope (its own
+    transaction: one team's failure is counted and the others go on), until `budget`
+    entries were checked. A run that stops at the budget says in `resume_after_team`
+    which team to go on from, so a team with a large backlog never starves the others."""
     # The teams table is not team-scoped: listing ids needs no bypass.
     team_ids = list(Team.objects.order_by("id").values_list("id", flat=True))
     ordered = [t for t in team_ids if t > start_after_team] + [t for t in team_ids if t <= start_after_team]
@@ -114,19 +127,37 @@ def mark_due_entries(
         run.teams += 1
         try:
             with team_scope(team_id):
-                checked, flagged = _mark_team_due(team_id, now=now, budget=budget - run.checked)
+                checked, opened = visit(team_id, budget - run.checked)
         except Exception:
-            logger.exception("freshness due job: team %s failed", team_id)
+            logger.exception("freshness %s job: team %s failed", job, team_id)
             run.errors += 1
             run.failed_teams.append(team_id)
             continue
         run.checked += checked
-        run.flagged += flagged
+        run.opened += opened
         if run.checked >= budget:
-            # The limit may have cut this team short: the next run starts with it.
+            # The budget may have cut this team short: the next run starts with it.
             run.resume_after_team = _previous_team(ordered, team_id, start_after_team)
             break
-    logger.info("freshness due job: %s", run.as_dict())
+    logger.info("freshness %s job: %s", job, run.as_dict())
+
+
+def mark_due_entries(
+    *, now: dt.datetime | None = None, limit: int | None = None, start_after_team: int = 0
+) -> DueRun:
+    """Open a `due` nudge for each active entry past its team's window, at most `limit`
+    (MEMORYHUB_FRESHNESS_DUE_BATCH) per run, every team in its own scope from after
+    `start_after_team` (_sweep_teams). Idempotent: entries with an open due nudge are not
+    looked at again, and the open-nudge constraint holds against a concurrent run."""
+    now = now or timezone.now()
+    run = DueRun()
+    _sweep_teams(
+        run,
+        job="due",
+        budget=settings.MEMORYHUB_FRESHNESS_DUE_BATCH if limit is None else limit,
+        start_after_team=start_after_team,
+        visit=lambda team_id, budget: _mark_team_due(team_id, now=now, budget=budget),
+    )
     return run
 
 
@@ -531,26 +562,14 @@ def close_nudges_of_archived(*, team: Team, memory_id: uuid.UUID, archived_by: s
 
 
 @dataclass
-class PruneRun:
-    """What one run of the prune job did: `checked` entries found stale without a prune
-    nudge, `proposed` nudges opened, `errors` teams whose pass failed (logged).
-    `resume_after_team` is where the next run starts (0: from the first team)."""
+class PruneRun(TeamSweep):
+    """The prune job's run: its nudges are archive proposals."""
 
-    checked: int = 0
-    proposed: int = 0
-    errors: int = 0
-    teams: int = 0
-    resume_after_team: int = 0
-    failed_teams: list[int] = field(default_factory=list)
+    OPENED_NAME: ClassVar[str] = "proposed"
 
-    def as_dict(self) -> dict[str, int]:
-        return {
-            "checked": self.checked,
-            "proposed": self.proposed,
-            "errors": self.errors,
-            "teams": self.teams,
-            "resume_after_team": self.resume_after_team,
-        }
+    @property
+    def proposed(self) -> int:
+        return self.opened
 
 
 def prune_condition(now: dt.datetime) -> Q:
@@ -577,29 +596,14 @@ def propose_prunes(
     nudge is not proposed again (a dismissed proposal means "keep it"). Nothing is
     archived here: archiving is a person's or agent's answer to the nudge."""
     now = now or timezone.now()
-    budget = settings.MEMORYHUB_FRESHNESS_PRUNE_BATCH if limit is None else limit
     run = PruneRun()
-    team_ids = list(Team.objects.order_by("id").values_list("id", flat=True))
-    ordered = [t for t in team_ids if t > start_after_team] + [t for t in team_ids if t <= start_after_team]
-    for team_id in ordered:
-        if run.checked >= budget:
-            run.resume_after_team = _previous_team(ordered, team_id, start_after_team)
-            break
-        run.teams += 1
-        try:
-            with team_scope(team_id), transaction.atomic():
-                checked, proposed = _propose_team_prunes(team_id, now=now, budget=budget - run.checked)
-        except Exception:
-            logger.exception("freshness prune job: team %s failed", team_id)
-            run.errors += 1
-            run.failed_teams.append(team_id)
-            continue
-        run.checked += checked
-        run.proposed += proposed
-        if run.checked >= budget:
-            run.resume_after_team = _previous_team(ordered, team_id, start_after_team)
-            break
-    logger.info("freshness prune job: %s", run.as_dict())
+    _sweep_teams(
+        run,
+        job="prune",
+        budget=settings.MEMORYHUB_FRESHNESS_PRUNE_BATCH if limit is None else limit,
+        start_after_team=start_after_team,
+        visit=lambda team_id, budget: _propose_team_prunes(team_id, now=now, budget=budget),
+    )
     return run
 
 
