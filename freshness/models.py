@@ -114,3 +114,102 @@ class JobRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.job} at {self.started_at:%Y-%m-%d %H:%M:%S}"
+
+
+class AnchorCheckSource(models.TextChoices):
+    SERVER = "server"  # the beat job fetched a url or api anchor
+    CLIENT = "client"  # a client (`memoryhub verify`, the session-start hook) reported a file anchor
+
+
+class AnchorCheck(models.Model):
+    """One check of an entry's anchor and what it found: the server's beat job for `url`
+    and `api` anchors, a client's report for `file` anchors (the server cannot see a
+    worktree). A failed check flags the entry `anchor_broken` and opens a nudge."""
+
+    id = models.BigAutoField(primary_key=True)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="anchor_checks")
+    source = models.CharField(max_length=8, choices=AnchorCheckSource.choices)
+    checked_at = models.DateTimeField()
+    ok = models.BooleanField()
+    # The HTTP status of the last answer (None: no answer, or a file anchor).
+    status = models.PositiveSmallIntegerField(null=True, blank=True)
+    # Why a check failed, in a few words ("timeout", "blocked address", "expected text
+    # missing"); never the body of the answer.
+    detail = models.CharField(max_length=300, blank=True, default="")
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    # Who reported a client check (the token's or person's name).
+    reported_by = models.CharField(max_length=200, blank=True, default="")
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["team", "memory", "-checked_at"], name="anchorcheck_team_memory"),
+        ]
+
+    def __str__(self) -> str:
+        return f"anchor check of {self.memory_id}: {'ok' if self.ok else 'broken'}"
+
+
+class DraftState(models.TextChoices):
+    PENDING = "pending"
+    ACCEPTED = "accepted"
+    REJECTED = "rejected"
+    MERGED = "merged"
+
+
+class DraftConflict(models.TextChoices):
+    NONE = ""
+    DUPLICATE = "duplicate"  # an active entry already says this
+    CONTRADICTION = "contradiction"  # an active entry disagrees with it
+
+
+class Draft(models.Model):
+    """A memory an extractor proposed from a transcript, waiting for a person: accepted
+    (optionally edited) into a memory, merged into an existing entry, or rejected. Kept
+    after review as the stored memory's provenance: the source session, the extractor
+    and the reviewer."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    state = models.CharField(max_length=16, choices=DraftState.choices, default=DraftState.PENDING)
+    type = models.CharField(max_length=16)
+    key = models.CharField(max_length=200)
+    content = models.TextField()
+    why = models.CharField(max_length=200, blank=True, default="")
+    # The candidate's [start, end) in the scrubbed, code-free transcript it came from,
+    # and a short excerpt of that text (the transcript itself is not kept).
+    source_start = models.PositiveIntegerField(default=0)
+    source_end = models.PositiveIntegerField(default=0)
+    source_excerpt = models.TextField(blank=True, default="")
+    # Where the transcript came from: the agent session's id or a label the caller gave.
+    source_session = models.CharField(max_length=200, blank=True, default="")
+    extractor = models.CharField(max_length=100)
+    created_by = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    conflict = models.CharField(max_length=16, choices=DraftConflict.choices, blank=True, default="")
+    conflict_memory = models.ForeignKey(
+        Memory, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    reviewed_by = models.CharField(max_length=200, blank=True, default="")
+    # The version an accepted or merged draft became.
+    memory = models.ForeignKey(
+        Memory, null=True, blank=True, on_delete=models.SET_NULL, related_name="drafts"
+    )
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(state="pending", reviewed_at__isnull=True)
+                | (~Q(state="pending") & Q(reviewed_at__isnull=False)),
+                name="draft_reviewed_has_time",
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["team", "-created_at"], condition=Q(state="pending"), name="draft_team_pending_recent"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.state} draft {self.key}"

@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from django.db import connection, models, transaction
 
 from agents.sessions import boot_session
-from freshness.models import Nudge, NudgeKind
+from freshness.models import AnchorCheck, AnchorCheckSource, Draft, Nudge, NudgeKind
 from memories import services as memory_services
 from memories.feedback import annotate_memory
 from search.models import Chunk, ChunkEmbedding, EmbeddingCache
@@ -40,6 +40,8 @@ TEAM_SCOPED_MODELS = team_scoped_models()
 # so testing nothing) fails instead of passing.
 KNOWN_TEAM_TABLES = {
     "agents_agentsession",
+    "freshness_anchorcheck",
+    "freshness_draft",
     "freshness_nudge",
     "memories_annotation",
     "memories_confirmation",
@@ -77,6 +79,12 @@ def fill(team: Team, label: str) -> None:
         annotate_memory(team=team, key=f"{label}-key", note=f"{label} annotation", created_by=label)
         memory_services.confirm_memory(team=team, key=f"{label}-key", confirmed_by=label)
         Nudge.objects.create(team=team, kind=NudgeKind.DUE, memory=memory, message=f"{label} nudge")
+        AnchorCheck.objects.create(
+            team=team, memory=memory, source=AnchorCheckSource.SERVER, checked_at=memory.created_at, ok=True
+        )
+        Draft.objects.create(
+            team=team, type="lesson", key=f"{label}-draft", content=f"{label} draft", extractor="test"
+        )
         # Writes the vault entry and its audit event.
         services.set_vault_entry(
             team=team, key=f"{label}-setting", value=f"{label}-value", is_secret=False, actor=label
