@@ -15,7 +15,7 @@ from django.db.models.functions import TruncDate, TruncWeek
 from django.utils import timezone
 
 from core.errors import NotFound
-from freshness.models import Nudge, NudgeKind, NudgeState
+from freshness.models import AnchorCheck, AnchorCheckSource, JobRun, Nudge, NudgeKind, NudgeState
 from memories.exceptions import MemoryNotFound
 from memories.extraction import metadata_filter_q
 from memories.freshness import FreshnessWindows, due_condition
@@ -394,6 +394,50 @@ class FreshnessCounts:
     @property
     def total(self) -> int:
         return self.fresh + self.due + self.anchor_broken + self.contradicted
+
+
+@dataclass(frozen=True)
+class JobRunSummary:
+    """A beat job's last run as one team sees it: when, how it ended, and what it did in
+    this team (the run's own counts span every team, so they stay in the admin)."""
+
+    label: str
+    run: JobRun | None
+    team_outcome: str  # e.g. "3 due nudges opened"; "" when the job has no per-team trace
+
+
+# MemoryHub's freshness jobs in the order the panel lists them, with what each leaves in
+# a team's rows during a run (counted between the run's start and finish).
+FRESHNESS_JOBS: list[tuple[str, str]] = [
+    ("freshness.mark_due", "Mark entries due"),
+    ("freshness.check_anchors", "Check anchors"),
+    ("freshness.propose_prunes", "Propose archiving"),
+    ("agents.expire_sessions", "Expire sessions"),
+]
+
+
+def freshness_job_runs(*, team: Team) -> list[JobRunSummary]:
+    """The last run of each freshness job: at most two queries per job."""
+    summaries = []
+    for job, label in FRESHNESS_JOBS:
+        run = JobRun.objects.filter(job=job).order_by("-started_at", "-id").first()
+        outcome = _team_outcome(team, job, run.started_at, run.finished_at) if run and run.finished_at else ""
+        summaries.append(JobRunSummary(label=label, run=run, team_outcome=outcome))
+    return summaries
+
+
+def _team_outcome(team: Team, job: str, started_at: datetime, finished_at: datetime) -> str:
+    window = (started_at, finished_at)
+    if job in ("freshness.mark_due", "freshness.propose_prunes"):
+        kind, what = (NudgeKind.DUE, "due") if job == "freshness.mark_due" else (NudgeKind.PRUNE, "archive")
+        opened = Nudge.objects.filter(team=team, kind=kind, created_at__range=window).count()
+        return f"{opened} {what} nudge{'' if opened == 1 else 's'} opened here"
+    if job == "freshness.check_anchors":
+        checks = AnchorCheck.objects.filter(
+            team=team, source=AnchorCheckSource.SERVER, checked_at__range=window
+        ).aggregate(checked=Count("id"), broken=Count("id", filter=Q(ok=False)))
+        return f"{checks['checked']} anchors checked here, {checks['broken']} broken"
+    return ""
 
 
 def freshness_counts(*, team: Team, now: datetime | None = None) -> FreshnessCounts:

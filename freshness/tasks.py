@@ -29,7 +29,27 @@ def propose_prunes() -> dict[str, int]:
     """Open `prune` nudges proposing to archive old, never read, unrated entries:
     bounded per run, idempotent; nothing is archived or deleted here."""
     from freshness import services
+    from freshness.jobs import recorded_run
 
-    run = services.propose_prunes(start_after_team=int(cache.get(PRUNE_CURSOR_CACHE_KEY) or 0))
-    cache.set(PRUNE_CURSOR_CACHE_KEY, run.resume_after_team, timeout=None)
+    with recorded_run("freshness.propose_prunes") as outcome:
+        run = services.propose_prunes(start_after_team=int(cache.get(PRUNE_CURSOR_CACHE_KEY) or 0))
+        cache.set(PRUNE_CURSOR_CACHE_KEY, run.resume_after_team, timeout=None)
+        outcome.update(run.as_dict())
+    return run.as_dict()
+
+
+ANCHOR_CURSOR_CACHE_KEY = "freshness:check_anchors:resume_after_team"
+
+
+@shared_task(name="freshness.check_anchors", ignore_result=True)
+def check_anchors() -> dict[str, int]:
+    """Check due url and api anchors of every team (freshness.anchor_checks): bounded per
+    run, each anchor at most once per interval; broken ones flag their entry."""
+    from freshness import anchor_checks
+    from freshness.jobs import recorded_run
+
+    with recorded_run("freshness.check_anchors") as outcome:
+        run = anchor_checks.check_anchors(start_after_team=int(cache.get(ANCHOR_CURSOR_CACHE_KEY) or 0))
+        cache.set(ANCHOR_CURSOR_CACHE_KEY, run.resume_after_team, timeout=None)
+        outcome.update(run.as_dict())
     return run.as_dict()

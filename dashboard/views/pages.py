@@ -56,6 +56,7 @@ def overview(request: HttpRequest, access: TeamAccess) -> HttpResponse:
         writes_total=sum(n for _, n in per_day),
         types_chart=charts.horizontal_bars([(c.type, c.active) for c in counts]),
         freshness=selectors.freshness_counts(team=team),
+        job_runs=selectors.freshness_job_runs(team=team),
         confirmations_chart=charts.daily_columns(confirmed_weekly),
         confirmations_total=sum(n for _, n in confirmed_weekly),
     )

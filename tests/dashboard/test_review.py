@@ -18,7 +18,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from dashboard import selectors
-from freshness.models import Nudge, NudgeKind, NudgeState
+from freshness.models import JobRun, Nudge, NudgeKind, NudgeState
 from memories import services as memory_services
 from memories.models import Confirmation, Memory
 from teams.models import Team
@@ -520,3 +520,49 @@ def test_overview_draws_the_confirmations_chart(cast: Cast, team: Team, freshnes
     assert 'id="chart-confirmations-title"' in body
     assert f"{this_monday.isoformat()}: 1" in body
     assert "1 in the last 12 weeks" in body
+
+
+# --- the overview's freshness jobs ----------------------------------------------------------------
+
+
+def test_freshness_jobs_show_the_last_run_and_only_this_teams_share_of_it(
+    cast: Cast, team: Team, other_team: Team
+) -> None:
+    from freshness import tasks
+
+    age(save(team, "alpha-due", "Releases go out on Thursday.", type_name="decision"), 40)
+    for n in range(3):
+        age(
+            save(other_team, f"bravo-due-{n}", f"Bravo rule number {n} of the hangar.", type_name="decision"),
+            40,
+        )
+
+    with operator_view():
+        tasks.mark_due()
+
+    body = cast.client("viewer").get(url("overview")).content.decode()
+    row = re.search(r'<tr data-job="Mark entries due">(.*?)</tr>', body, re.S)
+    assert row is not None
+    assert "ok</span>" in row.group(1)
+    # The run's own counts (4 due entries over both teams) stay in the admin.
+    with operator_view():
+        assert JobRun.objects.get(job="freshness.mark_due").outcome["checked"] == 4
+    assert '<td class="muted">1 due nudge opened here</td>' in row.group(1)
+    assert "bravo" not in body.lower()
+    never_run = re.search(r'<tr data-job="Check anchors">(.*?)</tr>', body, re.S)
+    assert never_run is not None and "not run yet" in never_run.group(1)
+
+
+def test_a_failed_run_shows_as_failed(cast: Cast, team: Team, monkeypatch: pytest.MonkeyPatch) -> None:
+    from freshness import services, tasks
+
+    def broken(**kwargs: Any) -> None:
+        raise RuntimeError("database went away")
+
+    monkeypatch.setattr(services, "propose_prunes", broken)
+    with operator_view(), pytest.raises(RuntimeError):
+        tasks.propose_prunes()
+
+    body = cast.client("viewer").get(url("overview")).content.decode()
+    row = re.search(r'<tr data-job="Propose archiving">(.*?)</tr>', body, re.S)
+    assert row is not None and "failed</span>" in row.group(1)
