@@ -20,21 +20,24 @@ def diversify(scored: list[Scored], texts: Mapping[uuid.UUID, str], k: int) -> l
     """Up to `k` of `scored` (best first), each the one with the highest
     λ * score - (1 - λ) * max Jaccard similarity to those picked before it; ties go
     to the earlier one. Each comes back with that value in `mmr`. `texts` holds the
-    text of every candidate."""
-    tokens = {item.candidate.memory_id: token_set(texts[item.candidate.memory_id]) for item in scored}
-    remaining = list(scored)
+    text of every candidate.
+
+    O(k·n) similarities: each candidate keeps its running maximum similarity to the
+    picked set, updated only against the one picked last."""
+    tokens = [token_set(texts[item.candidate.memory_id]) for item in scored]
+    redundancy = [0.0] * len(scored)
+    remaining = list(range(len(scored)))  # indices into `scored`, in its order
     picked: list[Scored] = []
     while remaining and len(picked) < k:
-        best_index, best_value = 0, -math.inf
-        for index, item in enumerate(remaining):
-            redundancy = max(
-                (jaccard(tokens[item.candidate.memory_id], tokens[p.candidate.memory_id]) for p in picked),
-                default=0.0,
-            )
-            value = MMR_LAMBDA * item.score - (1 - MMR_LAMBDA) * redundancy
+        best_position, best_value = 0, -math.inf
+        for position, index in enumerate(remaining):
+            value = MMR_LAMBDA * scored[index].score - (1 - MMR_LAMBDA) * redundancy[index]
             if value > best_value:
-                best_index, best_value = index, value
-        picked.append(replace(remaining.pop(best_index), mmr=round(best_value, 6)))
+                best_position, best_value = position, value
+        chosen = remaining.pop(best_position)
+        picked.append(replace(scored[chosen], mmr=round(best_value, 6)))
+        for index in remaining:
+            redundancy[index] = max(redundancy[index], jaccard(tokens[index], tokens[chosen]))
     return picked
 
 

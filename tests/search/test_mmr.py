@@ -103,3 +103,56 @@ def test_equal_values_go_to_the_earlier_candidate() -> None:
 
 def test_nothing_to_pick_from_picks_nothing() -> None:
     assert diversify([], {}, k=5) == []
+
+
+def naive_diversify(items: list[Scored], texts: dict[uuid.UUID, str], k: int) -> list[uuid.UUID]:
+    """MMR as defined: every step recomputes the similarity to every picked result."""
+    tokens = {i.candidate.memory_id: token_set(texts[i.candidate.memory_id]) for i in items}
+    remaining, picked = list(items), list[uuid.UUID]()
+    while remaining and len(picked) < k:
+        values = [
+            MMR_LAMBDA * item.score
+            - (1 - MMR_LAMBDA)
+            * max((jaccard(tokens[item.candidate.memory_id], tokens[p]) for p in picked), default=0.0)
+            for item in remaining
+        ]
+        best = values.index(max(values))  # the first of equal values: ties go to the earlier one
+        picked.append(remaining.pop(best).candidate.memory_id)
+    return picked
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_running_maximum_picks_what_the_definition_picks(seed: int) -> None:
+    import random
+
+    rng = random.Random(seed)
+    words = ["deploy", "redis", "stripe", "paddle", "friday", "tests", "queue", "index", "cache", "ops"]
+    items = [scored(round(rng.random(), 3)) for _ in range(rng.randint(1, 40))]
+    texts = {i.candidate.memory_id: " ".join(rng.choices(words, k=rng.randint(0, 6))) for i in items}
+    k = rng.randint(1, 50)
+
+    picked = diversify(sorted(items, key=lambda i: -i.score), texts, k)
+
+    expected = naive_diversify(sorted(items, key=lambda i: -i.score), texts, k)
+    assert [p.candidate.memory_id for p in picked] == expected
+
+
+def test_similarities_computed_are_linear_in_k_times_n(monkeypatch: pytest.MonkeyPatch) -> None:
+    from search.retrieval import mmr
+
+    calls = 0
+    real = mmr.jaccard
+
+    def counted(a: set[str], b: set[str]) -> float:
+        nonlocal calls
+        calls += 1
+        return real(a, b)
+
+    monkeypatch.setattr(mmr, "jaccard", counted)
+    items = [scored(1 - n / 1000) for n in range(200)]
+    texts = {i.candidate.memory_id: f"word{n} shared" for n, i in enumerate(items)}
+
+    diversify(items, texts, k=50)
+
+    # k picks, each compared once with what remains: at most k * n, not k² * n / 2.
+    assert calls <= 50 * 200
