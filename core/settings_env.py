@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import secrets
 from pathlib import Path
@@ -64,3 +65,16 @@ def read_rate(env: environ.Env, name: str, *, default: str) -> str:
     if not (count.isdigit() and int(count) > 0 and period in _RATE_PERIODS):
         raise SettingError(f"{name} must look like 600/min (a count per s, min, hour or day), not {value!r}")
     return value
+
+
+def check_networks(name: str, values: list[str]) -> list[str]:
+    """CIDR networks or single addresses, checked at start-up: a typo would otherwise
+    surface only when a job first reads them."""
+    for value in values:
+        try:
+            ipaddress.ip_network(value.strip(), strict=False)
+        except ValueError:
+            raise SettingError(
+                f"{name} lists networks such as 10.0.0.0/8 or 127.0.0.1, not {value!r}"
+            ) from None
+    return values

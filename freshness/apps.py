@@ -9,7 +9,7 @@ class FreshnessConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from freshness import services
+        from freshness import drafts, services
         from memories import hooks as memory_hooks
         from search import hooks as search_hooks
         from teams import hooks as team_hooks
@@ -19,3 +19,4 @@ class FreshnessConfig(AppConfig):
         search_hooks.memory_indexed.register(services.contradictions_after_indexing)
         search_hooks.texts_disagree.register(services.texts_disagree)
         team_hooks.team_shutdown.register(services.delete_team_nudges)
+        team_hooks.team_shutdown.register(drafts.delete_team_drafts)

@@ -12,7 +12,7 @@ from typing import Any
 
 import environ
 
-from core.settings_env import read_rate, read_secret
+from core.settings_env import check_networks, read_rate, read_secret
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -319,6 +319,43 @@ MEMORYHUB_FRESHNESS_DUE_BATCH = env.int("MEMORYHUB_FRESHNESS_DUE_BATCH", default
 # entries older than this, never read, never rated; at most PRUNE_BATCH proposals a run.
 MEMORYHUB_FRESHNESS_PRUNE_AFTER_DAYS = env.int("MEMORYHUB_FRESHNESS_PRUNE_AFTER_DAYS", default=180)
 MEMORYHUB_FRESHNESS_PRUNE_BATCH = env.int("MEMORYHUB_FRESHNESS_PRUNE_BATCH", default=5000)
+# Anchored verification (docs/decisions.md, "Anchored verification"): the anchor job
+# fetches at most BATCH url/api anchors a run, each at most once per INTERVAL, on WORKERS
+# threads with at most PER_HOST at once per host, starting none after RUN_SECONDS. A
+# check has connect/read timeouts, at most MAX_REDIRECTS hops and an overall deadline.
+# Checks never reach loopback, private, link-local or other non-public addresses unless
+# ALLOWED_NETWORKS (comma-separated CIDRs) lists them. A host that timed out or answered
+# 429/5xx waits BACKOFF_BASE * 2^n seconds (at most BACKOFF_MAX). FAILURES_TO_FLAG failed
+# checks in a row flag an entry; the newest KEEP_CHECKS checks per entry are kept.
+MEMORYHUB_ANCHOR_CHECK_BATCH = env.int("MEMORYHUB_ANCHOR_CHECK_BATCH", default=200)
+MEMORYHUB_ANCHOR_CHECK_INTERVAL_SECONDS = env.int("MEMORYHUB_ANCHOR_CHECK_INTERVAL_SECONDS", default=86400)
+MEMORYHUB_ANCHOR_WORKERS = env.int("MEMORYHUB_ANCHOR_WORKERS", default=4)
+MEMORYHUB_ANCHOR_PER_HOST = env.int("MEMORYHUB_ANCHOR_PER_HOST", default=2)
+MEMORYHUB_ANCHOR_RUN_SECONDS = env.float("MEMORYHUB_ANCHOR_RUN_SECONDS", default=120.0)
+MEMORYHUB_ANCHOR_CONNECT_TIMEOUT = env.float("MEMORYHUB_ANCHOR_CONNECT_TIMEOUT", default=5.0)
+MEMORYHUB_ANCHOR_READ_TIMEOUT = env.float("MEMORYHUB_ANCHOR_READ_TIMEOUT", default=10.0)
+MEMORYHUB_ANCHOR_CHECK_DEADLINE_SECONDS = env.float("MEMORYHUB_ANCHOR_CHECK_DEADLINE_SECONDS", default=30.0)
+MEMORYHUB_ANCHOR_MAX_REDIRECTS = env.int("MEMORYHUB_ANCHOR_MAX_REDIRECTS", default=5)
+MEMORYHUB_ANCHOR_ALLOWED_NETWORKS = check_networks(
+    "MEMORYHUB_ANCHOR_ALLOWED_NETWORKS", env.list("MEMORYHUB_ANCHOR_ALLOWED_NETWORKS", default=[])
+)
+MEMORYHUB_ANCHOR_BACKOFF_BASE_SECONDS = env.float("MEMORYHUB_ANCHOR_BACKOFF_BASE_SECONDS", default=300.0)
+MEMORYHUB_ANCHOR_BACKOFF_MAX_SECONDS = env.float("MEMORYHUB_ANCHOR_BACKOFF_MAX_SECONDS", default=86400.0)
+MEMORYHUB_ANCHOR_FAILURES_TO_FLAG = env.int("MEMORYHUB_ANCHOR_FAILURES_TO_FLAG", default=2)
+MEMORYHUB_ANCHOR_KEEP_CHECKS = env.int("MEMORYHUB_ANCHOR_KEEP_CHECKS", default=20)
+# Extraction drafts (docs/decisions.md, "Extraction drafts: lifecycle"): `rules` (offline,
+# the default) or `openai`, any OpenAI-compatible POST {base_url}/chat/completions. The
+# API key is read at call time from the environment variable named by API_KEY_ENV.
+MEMORYHUB_DRAFT_EXTRACTOR = env.str("MEMORYHUB_DRAFT_EXTRACTOR", default="rules")
+MEMORYHUB_DRAFT_LLM_BASE_URL = env.str("MEMORYHUB_DRAFT_LLM_BASE_URL", default="")
+MEMORYHUB_DRAFT_LLM_MODEL = env.str("MEMORYHUB_DRAFT_LLM_MODEL", default="")
+MEMORYHUB_DRAFT_LLM_API_KEY_ENV = env.str("MEMORYHUB_DRAFT_LLM_API_KEY_ENV", default="")
+MEMORYHUB_DRAFT_LLM_CONNECT_TIMEOUT = env.float("MEMORYHUB_DRAFT_LLM_CONNECT_TIMEOUT", default=2.0)
+MEMORYHUB_DRAFT_LLM_READ_TIMEOUT = env.float("MEMORYHUB_DRAFT_LLM_READ_TIMEOUT", default=60.0)
+MEMORYHUB_DRAFT_LLM_MAX_ATTEMPTS = env.int("MEMORYHUB_DRAFT_LLM_MAX_ATTEMPTS", default=2)
+MEMORYHUB_DRAFT_LLM_RETRY_WAIT = env.float("MEMORYHUB_DRAFT_LLM_RETRY_WAIT", default=0.5)
+# The prepared transcript the LLM is sent is cut to this many characters (its opening).
+MEMORYHUB_DRAFT_LLM_MAX_CHARS = env.int("MEMORYHUB_DRAFT_LLM_MAX_CHARS", default=64 * 1024)
 # Index retries (docs/decisions.md, "Index retries"): the reconcile job leaves an entry
 # queued less than a lease ago alone, retries a failed one after an exponential backoff,
 # and gives up after MAX_ATTEMPTS failed attempts (until "retry stuck" is asked for).

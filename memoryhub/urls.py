@@ -7,6 +7,8 @@ from rest_framework.routers import SimpleRouter
 from agents.api_injection import InjectionViewSet
 from agents.api_sessions import AgentSessionViewSet
 from freshness.api import NudgeViewSet
+from freshness.api_anchors import AnchorViewSet
+from freshness.api_drafts import DraftViewSet
 from memories.api import MemoryViewSet
 from memories.api_learnings import LearningViewSet
 from memories.api_skills import SkillViewSet
@@ -26,6 +28,8 @@ router.register("audit", AuditEventViewSet, basename="audit")
 router.register("export", ExportViewSet, basename="export")
 router.register("import", ImportViewSet, basename="import")
 router.register("nudges", NudgeViewSet, basename="nudge")
+router.register("anchors", AnchorViewSet, basename="anchor")
+router.register("drafts", DraftViewSet, basename="draft")
 
 
 def health(request: HttpRequest) -> JsonResponse:

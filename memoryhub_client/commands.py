@@ -190,12 +190,14 @@ def _print_json(answer: dict[str, Any]) -> None:
 
 
 def register_all(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """search, save, get, inject, hook and connect (cli.py adds them to its parser)."""
-    from memoryhub_client import connect, hooks
+    """search, save, get, inject, hook, connect and verify (cli.py adds them to its parser)."""
+    from memoryhub_client import connect, drafts, hooks, verify
 
     register(commands)
     hooks.register(commands)
     connect.register(commands)
+    verify.register(commands)
+    drafts.register(commands)
 
 
 def run(arguments: argparse.Namespace) -> int:

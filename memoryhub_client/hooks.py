@@ -23,12 +23,14 @@ from typing import Any
 
 from memoryhub_client.api import ApiError, MemoryHubApi, quote_key
 from memoryhub_client.config import ClientConfig, ConfigError, add_connection_flags, config_dir, load_config
+from memoryhub_client.drafts import send_session_transcript
 from memoryhub_client.section import write_atomically
 
 SOURCE = "claude-code"
 SAFE_SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 MAX_STDIN_BYTES = 1_000_000
 MAX_PROJECT_CHARS = 200  # the session API's limit
+HOOK_ANCHOR_PAGES = 1  # file anchors the session-start hook checks: one page (200)
 
 GUIDE = """\
 ## Using MemoryHub (the team's shared memory)
@@ -51,7 +53,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     events = claude.add_subparsers(dest="event", required=True)
     for event, handler, text in (
         ("session-start", run_session_start, "print the memory block and a guide; register the session"),
-        ("session-end", run_session_end, "end the session that session-start registered"),
+        (
+            "session-end",
+            run_session_end,
+            "send the transcript for extraction drafts; end the session that session-start registered",
+        ),
     ):
         parser = events.add_parser(event, help=text, description=text)
         parser.add_argument(
@@ -70,6 +76,7 @@ def run_session_start(arguments: argparse.Namespace) -> int:
         project = config.project or project_name(Path(cwd))
         with MemoryHubApi(config) as api:
             block = _start(api, config, state, project=project, cwd=cwd)
+            _report_file_anchors(api, Path(cwd))
     except (ApiError, ConfigError) as exc:
         print(f"MemoryHub: the team's memory could not be loaded ({exc}).")
         print(GUIDE, end="")
@@ -81,8 +88,21 @@ def run_session_start(arguments: argparse.Namespace) -> int:
     return 0
 
 
+def _report_file_anchors(api: MemoryHubApi, cwd: Path) -> None:
+    """Tell the server which of the team's file anchors exist in this worktree (one page
+    of them: bounded). Best effort: whatever goes wrong, the hook goes on."""
+    from memoryhub_client.verify import report_worktree
+
+    try:
+        report_worktree(api, cwd, max_pages=HOOK_ANCHOR_PAGES)
+    except Exception as exc:  # a hook never fails on this
+        print(f"memoryhub: file anchors not reported: {type(exc).__name__}", file=sys.stderr)
+
+
 def run_session_end(arguments: argparse.Namespace) -> int:
     event = read_hook_input()
+    # The session's transcript goes to drafts/extract/ first, best effort (memoryhub_client.drafts).
+    send_session_transcript(arguments, event)
     state = state_file(event.get("session_id"), str(event.get("cwd") or os.getcwd()))
     saved = _read_state(state)
     if saved is None:

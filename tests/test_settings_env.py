@@ -262,3 +262,11 @@ def test_env_example_values_are_the_defaults() -> None:
                 wrong[entry.name] = (entry.value, _as_env_text(default))
 
     assert wrong == {}, "name: (.env.example's value, the default in the code)"
+
+
+def test_an_anchor_allow_list_with_a_typo_stops_the_start() -> None:
+    from core.settings_env import SettingError, check_networks
+
+    assert check_networks("N", ["10.0.0.0/8", " 127.0.0.1 ", "::1"]) == ["10.0.0.0/8", " 127.0.0.1 ", "::1"]
+    with pytest.raises(SettingError, match="N lists networks"):
+        check_networks("N", ["10.0.0.0/8", "10.0.0/33"])

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest, QueryDict
@@ -33,7 +34,9 @@ from agents.api_sessions import (
 )
 from agents.injection.relevant import RELEVANT_MAX
 from agents.mcp import schema as js
+from core.errors import InvalidInput
 from core.pagination import KeysetPagination
+from freshness import drafts as freshness_drafts
 from freshness import selectors as freshness_selectors
 from freshness import services as freshness_services
 from freshness.api import (
@@ -41,6 +44,14 @@ from freshness.api import (
     NudgeOutputSerializer,
     NudgePagination,
     NudgeResolveInputSerializer,
+)
+from freshness.api_drafts import (
+    DraftAcceptInputSerializer,
+    DraftExtractInputSerializer,
+    DraftListQuerySerializer,
+    DraftMergeInputSerializer,
+    DraftOutputSerializer,
+    DraftPagination,
 )
 from freshness.models import NudgeAction, NudgeKind
 from memories import feedback, learnings, selectors, services, skills
@@ -1129,6 +1140,153 @@ RESOLVE = Tool(
 )
 
 
+# --- drafts_extract / drafts_list / draft_review (freshness drafts) ----------------
+
+
+class DraftsExtractArguments(DraftExtractInputSerializer):
+    pass
+
+
+def drafts_extract(call: ToolCall) -> dict[str, Any]:
+    data = validated(DraftsExtractArguments, call.arguments)
+    made = freshness_drafts.extract_drafts(
+        team=call.team,
+        transcript=data["transcript"],
+        actor=call.actor,
+        source_session=data.get("source_session", ""),
+    )
+    return {"drafts": DraftOutputSerializer(made, many=True, context={"team_slug": call.team.slug}).data}
+
+
+DRAFTS_EXTRACT = Tool(
+    name="drafts_extract",
+    title="Propose memories from a transcript",
+    description=(
+        "Give a session transcript or notes; at most 15 candidate memories (decisions, lessons, "
+        "always/never rules, switches, TODOs) come back as pending drafts for a person to review. "
+        "Credentials, the team's secrets, PII and code blocks are removed before any extractor reads "
+        "it. Each draft says whether it duplicates or contradicts an entry. Text already pending is "
+        "not drafted again. Errors: invalid, extractor_unavailable, extractor_bad_answer."
+    ),
+    input_schema=js.obj(
+        {
+            "transcript": js.string(
+                "The transcript or notes.", max_length=settings.MAX_REQUEST_BODY_BYTES, min_length=1
+            ),
+            "source_session": js.string(
+                "Where it came from: the session's id or a label.",
+                max_length=freshness_drafts.MAX_SOURCE_SESSION_CHARS,
+            ),
+        },
+        required=("transcript",),
+    ),
+    scope="write",
+    read_only=False,
+    destructive=False,
+    idempotent=True,
+    handler=drafts_extract,
+)
+
+
+class DraftsListArguments(StrictInputSerializer, DraftListQuerySerializer, PageArguments):
+    pass
+
+
+def drafts_list(call: ToolCall) -> dict[str, Any]:
+    data = validated(DraftsListArguments, call.arguments)
+    rows = freshness_drafts.list_drafts(team=call.team, state=data["state"])
+    page, next_cursor = paginate(DraftPagination, rows, limit=data["limit"], cursor=data.get("cursor"))
+    results = DraftOutputSerializer(page, many=True, context={"team_slug": call.team.slug}).data
+    return {"results": results, "next_cursor": next_cursor}
+
+
+DRAFTS_LIST = Tool(
+    name="drafts_list",
+    title="Drafts waiting for review",
+    description=(
+        "The team's extraction drafts, newest first: pending ones unless `state` says otherwise. "
+        "Each has its type, key, content, why it was proposed, the transcript excerpt it came from "
+        "and its conflict with an existing entry, and an id for draft_review. Errors: invalid."
+    ),
+    input_schema=js.obj(
+        {
+            "state": {
+                "enum": list(freshness_drafts.STATE_FILTER_CHOICES),
+                "description": "pending (the default), or another state; `all` for every state.",
+            },
+            **page_schema("drafts"),
+        }
+    ),
+    scope="read",
+    read_only=True,
+    destructive=False,
+    idempotent=True,
+    handler=drafts_list,
+)
+
+DRAFT_REVIEW_ACTIONS = ("accept", "reject", "merge")
+
+
+class DraftReviewArguments(DraftAcceptInputSerializer, DraftMergeInputSerializer):
+    draft_id = StrictUUIDField()
+    action = serializers.ChoiceField(choices=DRAFT_REVIEW_ACTIONS)
+    into_key = StrictRegexField(KEY_PATTERN, required=False, max_length=KEY_LENGTH)
+
+
+def draft_review(call: ToolCall) -> dict[str, Any]:
+    data = validated(DraftReviewArguments, call.arguments)
+    team, draft_id, actor = call.team, data["draft_id"], call.actor
+    if data["action"] == "accept":
+        draft = freshness_drafts.accept_draft(
+            team=team,
+            draft_id=draft_id,
+            actor=actor,
+            type=data.get("type"),
+            key=data.get("key"),
+            content=data.get("content"),
+        )
+    elif data["action"] == "reject":
+        draft = freshness_drafts.reject_draft(team=team, draft_id=draft_id, actor=actor)
+    else:
+        if not data.get("into_key"):
+            raise InvalidInput("merge needs into_key: the key of the entry to merge into", field="into_key")
+        draft = freshness_drafts.merge_draft(
+            team=team, draft_id=draft_id, actor=actor, into_key=data["into_key"], content=data.get("content")
+        )
+    return dict(DraftOutputSerializer(draft, context={"team_slug": call.team.slug}).data)
+
+
+DRAFT_REVIEW = Tool(
+    name="draft_review",
+    title="Accept, reject or merge a draft",
+    description=(
+        "Review a pending draft of drafts_list. `accept` stores it as a new entry (optionally with an "
+        "edited type, key or content) recording where it came from; `reject` drops it; `merge` "
+        "supersedes the active entry of `into_key` with the merged text (by default the entry's text "
+        "then the draft's). Returns the draft. Errors: not_found, draft_not_pending, "
+        "draft_key_exists (merge instead), draft_duplicate, invalid."
+    ),
+    input_schema=js.obj(
+        {
+            "draft_id": js.string("The draft's id, as drafts_list gives it.", max_length=64, format="uuid"),
+            "action": {"enum": list(DRAFT_REVIEW_ACTIONS), "description": "What to do; see the description."},
+            "type": js.string("accept: store it as this type instead.", max_length=32),
+            "key": {**KEY_SCHEMA, "description": "accept: store it under this key instead."},
+            "content": js.string(
+                "accept: the edited text; merge: the merged text.", max_length=MAX_CONTENT_BYTES
+            ),
+            "into_key": {**KEY_SCHEMA, "description": "merge: the key of the active entry to merge into."},
+        },
+        required=("draft_id", "action"),
+    ),
+    scope="write",
+    read_only=False,
+    destructive=True,
+    idempotent=False,
+    handler=draft_review,
+)
+
+
 TOOLS: dict[str, Tool] = {
     tool.name: tool
     for tool in (
@@ -1151,5 +1309,8 @@ TOOLS: dict[str, Tool] = {
         CONFIRM,
         NUDGES,
         RESOLVE,
+        DRAFTS_EXTRACT,
+        DRAFTS_LIST,
+        DRAFT_REVIEW,
     )
 }

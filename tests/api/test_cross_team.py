@@ -60,6 +60,18 @@ ENDPOINTS = [
     # Nudges: the real id of an alpha nudge is tried in tests/freshness/test_nudges_api.py.
     ("get", "nudges/", None),
     ("post", "nudges/00000000-0000-4000-8000-000000000008/resolve/", {"action": "dismiss"}),
+    # Drafts: the real id of an alpha draft is tried in tests/freshness/test_drafts_api.py.
+    ("get", "drafts/", None),
+    ("post", "drafts/extract/", {"transcript": "We decided to launch on the ninth."}),
+    ("get", "drafts/00000000-0000-4000-8000-000000000009/", None),
+    ("post", "drafts/00000000-0000-4000-8000-000000000009/accept/", {}),
+    ("post", "drafts/00000000-0000-4000-8000-000000000009/reject/", {}),
+    ("post", "drafts/00000000-0000-4000-8000-000000000009/merge/", {"into_key": "alpha-plan-7"}),
+    # Anchors: alpha's anchored entries and checks by key are tried in
+    # tests/freshness/test_anchor_checks.py.
+    ("get", "anchors/", None),
+    ("get", "anchors/checks/", None),
+    ("post", "anchors/report/", {"results": [{"key": "alpha-plan-7", "exists": False}]}),
 ]
 
 

@@ -14,7 +14,7 @@ import pytest
 from django.utils import timezone
 
 from agents.mcp.tools import TOOLS
-from freshness.models import Nudge, NudgeKind, NudgeState
+from freshness.models import Draft, DraftState, Nudge, NudgeKind, NudgeState
 from memories.models import Memory
 from memories.services import save_memory
 from teams.models import AgentToken, Team, VaultEntry
@@ -114,6 +114,8 @@ WRITE_CALLS = [
     ("session_end", {"session_id": "00000000-0000-4000-8000-000000000003"}),
     ("memory_confirm", {"key": "k"}),
     ("nudge_resolve", {"nudge_id": "00000000-0000-4000-8000-000000000004", "action": "dismiss"}),
+    ("drafts_extract", {"transcript": "We decided to use Paddle."}),
+    ("draft_review", {"draft_id": "00000000-0000-4000-8000-000000000005", "action": "reject"}),
 ]
 
 
@@ -161,6 +163,9 @@ CROSS_TEAM_CALLS: dict[str, dict[str, Any]] = {
     "memory_confirm": {"key": "bravo-plan-9", "note": "outsider says yes"},
     "memory_nudges": {"state": "all"},
     "nudge_resolve": {"nudge_id": "{nudge}", "action": "dismiss"},
+    "drafts_extract": {"transcript": "We decided to use zebra tooling.", "source_session": "bravo-session"},
+    "drafts_list": {"state": "all"},
+    "draft_review": {"draft_id": "{draft}", "action": "accept"},
 }
 MUST_NOT_FIND = {
     "memory_get",
@@ -174,6 +179,7 @@ MUST_NOT_FIND = {
     "skill_get",
     "memory_confirm",
     "nudge_resolve",
+    "draft_review",
 }
 
 
@@ -207,8 +213,12 @@ def test_another_teams_token_gets_nothing_of_the_team_from_any_tool(
                         actor="bravo")  # fmt: skip
         nudge = Nudge.objects.create(team=other_team, kind=NudgeKind.DUE, memory=saved.memory,
                                      message="Is zebra-quartz-1729 still true?")  # fmt: skip
+        draft = Draft.objects.create(team=other_team, type="decision", key="mem:bravo-draft",
+                                     content="We decided zebra-quartz-1729 is the code word.",
+                                     extractor="rules", source_session="bravo-task-31")  # fmt: skip
     alpha = make_agent(team, "alpha-admin", ["read", "write", "admin"]).token
-    ids = {"{version}": str(saved.memory.id), "{session}": str(session.id), "{nudge}": str(nudge.id)}
+    ids = {"{version}": str(saved.memory.id), "{session}": str(session.id), "{nudge}": str(nudge.id),
+           "{draft}": str(draft.id)}  # fmt: skip
     # memory_save last: it creates alpha's own entry under bravo's key, which alpha's
     # other calls would then find.
     order = sorted(CROSS_TEAM_CALLS, key=lambda name: name == "memory_save")
@@ -234,6 +244,9 @@ def test_another_teams_token_gets_nothing_of_the_team_from_any_tool(
         assert session.ended_at is None and session.current_task == "bravo-task-31"
         nudge.refresh_from_db()
         assert nudge.state == NudgeState.OPEN
+        draft.refresh_from_db()
+        assert draft.state == DraftState.PENDING
+        assert not Draft.objects.filter(team=team, content__contains="zebra-quartz").exists()
         assert bravo.last_confirmed_at == bravo.created_at
 
 

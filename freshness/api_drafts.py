@@ -1,0 +1,285 @@
+"""The drafts API: extract drafts from a transcript, list them, and review one (accept,
+reject, merge). Thin: parse, call one service or read of freshness.drafts, render."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+    extend_schema_view,
+)
+from rest_framework import serializers, status
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from core.api_errors import BODY_ERRORS, TEAM_SCOPED_ERRORS, ErrorSerializer, error_responses
+from core.pagination import KeysetPagination
+from freshness import drafts
+from freshness.api import _version_path
+from freshness.models import Draft, DraftConflict, DraftState
+from memories.models import MAX_CONTENT_BYTES
+from memories.types import ACCEPTED_TYPE_NAMES
+from teams.authentication import agent_actor
+from teams.serializers import StrictCharField, StrictInputSerializer, StrictRegexField
+from teams.validators import KEY_PATTERN
+from teams.viewsets import TEAM_PATH_PARAMETER, TeamScopedViewSet
+
+ID_PATH_PARAMETER = OpenApiParameter(
+    "id", OpenApiTypes.UUID, OpenApiParameter.PATH, description="The draft's id, as the list gives it."
+)
+ERRORS = error_responses(*TEAM_SCOPED_ERRORS)
+REVIEW_ERRORS = {**ERRORS, **error_responses(409), **error_responses(*BODY_ERRORS)}
+EXTRACTOR_ERRORS = {
+    502: OpenApiResponse(
+        ErrorSerializer, description="The configured extractor answered something unusable."
+    ),
+    503: OpenApiResponse(ErrorSerializer, description="The configured extractor could not be reached."),
+}
+
+
+class DraftListQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
+    state = serializers.ChoiceField(
+        choices=drafts.STATE_FILTER_CHOICES,
+        default=DraftState.PENDING,
+        help_text="Pending ones by default; `all` for every state.",
+    )
+
+
+class DraftExtractInputSerializer(StrictInputSerializer):
+    transcript = StrictCharField(
+        max_length=settings.MAX_REQUEST_BODY_BYTES,
+        trim_whitespace=False,
+        help_text="A session transcript or notes. Credentials, the team's secrets, e-mail addresses, "
+        "phone numbers and code blocks are removed before any extractor reads it.",
+    )
+    source_session = StrictCharField(
+        required=False,
+        allow_blank=True,
+        max_length=drafts.MAX_SOURCE_SESSION_CHARS,
+        help_text="Where it came from: the agent session's id or a label.",
+    )
+
+
+class DraftAcceptInputSerializer(StrictInputSerializer):
+    type = StrictCharField(
+        required=False,
+        max_length=32,
+        help_text=f"Store it as this type instead (one of: {', '.join(ACCEPTED_TYPE_NAMES)}).",
+    )
+    key = StrictRegexField(KEY_PATTERN, required=False, max_length=200, help_text="Store it under this key.")
+    content = StrictCharField(
+        required=False, max_length=MAX_CONTENT_BYTES, trim_whitespace=False, help_text="The edited text."
+    )
+
+
+class DraftMergeInputSerializer(StrictInputSerializer):
+    into_key = StrictRegexField(KEY_PATTERN, max_length=200, help_text="The active entry to merge into.")
+    content = StrictCharField(
+        required=False,
+        max_length=MAX_CONTENT_BYTES,
+        trim_whitespace=False,
+        help_text="The merged text; by default the entry's text, a blank line, then the draft's.",
+    )
+
+
+class DraftEntrySerializer(serializers.Serializer):  # type: ignore[type-arg]
+    id = serializers.UUIDField()
+    key = serializers.CharField()
+    is_active = serializers.BooleanField()
+    url = serializers.CharField(help_text="This version in the API (GET).")
+
+
+class DraftOutputSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+    state = serializers.ChoiceField(choices=DraftState.choices, read_only=True)
+    conflict = serializers.ChoiceField(
+        choices=DraftConflict.choices,
+        read_only=True,
+        help_text="duplicate: an active entry holds this already; contradiction: one disagrees with it.",
+    )
+    source_span = serializers.SerializerMethodField()
+    conflict_entry = serializers.SerializerMethodField()
+    memory_entry = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Draft
+        fields = [
+            "id",
+            "state",
+            "type",
+            "key",
+            "content",
+            "why",
+            "source_span",
+            "source_excerpt",
+            "source_session",
+            "extractor",
+            "created_by",
+            "created_at",
+            "conflict",
+            "conflict_entry",
+            "reviewed_at",
+            "reviewed_by",
+            "memory_entry",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(
+        serializers.ListField(
+            child=serializers.IntegerField(), help_text="[start, end) in the scrubbed, code-free transcript."
+        )
+    )
+    def get_source_span(self, draft: Draft) -> list[int]:
+        return [draft.source_start, draft.source_end]
+
+    @extend_schema_field(DraftEntrySerializer(allow_null=True))
+    def get_conflict_entry(self, draft: Draft) -> dict[str, Any] | None:
+        return self._entry(draft.conflict_memory)
+
+    @extend_schema_field(DraftEntrySerializer(allow_null=True, help_text="The version it became."))
+    def get_memory_entry(self, draft: Draft) -> dict[str, Any] | None:
+        return self._entry(draft.memory)
+
+    def _entry(self, memory: Any) -> dict[str, Any] | None:
+        if memory is None:
+            return None
+        return {
+            "id": memory.id,
+            "key": memory.key,
+            "is_active": memory.is_active,
+            "url": _version_path(self.context.get("team_slug", ""), memory),
+        }
+
+
+class DraftExtractOutputSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    drafts = DraftOutputSerializer(
+        many=True, help_text="The drafts made; text already pending for the team is not drafted again."
+    )
+
+
+class DraftPagination(KeysetPagination):
+    ordering = ("-created_at", "-id")
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="List drafts",
+        description="Memories an extractor proposed, newest first, a page at a time; pending ones "
+        "unless `state` says otherwise.",
+        parameters=[TEAM_PATH_PARAMETER, DraftListQuerySerializer],
+        responses={200: DraftOutputSerializer(many=True), **ERRORS},
+    ),
+    retrieve=extend_schema(
+        summary="Get a draft",
+        parameters=[TEAM_PATH_PARAMETER, ID_PATH_PARAMETER],
+        responses={200: DraftOutputSerializer, **ERRORS},
+    ),
+    extract=extend_schema(
+        summary="Extract drafts from a transcript",
+        description="At most 15 candidate memories from a session transcript or notes, each a pending "
+        "draft flagged with its conflict (duplicate, contradiction). A candidate already pending is "
+        "not drafted again.",
+        parameters=[TEAM_PATH_PARAMETER],
+        request=DraftExtractInputSerializer,
+        responses={
+            201: DraftExtractOutputSerializer,
+            **ERRORS,
+            **error_responses(*BODY_ERRORS),
+            **EXTRACTOR_ERRORS,
+        },
+    ),
+    accept=extend_schema(
+        summary="Accept a draft",
+        description="Store it as a new entry (optionally edited) with its provenance under the "
+        "metadata's `draft`. 409 `draft_key_exists` when the key has an active entry (merge instead), "
+        "`draft_duplicate` when another entry holds the text, `draft_not_pending` once reviewed.",
+        parameters=[TEAM_PATH_PARAMETER, ID_PATH_PARAMETER],
+        request=DraftAcceptInputSerializer,
+        responses={200: DraftOutputSerializer, **REVIEW_ERRORS},
+    ),
+    reject=extend_schema(
+        summary="Reject a draft",
+        parameters=[TEAM_PATH_PARAMETER, ID_PATH_PARAMETER],
+        request=None,
+        responses={200: DraftOutputSerializer, **REVIEW_ERRORS},
+    ),
+    merge=extend_schema(
+        summary="Merge a draft into an entry",
+        description="Supersede the active entry of `into_key` with the merged text, the reason naming "
+        "the draft.",
+        parameters=[TEAM_PATH_PARAMETER, ID_PATH_PARAMETER],
+        request=DraftMergeInputSerializer,
+        responses={200: DraftOutputSerializer, **REVIEW_ERRORS},
+    ),
+)
+class DraftViewSet(TeamScopedViewSet):
+    lookup_field = "id"
+    lookup_value_regex = "[^/]+"
+    pagination_class = DraftPagination
+
+    def _render(self, draft: Draft) -> dict[str, Any]:
+        return dict(DraftOutputSerializer(draft, context={"team_slug": self.get_team().slug}).data)
+
+    def list(self, request: Request, team: str) -> Response:
+        query = DraftListQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        rows = drafts.list_drafts(team=self.get_team(), state=query.validated_data["state"])
+        paginator = self.pagination_class()
+        page = paginator.paginate_queryset(rows, request, view=self)
+        rendered = DraftOutputSerializer(page, many=True, context={"team_slug": self.get_team().slug}).data
+        return paginator.get_paginated_response(rendered)
+
+    def retrieve(self, request: Request, team: str, id: str) -> Response:
+        return Response(self._render(drafts.get_draft(team=self.get_team(), draft_id=id)))
+
+    @action(detail=False, methods=["post"])
+    def extract(self, request: Request, team: str) -> Response:
+        payload = DraftExtractInputSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        made = drafts.extract_drafts(
+            team=self.get_team(),
+            transcript=payload.validated_data["transcript"],
+            actor=agent_actor(request),
+            source_session=payload.validated_data.get("source_session", ""),
+        )
+        rendered = DraftOutputSerializer(made, many=True, context={"team_slug": self.get_team().slug}).data
+        return Response({"drafts": rendered}, status=status.HTTP_201_CREATED)
+
+    @action(detail=True, methods=["post"])
+    def accept(self, request: Request, team: str, id: str) -> Response:
+        payload = DraftAcceptInputSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        data = payload.validated_data
+        draft = drafts.accept_draft(
+            team=self.get_team(),
+            draft_id=id,
+            actor=agent_actor(request),
+            type=data.get("type"),
+            key=data.get("key"),
+            content=data.get("content"),
+        )
+        return Response(self._render(draft))
+
+    @action(detail=True, methods=["post"])
+    def reject(self, request: Request, team: str, id: str) -> Response:
+        draft = drafts.reject_draft(team=self.get_team(), draft_id=id, actor=agent_actor(request))
+        return Response(self._render(draft))
+
+    @action(detail=True, methods=["post"])
+    def merge(self, request: Request, team: str, id: str) -> Response:
+        payload = DraftMergeInputSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        draft = drafts.merge_draft(
+            team=self.get_team(),
+            draft_id=id,
+            actor=agent_actor(request),
+            into_key=payload.validated_data["into_key"],
+            content=payload.validated_data.get("content"),
+        )
+        return Response(self._render(draft))

@@ -1,0 +1,394 @@
+"""Extraction drafts (issue 12, "Extraction drafts with human review"): memories an
+extractor proposes from a transcript, waiting for a person to accept (optionally
+edited), reject or merge them. The services and reads of freshness.models.Draft; the
+lifecycle and its decisions are in docs/decisions.md, "Extraction drafts: lifecycle".
+
+extract → prepare_transcript (bounds, scrubs credentials, the team's vault secrets and
+PII, drops code) → the configured extractor (the offline rules, or an
+OpenAI-compatible chat endpoint: freshness.llm_extraction) → at most
+extraction.MAX_CANDIDATES candidates → each one not already pending for the team
+becomes a pending Draft, flagged with its conflict: `duplicate` (an active entry holds
+the text: search.dedup, exact hash then near vectors) or `contradiction` (an active
+entry near it disagrees: freshness.contradictions.judge_pair), linking that entry.
+
+Review (each on a pending draft only, else DraftNotPending, 409):
+- accept: memories.services.save_memory under the draft's key (or the edited one),
+  with the draft's provenance under the metadata's `draft`; the contradiction flow
+  follows the save as for any save (nudge after indexing);
+- reject: nothing stored;
+- merge: supersede the active entry of `into_key` with the merged text (default: its
+  text, a blank line, the draft's), the reason naming the draft.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from core.errors import Conflict, InvalidInput, NotFound
+from core.locks import advisory_xact_lock
+from core.request_transaction import outside_request_transaction
+from freshness import contradictions
+from freshness.extraction import Candidate, PreparedTranscript, extract_candidates, prepare_transcript
+from freshness.llm_extraction import ChatExtractor, ExtractorUnavailable, extractor_name
+from freshness.models import Draft, DraftConflict, DraftState
+from memories import services as memory_services
+from memories.exceptions import MemoryExists, MemoryNotFound, UnknownMemoryType
+from memories.models import Memory
+from memories.types import ACCEPTED_TYPE_NAMES, resolve_type
+from search.chunking import chunk_text
+from search.dedup import find_duplicate
+from search.embeddings.base import EmbeddingUnavailable
+from search.retrieval.candidates import QueryVector, SearchFilters, vector_matches
+from search.selectors import has_active_vectors
+from search.services import cached_embeddings, team_provider
+from teams.models import Team
+from teams.scrubber import SecretMatcher, scrub
+from teams.validators import check_key
+from teams.vault_matcher import team_secret_matcher
+
+logger = logging.getLogger(__name__)
+
+ANY_STATE = "all"
+STATE_FILTER_CHOICES = [*DraftState.values, ANY_STATE]
+MAX_EXCERPT_CHARS = 400
+MAX_SOURCE_SESSION_CHARS = 200
+EXTRACTORS = ("rules", "openai")
+
+
+class DraftNotFound(NotFound):
+    pass
+
+
+class DraftNotPending(Conflict):
+    """The draft was reviewed already (accepted, rejected or merged)."""
+
+    code = "draft_not_pending"
+
+
+class DraftKeyTaken(Conflict):
+    """Accepting the draft would replace an active entry: merge it, or pick another key."""
+
+    code = "draft_key_exists"
+
+
+class DraftIsDuplicate(Conflict):
+    """Another key's active entry already holds the draft's text."""
+
+    code = "draft_duplicate"
+
+
+# --------------------------------------------------------------------------- extraction
+
+
+def extract_drafts(*, team: Team, transcript: str, actor: str, source_session: str = "") -> list[Draft]:
+    """Pending drafts from a transcript or notes, newest candidates in text order. A
+    candidate whose text is already pending for the team is not drafted again; the
+    drafts made are returned (an empty list when there was nothing new)."""
+    if not isinstance(transcript, str) or "\x00" in transcript:
+        raise InvalidInput("transcript must be text without NUL characters", field="transcript")
+    if not transcript.strip():
+        raise InvalidInput("transcript must not be empty", field="transcript")
+    matcher = team_secret_matcher(team_id=team.id)
+    session = _clean_session(source_session, matcher)
+    prepared = prepare_transcript(transcript, matcher)
+    candidates, extractor = _run_extractor(prepared, matcher)
+    fresh = _unseen(team, candidates)
+    conflicts = {c.content: _conflict(team, c.content) for c in fresh}
+    with transaction.atomic():
+        # Two extractions of one transcript at once: the second sees the first's drafts.
+        advisory_xact_lock(f"freshness.drafts:{team.id}")
+        pending = _pending_contents(team, [c.content for c in fresh])
+        drafts = [
+            Draft(
+                team=team,
+                type=c.type.value,
+                key=c.key,
+                content=c.content,
+                why=c.why[:200],
+                source_start=c.source_span[0],
+                source_end=c.source_span[1],
+                source_excerpt=_excerpt(prepared, c.source_span),
+                source_session=session,
+                extractor=extractor,
+                created_by=actor[:200],
+                conflict=conflicts[c.content][0],
+                conflict_memory=conflicts[c.content][1],
+            )
+            for c in fresh
+            if c.content not in pending
+        ]
+        Draft.objects.bulk_create(drafts)
+    logger.info(
+        "team %s: %d draft(s) from %s (%s)", team.slug, len(drafts), session or "a transcript", extractor
+    )
+    return drafts
+
+
+def _clean_session(value: str, matcher: SecretMatcher) -> str:
+    if not isinstance(value, str) or "\x00" in value:
+        raise InvalidInput("source_session must be text without NUL characters", field="source_session")
+    value = " ".join(value.split())
+    if len(value) > MAX_SOURCE_SESSION_CHARS:
+        raise InvalidInput(
+            f"source_session is limited to {MAX_SOURCE_SESSION_CHARS} characters", field="source_session"
+        )
+    return scrub(value, matcher).text[:MAX_SOURCE_SESSION_CHARS]
+
+
+def _run_extractor(prepared: PreparedTranscript, matcher: SecretMatcher) -> tuple[list[Candidate], str]:
+    kind = settings.MEMORYHUB_DRAFT_EXTRACTOR
+    if kind == "rules":
+        return extract_candidates(prepared), "rules"
+    if kind == "openai":
+        extractor = ChatExtractor()
+        # The endpoint may take its read timeout and retries: the request's transaction
+        # is not held open meanwhile (core.request_transaction).
+        with outside_request_transaction():
+            return extractor.extract(prepared, matcher), extractor_name()
+    raise ExtractorUnavailable(f"unknown draft extractor {kind!r}; use one of: {', '.join(EXTRACTORS)}")
+
+
+def _unseen(team: Team, candidates: list[Candidate]) -> list[Candidate]:
+    """Candidates whose text is not pending for the team already (nor twice in the list)."""
+    pending = _pending_contents(team, [c.content for c in candidates])
+    kept: list[Candidate] = []
+    for candidate in candidates:
+        if candidate.content in pending:
+            continue
+        pending.add(candidate.content)
+        kept.append(candidate)
+    return kept
+
+
+def _pending_contents(team: Team, contents: list[str]) -> set[str]:
+    if not contents:
+        return set()
+    rows = Draft.objects.filter(team=team, state=DraftState.PENDING, content__in=contents)
+    return set(rows.values_list("content", flat=True))
+
+
+def _excerpt(text: str, span: tuple[int, int]) -> str:
+    start, end = span
+    start = max(0, min(start, len(text)))
+    end = max(start, min(end, len(text), start + MAX_EXCERPT_CHARS))
+    return text[start:end].strip()
+
+
+def _conflict(team: Team, content: str) -> tuple[str, Memory | None]:
+    """The draft's conflict with the team's active entries: a duplicate first (the save's
+    own check, search.dedup), else the nearest entry that disagrees with it."""
+    duplicate = find_duplicate(team=team, text=content)
+    if duplicate is not None:
+        return DraftConflict.DUPLICATE, duplicate.memory
+    contradicted = _contradicted(team, content)
+    if contradicted is not None:
+        return DraftConflict.CONTRADICTION, contradicted
+    return DraftConflict.NONE, None
+
+
+def _contradicted(team: Team, content: str) -> Memory | None:
+    """The closest active entry judged contradicting by freshness.contradictions, among
+    the contradictions.MAX_CANDIDATES nearest by vector; None without embeddings (the
+    check fails open, as the duplicate check does)."""
+    try:
+        provider = team_provider(team)
+        if provider is None or not has_active_vectors(team_id=team.id, model=provider.model):
+            return None
+        pieces = chunk_text(content)[:1]
+        if not pieces:
+            return None
+        with outside_request_transaction():
+            vectors = cached_embeddings(provider, [(p.content_hash, p.text) for p in pieces], team_id=team.id)
+    except EmbeddingUnavailable as exc:
+        logger.warning("team %s: draft contradiction check skipped: %s", team.slug, exc)
+        return None
+    query = QueryVector(
+        values=vectors[pieces[0].content_hash], model=provider.model, dimensions=provider.dimensions
+    )
+    filters = SearchFilters(team_id=team.id, types=None, project=None, include_superseded=False)
+    matches = vector_matches(query, filters, limit=contradictions.MAX_CANDIDATES)
+    near = {memory_id: similarity for memory_id, similarity, _chunk in matches}
+    others = {m.id: m for m in Memory.objects.for_team(team.id).active().filter(id__in=list(near))}
+    for memory_id, similarity in sorted(near.items(), key=lambda item: (-item[1], str(item[0]))):
+        other = others.get(memory_id)
+        if other is None:
+            continue
+        verdict = contradictions.judge_pair(
+            content, other.content, min(similarity, 1.0), duplicate_threshold=team.dedup_threshold
+        )
+        if verdict.label == contradictions.Label.CONTRADICTING:
+            return other
+    return None
+
+
+# --------------------------------------------------------------------------- reads
+
+
+def list_drafts(*, team: Team, state: str = DraftState.PENDING) -> QuerySet[Draft]:
+    """The team's drafts, newest first; pending ones unless `state` says otherwise
+    ("all": every state)."""
+    if state not in STATE_FILTER_CHOICES:
+        raise InvalidInput(f"state must be one of: {', '.join(STATE_FILTER_CHOICES)}", field="state")
+    rows = Draft.objects.filter(team=team).select_related("conflict_memory", "memory")
+    if state != ANY_STATE:
+        rows = rows.filter(state=state)
+    return rows.order_by("-created_at", "-id")
+
+
+def get_draft(*, team: Team, draft_id: uuid.UUID | str) -> Draft:
+    draft = _find(team, draft_id).select_related("conflict_memory", "memory").first()
+    if draft is None:
+        raise DraftNotFound("no such draft")
+    return draft
+
+
+def _find(team: Team, draft_id: uuid.UUID | str) -> QuerySet[Draft]:
+    try:
+        parsed = draft_id if isinstance(draft_id, uuid.UUID) else uuid.UUID(str(draft_id)[:64])
+    except ValueError:
+        raise DraftNotFound("no such draft") from None
+    return Draft.objects.filter(team=team, id=parsed)
+
+
+def _lock_pending(team: Team, draft_id: uuid.UUID | str) -> Draft:
+    draft = _find(team, draft_id).select_for_update().first()
+    if draft is None:
+        raise DraftNotFound("no such draft")
+    if draft.state != DraftState.PENDING:
+        raise DraftNotPending(f"the draft was {draft.state} already; only a pending draft is reviewed")
+    return draft
+
+
+# --------------------------------------------------------------------------- review
+
+
+def accept_draft(
+    *,
+    team: Team,
+    draft_id: uuid.UUID | str,
+    actor: str,
+    type: str | None = None,
+    key: str | None = None,
+    content: str | None = None,
+) -> Draft:
+    """Store the draft (optionally edited) as a new entry with its provenance. A key that
+    has an active entry answers DraftKeyTaken (409): merge the draft into it, or accept it
+    under another key; a text another key already holds, DraftIsDuplicate (409)."""
+    type_name = _checked_type(type)
+    if key is not None:
+        check_key(key)
+    with transaction.atomic():
+        draft = _lock_pending(team, draft_id)
+        new_key = key if key is not None else draft.key
+        new_text = content if content is not None else draft.content
+        _check_content(new_text)
+        try:
+            result = memory_services.save_memory(
+                team=team,
+                key=new_key,
+                content=new_text,
+                updated_by=actor,
+                type_name=type_name or draft.type,
+                metadata={"draft": _provenance(draft, actor)},
+            )
+        except MemoryExists:
+            raise DraftKeyTaken(
+                f"'{new_key}' already has an active entry; merge the draft into it, or accept it under "
+                "another key",
+                field="key",
+            ) from None
+        if not result.saved:
+            raise DraftIsDuplicate(
+                f"the active entry '{result.memory.key}' already holds this text; merge the draft into it "
+                "or reject it",
+                existing_key=result.memory.key,
+            )
+        return _reviewed(draft, DraftState.ACCEPTED, actor, memory=result.memory, key=new_key, text=new_text)
+
+
+def reject_draft(*, team: Team, draft_id: uuid.UUID | str, actor: str) -> Draft:
+    with transaction.atomic():
+        draft = _lock_pending(team, draft_id)
+        return _reviewed(draft, DraftState.REJECTED, actor, memory=None)
+
+
+def merge_draft(
+    *, team: Team, draft_id: uuid.UUID | str, actor: str, into_key: str, content: str | None = None
+) -> Draft:
+    """Supersede the active entry of `into_key` with the merged text (`content`, else the
+    entry's text, a blank line and the draft's), the reason naming the draft."""
+    check_key(into_key)
+    with transaction.atomic():
+        draft = _lock_pending(team, draft_id)
+        existing = Memory.objects.for_team(team.id).active().filter(key=into_key).first()
+        if existing is None:
+            raise MemoryNotFound(
+                f"'{into_key}' has no active entry to merge the draft into", field="into_key"
+            )
+        merged = content if content is not None else f"{existing.content.rstrip()}\n\n{draft.content}"
+        _check_content(merged)
+        metadata = dict(existing.metadata or {})
+        metadata["draft"] = _provenance(draft, actor)
+        result = memory_services.save_memory(
+            team=team,
+            key=into_key,
+            content=merged,
+            updated_by=actor,
+            supersede_reason=f"merged draft {draft.id}",
+            metadata=metadata,
+            expected_version=existing.id,
+        )
+        return _reviewed(draft, DraftState.MERGED, actor, memory=result.memory, key=into_key)
+
+
+def _checked_type(name: str | None) -> str | None:
+    if name is None:
+        return None
+    if not isinstance(name, str) or resolve_type(name) is None or not name.strip():
+        raise UnknownMemoryType(
+            f"unknown type '{name}'; use one of: {', '.join(ACCEPTED_TYPE_NAMES)}", field="type"
+        )
+    return name
+
+
+def _check_content(text: str) -> None:
+    if not isinstance(text, str) or "\x00" in text or not text.strip():
+        raise InvalidInput("content must be non-empty text without NUL characters", field="content")
+
+
+def _provenance(draft: Draft, reviewer: str) -> dict[str, Any]:
+    """What the stored version records of where it came from (its metadata's `draft`)."""
+    return {
+        "draft": str(draft.id),
+        "source_session": draft.source_session,
+        "extractor": draft.extractor,
+        "reviewed_by": reviewer[:200],
+    }
+
+
+def _reviewed(
+    draft: Draft, state: str, actor: str, *, memory: Memory | None, key: str = "", text: str = ""
+) -> Draft:
+    draft.state = state
+    draft.reviewed_at = timezone.now()
+    draft.reviewed_by = actor[:200]
+    draft.memory = memory
+    fields = ["state", "reviewed_at", "reviewed_by", "memory"]
+    if state == DraftState.ACCEPTED and memory is not None:
+        # The draft says what was stored: the edited key, type and text.
+        draft.key, draft.type, draft.content = key, memory.type, memory.content
+        fields += ["key", "type", "content"]
+    draft.save(update_fields=fields)
+    return draft
+
+
+def delete_team_drafts(*, team: Team) -> dict[str, int]:
+    """Receiver of teams.hooks.team_shutdown (inside the team's scope)."""
+    return {"drafts": Draft.objects.filter(team=team).delete()[0]}
