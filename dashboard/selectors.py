@@ -15,7 +15,16 @@ from django.db.models.functions import TruncDate, TruncWeek
 from django.utils import timezone
 
 from core.errors import NotFound
-from freshness.models import AnchorCheck, AnchorCheckSource, JobRun, Nudge, NudgeKind, NudgeState
+from freshness.models import (
+    AnchorCheck,
+    AnchorCheckSource,
+    Draft,
+    DraftState,
+    JobRun,
+    Nudge,
+    NudgeKind,
+    NudgeState,
+)
 from memories.exceptions import MemoryNotFound
 from memories.extraction import metadata_filter_q
 from memories.freshness import FreshnessWindows, due_condition
@@ -377,9 +386,35 @@ def review_queue(
     return ReviewPage(nudges=page, next_after=page[-1].id if has_more else None)
 
 
-def open_nudge_count(*, team: Team, cap: int = OPEN_COUNT_CAP) -> int:
-    """How many nudges of the team are open, counting at most `cap` + 1."""
-    return Nudge.objects.filter(team=team, state=NudgeState.OPEN).order_by()[: cap + 1].count()
+# Pending drafts shown on the queue's first page (reviewing some brings up the next).
+REVIEW_DRAFTS_SHOWN = 10
+
+
+@dataclass
+class ReviewDrafts:
+    drafts: list[Draft]
+    pending: int  # how many drafts are pending in all, counted up to OPEN_COUNT_CAP + 1
+
+
+def review_drafts(*, team: Team, shown: int = REVIEW_DRAFTS_SHOWN) -> ReviewDrafts:
+    """The oldest pending drafts first (they have waited longest), with the entry each
+    one conflicts with; and the bounded count of every pending draft."""
+    pending = Draft.objects.filter(team=team, state=DraftState.PENDING)
+    drafts = list(pending.select_related("conflict_memory").order_by("created_at", "id")[:shown])
+    count = len(drafts) if len(drafts) < shown else pending.order_by()[: OPEN_COUNT_CAP + 1].count()
+    return ReviewDrafts(drafts=drafts, pending=count)
+
+
+def open_review_count(*, team: Team, cap: int = OPEN_COUNT_CAP) -> int:
+    """How many items wait in the team's review queue (open nudges and pending drafts),
+    counting at most `cap` + 1: two bounded counts."""
+    nudges = Nudge.objects.filter(team=team, state=NudgeState.OPEN).order_by()[: cap + 1].count()
+    if nudges > cap:
+        return nudges
+    return (
+        nudges
+        + Draft.objects.filter(team=team, state=DraftState.PENDING).order_by()[: cap + 1 - nudges].count()
+    )
 
 
 @dataclass(frozen=True)

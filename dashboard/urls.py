@@ -29,6 +29,7 @@ urlpatterns = [
     path(team + "review/", review.review, name="review"),
     # <str:…>, not <uuid:…>: a malformed id gets the dashboard's own 404 page.
     path(team + "review/<str:nudge_id>/resolve/", review.review_resolve, name="review_resolve"),
+    path(team + "review/drafts/<str:draft_id>/", review.review_draft, name="review_draft"),
     path(team + "memories/", memories.memory_list, name="memories"),
     path(team + "memories/+new/", memories.memory_create, name="memory_create"),
     path(team + "memories/<str:key>/", memories.memory_detail, name="memory"),

@@ -12,9 +12,10 @@ register = template.Library()
 
 @register.simple_tag
 def open_review_count(team: Team) -> str:
-    """The nav's count of open nudges: "" for none, "N+" past the cap. Rendered inside
-    the page's team scope (team_page renders within it)."""
-    count = selectors.open_nudge_count(team=team)
+    """The nav's count of what waits for review (open nudges, pending drafts): "" for
+    none, "N+" past the cap. Rendered inside the page's team scope (team_page renders
+    within it)."""
+    count = selectors.open_review_count(team=team)
     if count == 0:
         return ""
     return f"{selectors.OPEN_COUNT_CAP}+" if count > selectors.OPEN_COUNT_CAP else str(count)

@@ -1,6 +1,8 @@
-"""The Review page: the team's open nudges (freshness) in one queue, each resolved in one
-click (or one key) through freshness.services.resolve_nudge. Viewers read the queue;
-resolving it is a write, so it needs the member role like every memory write."""
+"""The Review page: the team's open nudges (freshness) and, on its first page, the pending
+drafts an extractor proposed, in one queue. Each nudge is resolved in one click (or one
+key) through freshness.services.resolve_nudge; each draft is accepted (as edited in its
+form), merged into an existing entry or rejected through freshness.drafts. Viewers read
+the queue; acting on it is a write, so it needs the member role like every memory write."""
 
 from __future__ import annotations
 
@@ -17,9 +19,11 @@ from core.errors import DomainError, NotFound
 from dashboard import selectors
 from dashboard.access import Role, TeamAccess, page_context, person_actor, team_page
 from dashboard.forms import parse_version
+from freshness import drafts as draft_services
 from freshness import services as freshness_services
 from freshness.models import Nudge, NudgeAction, NudgeKind
 from memories.models import Memory
+from memories.types import MemoryType
 
 
 @dataclass(frozen=True)
@@ -51,9 +55,18 @@ KIND_LABELS: dict[str, str] = {
     NudgeKind.DUE: "Due for confirmation",
     NudgeKind.PRUNE: "Archive proposal",
 }
+# A draft's buttons: all three submit the draft's form (its edited type, key and text).
+ACCEPT_DRAFT = ReviewAction("accept", "Accept", "y", primary=True)
+MERGE_DRAFT = ReviewAction("merge", "Merge into", "m")
+REJECT_DRAFT = ReviewAction("reject", "Reject", "r")
+DRAFT_ACTIONS = [ACCEPT_DRAFT, MERGE_DRAFT, REJECT_DRAFT]
+DRAFT_DONE = {"accept": "Accepted", "merge": "Merged", "reject": "Rejected"}
 SHORTCUTS = [
     ("j / k", "next / previous item"),
-    *[(a.shortcut, a.label) for a in (CONFIRM, KEEP_NEWER, BOTH_TRUE, ARCHIVE, DISMISS)],
+    *[
+        (a.shortcut, a.label)
+        for a in (CONFIRM, KEEP_NEWER, BOTH_TRUE, ARCHIVE, DISMISS, ACCEPT_DRAFT, MERGE_DRAFT, REJECT_DRAFT)
+    ],
 ]
 DONE: dict[str, str] = {
     NudgeAction.CONFIRM: "Confirmed",
@@ -86,9 +99,13 @@ def review(request: HttpRequest, access: TeamAccess) -> HttpResponse:
         )
         for n in page.nudges
     ]
+    drafts = selectors.review_drafts(team=access.team) if after is None else selectors.ReviewDrafts([], 0)
     context = page_context(
         access,
         items=items,
+        drafts=drafts,
+        draft_actions=DRAFT_ACTIONS,
+        memory_types=MemoryType.values,
         after=after,
         next_after=page.next_after,
         is_first_page=after is None,
@@ -114,6 +131,51 @@ def review_resolve(request: HttpRequest, access: TeamAccess, nudge_id: str) -> H
         keys = ", ".join(m.key for m in (nudge.memory, nudge.other_memory) if m)
         messages.success(request, f"{DONE.get(action, 'Resolved')}: {keys}.")
     return redirect(_back_to_queue(access, request.POST.get("after")))
+
+
+@team_page(Role.MEMBER)
+@require_POST
+def review_draft(request: HttpRequest, access: TeamAccess, draft_id: str) -> HttpResponse:
+    """Accept (with the form's edits), merge (into the form's key) or reject a draft."""
+    action, actor, draft_uuid = request.POST.get("action", ""), person_actor(request), _draft_id(draft_id)
+    try:
+        if action == "accept":
+            draft = draft_services.accept_draft(
+                team=access.team,
+                draft_id=draft_uuid,
+                actor=actor,
+                type=request.POST.get("type") or None,
+                key=request.POST.get("key") or None,
+                content=request.POST.get("content") or None,
+            )
+        elif action == "merge":
+            draft = draft_services.merge_draft(
+                team=access.team,
+                draft_id=draft_uuid,
+                actor=actor,
+                into_key=request.POST.get("into_key", "").strip(),
+            )
+        elif action == "reject":
+            draft = draft_services.reject_draft(team=access.team, draft_id=draft_uuid, actor=actor)
+        else:
+            messages.error(request, "Choose accept, merge or reject.")
+            return redirect(_back_to_queue(access, None))
+    except draft_services.DraftNotFound:
+        raise  # another team's draft, or none: the one 404 page (team_page)
+    except DomainError as error:
+        # Reviewed already, a key that is taken, a text another key holds, a bad edit, a
+        # merge into a key with no active entry.
+        messages.error(request, error.detail)
+    else:
+        messages.success(request, f"{DRAFT_DONE[action]}: {draft.key}.")
+    return redirect(_back_to_queue(access, None))
+
+
+def _draft_id(value: str) -> uuid.UUID:
+    parsed = parse_version(value)
+    if parsed is None:
+        raise NotFound("malformed draft id")
+    return parsed
 
 
 def _nudge_id(value: str | None) -> uuid.UUID:

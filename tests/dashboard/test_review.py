@@ -18,7 +18,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from dashboard import selectors
-from freshness.models import JobRun, Nudge, NudgeKind, NudgeState
+from freshness.models import Draft, JobRun, Nudge, NudgeKind, NudgeState
 from memories import services as memory_services
 from memories.models import Confirmation, Memory
 from teams.models import Team
@@ -566,3 +566,133 @@ def test_a_failed_run_shows_as_failed(cast: Cast, team: Team, monkeypatch: pytes
     body = cast.client("viewer").get(url("overview")).content.decode()
     row = re.search(r'<tr data-job="Propose archiving">(.*?)</tr>', body, re.S)
     assert row is not None and "failed</span>" in row.group(1)
+
+
+# --- drafts in the review queue -----------------------------------------------------------------
+
+
+def make_draft(team: Team, key: str, content: str, **extra: Any) -> Draft:
+    with team_scope(team.id):
+        return Draft.objects.create(
+            team=team,
+            type=extra.pop("type", "lesson"),
+            key=key,
+            content=content,
+            why="lesson",
+            extractor="rules",
+            source_session="sess-42",
+            source_excerpt=content,
+            **extra,
+        )
+
+
+def draft_state(draft: Draft) -> Draft:
+    with operator_view():
+        return Draft.objects.select_related("memory").get(id=draft.id)
+
+
+def draft_url(draft: Draft | str, slug: str = "alpha") -> str:
+    return url("review_draft", slug=slug, draft_id=str(draft.id if isinstance(draft, Draft) else draft))
+
+
+def test_pending_drafts_are_in_the_queue_with_a_form_for_members_only(cast: Cast, team: Team) -> None:
+    draft = make_draft(team, "redis-flake", "Turns out the CI Redis starts after the tests do.")
+    reviewed = make_draft(team, "old-one", "An old reviewed draft that is done.")
+    with team_scope(team.id):
+        Draft.objects.filter(id=reviewed.id).update(state="rejected", reviewed_at=timezone.now())
+
+    member_body = cast.client("member").get(url("review")).content.decode()
+    viewer_body = cast.client("viewer").get(url("review")).content.decode()
+
+    assert f'id="draft-{draft.id}"' in member_body
+    assert 'name="content"' in member_body and "sess-42" in member_body
+    assert "An old reviewed draft" not in member_body
+    assert f'id="draft-{draft.id}"' in viewer_body and 'name="content"' not in viewer_body
+    nav = re.search(r"Review\s*<span[^>]*>(\d+)", member_body)
+    assert nav is not None and nav.group(1) == "1"
+
+
+def test_a_member_accepts_an_edited_draft_with_its_provenance(cast: Cast, team: Team) -> None:
+    draft = make_draft(team, "redis-flake", "Turns out the CI Redis starts after the tests do.")
+
+    response = cast.client("member").post(
+        draft_url(draft),
+        {
+            "action": "accept",
+            "type": "lesson",
+            "key": "ci-redis-start-order",
+            "content": "CI: wait for Redis before the tests start (it starts after them).",
+            "into_key": "",
+        },
+        follow=True,
+    )
+
+    assert "Accepted: ci-redis-start-order." in response.content.decode()
+    stored = draft_state(draft)
+    assert stored.state == "accepted" and stored.reviewed_by == "user:mia"
+    assert stored.memory is not None and stored.memory.key == "ci-redis-start-order"
+    assert stored.memory.content == "CI: wait for Redis before the tests start (it starts after them)."
+    assert stored.memory.metadata["draft"]["source_session"] == "sess-42"
+    assert stored.memory.metadata["draft"]["reviewed_by"] == "user:mia"
+
+
+def test_a_draft_merged_into_the_entry_it_duplicates_supersedes_it(cast: Cast, team: Team) -> None:
+    existing = save(team, "deploy-day", "We deploy on Tuesdays.", type_name="decision")
+    draft = make_draft(
+        team,
+        "deploy-tuesday",
+        "Deploys happen on Tuesday afternoons.",
+        conflict="duplicate",
+        conflict_memory=existing,
+    )
+    page = cast.client("member").get(url("review")).content.decode()
+    assert f'id="draft-{draft.id}-into" class="mono" maxlength="200" value="deploy-day"' in page
+
+    cast.client("member").post(draft_url(draft), {"action": "merge", "into_key": "deploy-day"})
+
+    stored = draft_state(draft)
+    assert stored.state == "merged" and stored.memory is not None
+    assert stored.memory.key == "deploy-day" and stored.memory.supersedes_id == existing.id
+    assert "Deploys happen on Tuesday afternoons." in stored.memory.content
+
+
+def test_rejecting_a_draft_stores_nothing(cast: Cast, team: Team) -> None:
+    draft = make_draft(team, "noise", "Something nobody wants to keep around.")
+
+    cast.client("member").post(draft_url(draft), {"action": "reject"})
+
+    assert draft_state(draft).state == "rejected"
+    with team_scope(team.id):
+        assert not Memory.objects.filter(team=team, key="noise").exists()
+
+
+def test_accepting_onto_a_taken_key_says_why_and_keeps_the_draft_pending(cast: Cast, team: Team) -> None:
+    save(team, "deploy-day", "We deploy on Tuesdays.")
+    draft = make_draft(team, "deploy-day", "We deploy on Wednesdays now.")
+
+    response = cast.client("member").post(
+        draft_url(draft), {"action": "accept", "key": "deploy-day", "content": draft.content}, follow=True
+    )
+
+    assert "already has an active entry" in response.content.decode()
+    assert draft_state(draft).state == "pending"
+
+
+def test_viewers_cannot_review_drafts(cast: Cast, team: Team) -> None:
+    draft = make_draft(team, "noise", "Something nobody wants to keep around.")
+
+    response = cast.client("viewer").post(draft_url(draft), {"action": "reject"})
+
+    assert response.status_code == 403
+    assert draft_state(draft).state == "pending"
+
+
+def test_another_teams_draft_is_404_with_nothing_of_it(cast: Cast, team: Team, other_team: Team) -> None:
+    theirs = make_draft(other_team, "bravo-zeppelin", "Bravo inflates the zeppelin at dawn.")
+
+    for target in (draft_url(theirs), draft_url(theirs, slug="bravo"), draft_url("not-a-uuid")):
+        response = cast.client("member").post(target, {"action": "reject"})
+        assert response.status_code == 404, target
+        assert b"zeppelin" not in response.content
+    assert b"zeppelin" not in cast.client("member").get(url("review")).content
+    assert draft_state(theirs).state == "pending"

@@ -1,6 +1,6 @@
 """The Review page in a real browser (issue 12): a member opens it from the nav (with its
 open count), confirms a due entry with the keyboard (j to move, c to confirm), resolves a
-contradiction with "Keep newer", and sees the queue empty."""
+contradiction with "Keep newer", and sees the queue empty; and accepts a draft as edited."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 from playwright.sync_api import Page, expect
 
-from freshness.models import Nudge, NudgeKind, NudgeState
+from freshness.models import Draft, Nudge, NudgeKind, NudgeState
 from memories import services as memory_services
 from memories.models import Confirmation, Memory
 from teams import services as team_services
@@ -124,3 +124,39 @@ def test_member_clears_the_review_queue(
     expect(panel.locator('[data-state="due"]')).to_have_text("0")
     expect(panel.locator('[data-state="contradicted"]')).to_have_text("0")
     expect(panel.locator('[data-state="fresh"]')).to_have_text("2")
+
+
+def test_member_accepts_an_edited_draft(page: Page, live_server: Any, team: Team) -> None:
+    with team_scope(team.id):
+        draft = Draft.objects.create(
+            team=team,
+            type="lesson",
+            key="ci-redis-flake",
+            content="Turns out the CI Redis starts after the tests do.",
+            why="lesson",
+            extractor="rules",
+            source_session="sess-7",
+            source_excerpt="Turns out the CI Redis starts after the tests do.",
+        )
+    sign_in(page, live_server.url, "mia")
+    page.goto(f"{live_server.url}/teams/{team.slug}/review/")
+    expect(nav_link(page)).to_have_accessible_name("Review 1 open")
+
+    item = page.locator(f"#draft-{draft.id}")
+    expect(item).to_contain_text("Proposed lesson")
+    expect(item).to_contain_text("sess-7")
+    item.get_by_label("Key", exact=True).fill("ci-redis-start-order")
+    item.get_by_label("Content", exact=True).fill("CI: wait for Redis to answer before the tests start.")
+    item.get_by_label("Type", exact=True).select_option("decision")
+    screenshot(page, "review-draft-edited")
+    item.get_by_role("button", name="Accept").click()
+
+    expect(page.get_by_role("status")).to_contain_text("Accepted: ci-redis-start-order.")
+    expect(page.locator("#review-empty")).to_be_visible()
+    with operator_view():
+        stored = Draft.objects.select_related("memory").get(id=draft.id)
+    assert stored.state == "accepted" and stored.reviewed_by == "user:mia"
+    assert stored.memory is not None and stored.memory.is_active
+    assert (stored.memory.key, stored.memory.type) == ("ci-redis-start-order", "decision")
+    assert stored.memory.content == "CI: wait for Redis to answer before the tests start."
+    assert stored.memory.metadata["draft"]["source_session"] == "sess-7"
