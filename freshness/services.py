@@ -23,13 +23,13 @@ import datetime as dt
 import json
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from core.errors import Conflict, InvalidInput, NotFound
@@ -46,9 +46,8 @@ from teams.scope import team_scope
 
 logger = logging.getLogger(__name__)
 
-# Entries read per query inside a team (keyset over (last_confirmed_at, id)); the run's
-# `limit` bounds the total. Each page re-reads the team's candidates and their open
-# nudges, so pages are large: a page of ids, keys and times is a few hundred KB.
+# Candidates read per query inside a team (keyset over (last_confirmed_at, id)); the run's
+# `limit` bounds how many are flagged. A page of ids, keys and times is a few hundred KB.
 DUE_PAGE_SIZE = 5000
 
 
@@ -147,8 +146,8 @@ def mark_due_entries(
 ) -> DueRun:
     """Open a `due` nudge for each active entry past its team's window, at most `limit`
     (MEMORYHUB_FRESHNESS_DUE_BATCH) per run, every team in its own scope from after
-    `start_after_team` (_sweep_teams). Idempotent: entries with an open due nudge are not
-    looked at again, and the open-nudge constraint holds against a concurrent run."""
+    `start_after_team` (_sweep_teams). Idempotent: entries with an open due nudge are
+    skipped, and the open-nudge constraint holds against a concurrent run."""
     now = now or timezone.now()
     run = DueRun()
     _sweep_teams(
@@ -168,40 +167,80 @@ def _previous_team(ordered: list[int], team_id: int, start_after_team: int) -> i
 
 
 def _mark_team_due(team_id: int, *, now: dt.datetime, budget: int) -> tuple[int, int]:
-    """Inside the team's scope: find due entries without an open due nudge, the longest
-    unconfirmed first (keyset over (last_confirmed_at, id), which the partial index
-    memory_team_active_confirmed serves within the team: a page costs what it reads, not
-    the size of the table), pages of DUE_PAGE_SIZE, at most `budget`; open one nudge each."""
+    """Inside the team's scope: the due entries without an open due nudge, the longest
+    unconfirmed first (_new_candidates), at most `budget`; open one nudge each."""
     team = Team.objects.get(id=team_id)
     windows = FreshnessWindows.for_team(team)
-    open_due = Nudge.objects.filter(
-        team_id=team_id, kind=NudgeKind.DUE, state=NudgeState.OPEN, memory_id=OuterRef("pk")
-    )
-    due = (
-        Memory.objects.for_team(team_id)
-        .active()
-        .filter(due_condition(windows, now))
-        .exclude(Exists(open_due))
-        .order_by("last_confirmed_at", "id")
-    )
+    due = Memory.objects.for_team(team_id).active().filter(due_condition(windows, now))
+
+    def open_due(ids: list[uuid.UUID]) -> set[uuid.UUID]:
+        return _nudged_entries(team_id, NudgeKind.DUE, ids, open_only=True)
+
     checked = flagged = 0
-    last: tuple[dt.datetime, uuid.UUID] | None = None
-    while checked < budget:
-        page_rows = due if last is None else due.filter(after_position(*last))
-        page = list(
-            page_rows.values_list("id", "key", "last_confirmed_at")[: min(DUE_PAGE_SIZE, budget - checked)]
-        )
-        if not page:
-            break
+    for page in _new_candidates(due, named=open_due, budget=budget, fields=("key",)):
         checked += len(page)
         flagged += _open_due_nudges(team_id, page, now=now)
-        last = (page[-1][2], page[-1][0])
     return checked, flagged
 
 
+def _new_candidates(
+    candidates: QuerySet[Memory],
+    *,
+    named: Callable[[list[uuid.UUID]], set[uuid.UUID]],
+    budget: int,
+    fields: tuple[str, ...],
+) -> Iterator[list[tuple[Any, ...]]]:
+    """Pages of (id, last_confirmed_at, *fields) of `candidates` (one team's active
+    entries a job looks for) whose id is not in `named(ids)` (those a nudge of the job
+    names), the longest unconfirmed first, at most `budget` rows in all.
+
+    The candidates and the nudges are read apart, never as an anti-join: a keyset page
+    of candidates over (last_confirmed_at, id) (the partial index
+    memory_team_active_confirmed), then the nudges naming that page's ids
+    (_nudged_entries). The planner's estimate of a team's nudges is often far off (a team
+    created since the nudge table was last analyzed is estimated at 1 row, and the
+    jobs add thousands a run), and the anti-join it then chose was a nested loop that
+    re-read each of the team's nudges for every candidate (docs/decisions.md,
+    "Freshness pass throughput"). Each query here reads one table, at most a page or
+    the team's nudges, whatever the estimates. The walk ends at the budget or at the
+    team's last candidate: each page moves the keyset on."""
+    ordered = candidates.order_by("last_confirmed_at", "id")
+    taken = 0
+    last: tuple[dt.datetime, uuid.UUID] | None = None
+    while taken < budget:
+        rows = ordered if last is None else ordered.filter(after_position(*last))
+        page = list(rows.values_list("id", "last_confirmed_at", *fields)[:DUE_PAGE_SIZE])
+        if not page:
+            return
+        last = (page[-1][1], page[-1][0])
+        nudged = named([row[0] for row in page])
+        new = [row for row in page if row[0] not in nudged][: budget - taken]
+        if new:
+            taken += len(new)
+            yield new
+
+
+def _nudged_entries(team_id: int, kind: str, ids: list[uuid.UUID], *, open_only: bool) -> set[uuid.UUID]:
+    """Which of `ids` a nudge of `kind` of the team names (only open ones with
+    `open_only`). The ids go as one array parameter: an IN list of a page's 5,000
+    placeholders costs more to build and parse than the lookup itself."""
+    # The query is a constant: each kind's open nudges, or all of them.
+    states = [NudgeState.OPEN] if open_only else list(NudgeState.values)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT memory_id FROM freshness_nudge "
+            "WHERE team_id = %s AND kind = %s AND state = ANY(%s) AND memory_id = ANY(%s::uuid[])",
+            [team_id, kind, states, ids],
+        )
+        return {row[0] for row in cursor.fetchall()}
+
+
 def after_position(confirmed_at: dt.datetime, memory_id: uuid.UUID) -> Q:
-    """Rows after (confirmed_at, memory_id) in (last_confirmed_at, id) order."""
-    return Q(last_confirmed_at__gt=confirmed_at) | Q(last_confirmed_at=confirmed_at, id__gt=memory_id)
+    """Rows after (confirmed_at, memory_id) in (last_confirmed_at, id) order (the first
+    term, implied by the others, lets the index start the page at its position)."""
+    return Q(last_confirmed_at__gte=confirmed_at) & (
+        Q(last_confirmed_at__gt=confirmed_at) | Q(last_confirmed_at=confirmed_at, id__gt=memory_id)
+    )
 
 
 def due_message(key: str, days: int) -> str:
@@ -212,13 +251,11 @@ def due_message(key: str, days: int) -> str:
     )
 
 
-def _open_due_nudges(
-    team_id: int, page: list[tuple[uuid.UUID, str, dt.datetime]], *, now: dt.datetime
-) -> int:
+def _open_due_nudges(team_id: int, page: list[tuple[Any, ...]], *, now: dt.datetime) -> int:
     """One INSERT for the page; ON CONFLICT DO NOTHING leaves the open nudge a concurrent
     run made (the partial unique constraint). Returns how many were opened."""
     ids, messages, details = [], [], []
-    for memory_id, key, confirmed_at in page:
+    for memory_id, confirmed_at, key in page:
         days = max(0, (now - confirmed_at).days)
         ids.append(memory_id)
         messages.append(due_message(key, days))
@@ -615,18 +652,17 @@ def prune_message(key: str, days: int) -> str:
 
 
 def _propose_team_prunes(team_id: int, *, now: dt.datetime, budget: int) -> tuple[int, int]:
-    any_prune = Nudge.objects.filter(team_id=team_id, kind=NudgeKind.PRUNE, memory_id=OuterRef("pk"))
-    stale = list(
-        Memory.objects.for_team(team_id)
-        .active()
-        .filter(prune_condition(now))
-        .exclude(Exists(any_prune))
-        # The longest unconfirmed first, through the same index as the due job.
-        .order_by("last_confirmed_at", "id")
-        .values_list("id", "key", "created_at")[:budget]
-    )
+    """Inside the team's scope: the stale entries that never had a prune nudge, the
+    longest unconfirmed first (_new_candidates, as the due job), at most `budget`."""
+    candidates = Memory.objects.for_team(team_id).active().filter(prune_condition(now))
+
+    def ever_proposed(ids: list[uuid.UUID]) -> set[uuid.UUID]:
+        return _nudged_entries(team_id, NudgeKind.PRUNE, ids, open_only=False)
+
+    pages = _new_candidates(candidates, named=ever_proposed, budget=budget, fields=("key", "created_at"))
+    stale = [row for page in pages for row in page]
     ids, messages, details = [], [], []
-    for memory_id, key, created_at in stale:
+    for memory_id, _confirmed_at, key, created_at in stale:
         days = max(0, (now - created_at).days)
         ids.append(memory_id)
         messages.append(prune_message(key, days))

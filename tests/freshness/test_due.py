@@ -7,6 +7,8 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from freshness import services, tasks
@@ -122,6 +124,58 @@ def test_a_run_is_bounded_and_the_next_goes_on_where_it_stopped(member: Agent, o
     assert (first.checked, first.flagged) == (2, 2)
     assert (second.checked, second.flagged) == (2, 2)
     assert len(nudges(member.team)) == 3 and len(nudges(outsider.team)) == 1
+
+
+def test_a_run_pages_past_entries_with_an_open_nudge_oldest_first(member: Agent, save, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Pages of DUE_PAGE_SIZE candidates: a page whose entries all have an open due
+    nudge is passed over, not the end of the team; a dismissed nudge's entry is due
+    again (only open nudges hold an entry back)."""
+    monkeypatch.setattr(services, "DUE_PAGE_SIZE", 2)
+    facts = [
+        "The database is Postgres.",
+        "Deploys happen on Tuesdays.",
+        "The office cat is called Miso.",
+        "Backups run at midnight.",
+        "The wiki lives in Notion.",
+    ]
+    for n, fact in enumerate(facts):
+        age(save(member, f"k{n}", fact, allow_duplicate=True)["id"], 60 - n)  # k0 the oldest
+
+    def flagged_keys() -> list[str]:
+        return sorted(n.memory.key for n in nudges(member.team, state=NudgeState.OPEN))
+
+    first = services.mark_due_entries(limit=2)
+    assert (first.checked, flagged_keys()) == (2, ["k0", "k1"])
+    second = services.mark_due_entries(limit=2)
+    assert (second.checked, flagged_keys()) == (2, ["k0", "k1", "k2", "k3"])
+    (k1,) = [n for n in nudges(member.team) if n.memory.key == "k1"]
+    with team_scope(member.team.id):
+        services.resolve_nudge(team=member.team, nudge_id=k1.id, action="dismiss", actor="writer-bot")
+    third = services.mark_due_entries(limit=5)
+    assert (third.checked, third.flagged) == (2, 2)
+    assert flagged_keys() == ["k0", "k1", "k2", "k3", "k4"]
+    assert services.mark_due_entries().checked == 0
+
+
+def test_the_jobs_never_read_entries_and_nudges_in_one_query(member: Agent, save) -> None:  # type: ignore[no-untyped-def]
+    """The cause of the slow freshness pass (docs/decisions.md, "Freshness pass
+    throughput"): an anti-join of a team's entries with its nudges is planned from the
+    nudge table's statistics, which lag behind the thousands of nudges a run adds and
+    know nothing of a team created since they were taken; the planner's nested loop
+    then re-read every nudge of the team for each entry. The jobs read each table on
+    its own, so no estimate can make a run quadratic."""
+    age(save(member, "ours", "Alpha context.")["id"], 400)
+
+    with CaptureQueriesContext(connection) as captured:
+        due = services.mark_due_entries()
+        prune = services.propose_prunes()
+
+    assert (due.flagged, prune.proposed) == (1, 1)
+    selects = [q["sql"] for q in captured.captured_queries if q["sql"].lstrip().upper().startswith("SELECT")]
+    assert any("memories_memory" in sql for sql in selects) and any(
+        "freshness_nudge" in sql for sql in selects
+    )
+    assert [sql for sql in selects if "memories_memory" in sql and "freshness_nudge" in sql] == []
 
 
 def test_a_failing_team_is_counted_and_the_others_go_on(
