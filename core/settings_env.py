@@ -78,3 +78,22 @@ def check_networks(name: str, values: list[str]) -> list[str]:
                 f"{name} lists networks such as 10.0.0.0/8 or 127.0.0.1, not {value!r}"
             ) from None
     return values
+
+
+# Processes and threads past this many cores would hold more database connections than
+# one embedded PostgreSQL (100) serves; past it, say the number explicitly.
+MAX_DEFAULT_PROCESSES = 8
+
+
+def machine_cores() -> int:
+    """The cores this process may run on (its CPU affinity, which containers and
+    `taskset` narrow), else the machine's count."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def default_processes(*, at_least: int = 1) -> int:
+    """A process count that follows the machine: one per core, within [at_least, 8]."""
+    return max(at_least, min(machine_cores(), MAX_DEFAULT_PROCESSES))

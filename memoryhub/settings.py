@@ -12,7 +12,7 @@ from typing import Any
 
 import environ
 
-from core.settings_env import check_networks, read_rate, read_secret
+from core.settings_env import check_networks, default_processes, read_rate, read_secret
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -283,6 +283,8 @@ CELERY_RESULT_EXPIRES = None
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Worker processes (prefork) by default one per core, at most 8: embedding is CPU-bound.
+CELERY_WORKER_CONCURRENCY = env.int("MEMORYHUB_WORKER_CONCURRENCY", default=default_processes())
 CELERY_TASK_TIME_LIMIT = 300
 CELERY_TASK_SOFT_TIME_LIMIT = 240
 CELERY_TASK_IGNORE_RESULT = True

@@ -270,3 +270,14 @@ def test_an_anchor_allow_list_with_a_typo_stops_the_start() -> None:
     assert check_networks("N", ["10.0.0.0/8", " 127.0.0.1 ", "::1"]) == ["10.0.0.0/8", " 127.0.0.1 ", "::1"]
     with pytest.raises(SettingError, match="N lists networks"):
         check_networks("N", ["10.0.0.0/8", "10.0.0/33"])
+
+
+def test_process_counts_follow_the_cores_this_process_may_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from core import settings_env
+
+    for cores, web, worker in [(1, 2, 1), (2, 2, 2), (4, 4, 4), (64, 8, 8)]:
+        monkeypatch.setattr(os, "sched_getaffinity", lambda _pid, n=cores: set(range(n)))
+        assert settings_env.machine_cores() == cores
+        assert (settings_env.default_processes(at_least=2), settings_env.default_processes()) == (web, worker)

@@ -308,7 +308,8 @@ def embedded_redis() -> Iterator[str]:
 
 @contextmanager
 def celery_worker(*, redis_url: str, queue: str) -> Iterator[None]:
-    """One Celery worker (prefork, concurrency 1) on `queue`; ready once it answers a ping."""
+    """One Celery worker on `queue`, with `make run`'s defaults (prefork, one process per
+    core: MEMORYHUB_WORKER_CONCURRENCY); ready once it answers a ping."""
     from celery import Celery
 
     worker = Subprocess(
@@ -318,8 +319,6 @@ def celery_worker(*, redis_url: str, queue: str) -> Iterator[None]:
             "-A",
             "memoryhub",
             "worker",
-            "--concurrency",
-            "1",
             "--pool",
             "prefork",
             "-Q",
