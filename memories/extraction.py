@@ -77,11 +77,13 @@ def extract_metadata(content: str) -> dict[str, list[str]]:
     (an empty list when nothing was found)."""
     prose = _strip_code(str(content))  # re2 rebuilds results with type(text)(): a plain str
     words = _EMAIL.sub(" ", _URL.sub(" ", _LINK_TARGET.sub("]", prose)))
+    # findall and dict.fromkeys run in C: Python handles each distinct name once, not
+    # each of the thousands of repeats an adversarial text can hold.
+    mentions = dict.fromkeys(_MENTION.findall(words))
+    hashtags = dict.fromkeys(_HASHTAG.findall(words))
     return {
-        "people": _unique((_clean_name(m) for m in _MENTION.findall(words)), MAX_PEOPLE),
-        "tags": _unique(
-            (_clean_name(m) for m in _HASHTAG.findall(words) if not _is_colour(_clean_name(m))), MAX_TAGS
-        ),
+        "people": _unique((_clean_name(m) for m in mentions), MAX_PEOPLE),
+        "tags": _unique((name for m in hashtags if not _is_colour(name := _clean_name(m))), MAX_TAGS),
         "action_items": _action_items(prose),
     }
 
@@ -157,17 +159,21 @@ def _is_colour(name: str) -> bool:
 
 
 def _action_items(prose: str) -> list[str]:
-    items: list[str] = []
+    items: dict[str, None] = {}
     if not _ACTION.search(prose):
-        return items
-    for piece in _SENTENCE_END.split(prose):
+        return []
+    # Each distinct piece once (a repeated sentence costs one search), and no more
+    # pieces once MAX_ACTION_ITEMS items are found.
+    for piece in dict.fromkeys(_SENTENCE_END.split(prose)):
         # Markers and spacing never decide whether a piece holds an action word.
         if not _ACTION.search(piece):
             continue
         sentence = " ".join(_LIST_MARKER.sub("", piece.strip()).split())
         if sentence:
-            items.append(_shorten(sentence))
-    return _unique(items, MAX_ACTION_ITEMS)
+            items[_shorten(sentence)] = None
+            if len(items) == MAX_ACTION_ITEMS:
+                break
+    return list(items)
 
 
 def _shorten(text: str) -> str:
