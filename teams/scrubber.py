@@ -17,7 +17,7 @@ from __future__ import annotations
 import html
 import logging
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,6 +109,7 @@ CREDENTIAL_RULES: tuple[CredentialRule, ...] = (
 )
 
 _OPTIONS = re2.Options()
+_UNANCHORED = re2._Anchor.UNANCHORED  # the wrapper's own constant, for _match_spans
 _OPTIONS.max_mem = 32 << 20  # room for the lazy DFA on long texts, so RE2 keeps its fast path
 
 
@@ -204,8 +205,8 @@ def _apply(rule: _CompiledRule, data: bytes, counts: Counter[str]) -> bytes:
     marker = REDACTED.format(kind=rule.kind).encode()
     pieces: list[bytes] = []
     end = 0
-    for match in rule.regex.finditer(data):
-        span = _secret_span(rule, match, data)
+    for spans in _match_spans(rule.regex, data):
+        span = _secret_span(rule, spans, data)
         if span is None:
             continue
         pieces += (data[end : span[0]], marker)
@@ -217,12 +218,41 @@ def _apply(rule: _CompiledRule, data: bytes, counts: Counter[str]) -> bytes:
     return b"".join(pieces)
 
 
-def _secret_span(rule: _CompiledRule, match: Any, data: bytes) -> tuple[int, int] | None:
+_NO_MATCH = (-1, -1)
+
+
+def _match_spans(regex: Any, data: bytes) -> Iterable[Sequence[tuple[int, int]]]:
+    """The spans (whole match, then each group) of every match of `regex` in `data`, left
+    to right, as finditer finds them. Straight from the compiled RE2 object when the
+    wrapper exposes it: finditer's per-match objects cost more than the match itself
+    on a text of thousands of credentials (docs/decisions.md, "Scrubber and linear
+    patterns")."""
+    compiled = getattr(regex, "_regexp", None)
+    if compiled is None:  # another version of the wrapper: its public API
+        for match in regex.finditer(data):
+            yield [match.span(group) for group in range(regex.groups + 1)]
+        return
+    unanchored, position, stop = _UNANCHORED, 0, len(data)
+    while True:
+        spans = compiled.Match(unanchored, data, position, stop)
+        whole = spans[0]
+        if whole == _NO_MATCH:
+            return
+        yield spans
+        # An empty match moves on by one byte, as finditer does.
+        position = whole[1] if whole[1] > position else position + 1
+        if position > stop:
+            return
+
+
+def _secret_span(
+    rule: _CompiledRule, spans: Sequence[tuple[int, int]], data: bytes
+) -> tuple[int, int] | None:
     if not rule.secret_groups:
-        span: tuple[int, int] = match.span()
-        return span
+        start, end = spans[0]
+        return start, end
     for group in rule.secret_groups:
-        start, end = match.span(group)
+        start, end = spans[group]
         if start < 0:
             continue
         if data.startswith(_REDACTED_PREFIX, start):  # an earlier, more specific rule took it

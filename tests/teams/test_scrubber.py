@@ -60,3 +60,31 @@ def test_short_secrets_are_not_used_to_redact_ordinary_words() -> None:
 def test_ordinary_text_is_left_alone(text: str) -> None:
     result = scrub(text)
     assert result.text == text and not result.redactions
+
+
+class PublicApiOnly:
+    """A compiled pattern seen only through the wrapper's public API (finditer)."""
+
+    def __init__(self, regex: object) -> None:
+        self.finditer = regex.finditer  # type: ignore[attr-defined]
+        self.groups = regex.groups  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "postgres://admin:hunter2hunter2@db.internal:5432/app and x://u:p@" * 40,
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n-----END RSA PRIVATE KEY-----\n" * 20,
+        "password=correct-horse-battery token: ghp_Q9x2LmN4pR7sT1vW3yZ5aB8cD0eF6gH2jK4m " * 30,
+        "nothing to see here, just prose about deploys on Tuesday. " * 50,
+        "",
+    ],
+)
+def test_the_fast_match_loop_finds_what_finditer_finds(text: str) -> None:
+    from teams import scrubber
+
+    data = text.encode()
+    for rule in scrubber._COMPILED_RULES:
+        fast = [list(spans) for spans in scrubber._match_spans(rule.regex, data)]
+        public = [list(spans) for spans in scrubber._match_spans(PublicApiOnly(rule.regex), data)]
+        assert [[tuple(s) for s in m] for m in fast] == [[tuple(s) for s in m] for m in public], rule.kind
