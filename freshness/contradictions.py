@@ -41,6 +41,7 @@ list work on a bounded number of words, so a 64 KiB entry costs what a short one
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -222,7 +223,14 @@ _GENERIC_STEMS = frozenset(_stem(word) for word in GENERIC_WORDS)
 
 def _analyse(text: str) -> _Text:
     """The content words of the opening of `text`, and whether it is negated."""
-    opening = str(text)[:MAX_JUDGED_CHARS]
+    return _analyse_opening(str(text)[:MAX_JUDGED_CHARS])
+
+
+# A new entry is judged against up to MAX_CANDIDATES others, and a batch's entries
+# against each other: each opening is read once. Keyed by the opening (at most
+# MAX_JUDGED_CHARS), so the cache holds at most about 1 MB of text per process.
+@functools.lru_cache(maxsize=1024)
+def _analyse_opening(opening: str) -> _Text:
     words: list[_Word] = []
     lowered_words: list[str] = []
     negated = False
