@@ -49,6 +49,7 @@ ENDPOINTS = [
     Endpoint("sessions", "GET", "viewer"),
     Endpoint("review", "GET", "viewer"),
     Endpoint("review_resolve", "POST", "member", {"action": "dismiss"}),
+    Endpoint("review_draft", "POST", "member", {"action": "reject"}),
     Endpoint("memories", "GET", "viewer"),
     Endpoint("memories", "GET", "viewer", {"q": "zeppelin launch", "state": "all"}),
     Endpoint("memory_create", "GET", "member"),
@@ -97,8 +98,8 @@ class TeamTargets:
     vault_key: str
     token_id: int
     membership_id: int
-    # No nudge needed: outsiders and low roles are stopped before it is looked up
-    # (tests/dashboard/test_review.py covers real nudges of both teams).
+    # No nudge or draft needed: outsiders and low roles are stopped before it is looked
+    # up (tests/dashboard/test_review.py covers real nudges and drafts of both teams).
     nudge_id: str = "00000000-0000-4000-8000-000000000000"
 
 
@@ -114,6 +115,8 @@ def url_of(name: str, slug: str, targets: TeamTargets) -> str:
         kwargs["membership_id"] = targets.membership_id
     elif name == "review_resolve":
         kwargs["nudge_id"] = targets.nudge_id
+    elif name == "review_draft":
+        kwargs["draft_id"] = targets.nudge_id  # no draft needed either: see nudge_id
     return reverse(f"dashboard:{name}", kwargs=kwargs)
 
 
