@@ -201,6 +201,7 @@ class _IgnoreFormatParameter(DefaultContentNegotiation):
 class InjectionViewSet(TeamScopedViewSet):
     content_negotiation_class = _IgnoreFormatParameter
     required_scopes: ClassVar[dict[str, str]] = {"list": "read"}
+    replica_actions: ClassVar[frozenset[str]] = frozenset({"list"})
 
     @extend_schema(
         summary="Prompt injection block",

@@ -140,12 +140,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     view = context.get("view")
     headers: dict[str, str] = {}
     if isinstance(exc, DomainError):
-        domain_extra = {name: _serialize_extra(view, name, value) for name, value in exc.extra.items()}
-        # A domain error about one field reads like a validation error of that field.
-        if "field" in domain_extra:
-            domain_extra["fields"] = {domain_extra.pop("field"): [exc.detail]}
         set_rollback()
-        return Response(error_body(exc.code, exc.detail, **domain_extra), status=exc.status)
+        return Response(domain_error_body(exc, view), status=exc.status)
     if isinstance(exc, Http404):
         exc = drf.NotFound("not found")
     elif isinstance(exc, DjangoPermissionDenied):
@@ -179,6 +175,23 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             detail = f"too many requests; retry in {retry_after} seconds"
     set_rollback()
     return Response(error_body(code, detail, **extra), status=exc.status_code, headers=headers)
+
+
+def domain_error_body(exc: DomainError, view: Any = None) -> dict[str, Any]:
+    """The one error shape of a domain error (its extras rendered by the view)."""
+    domain_extra = {name: _serialize_extra(view, name, value) for name, value in exc.extra.items()}
+    # A domain error about one field reads like a validation error of that field.
+    if "field" in domain_extra:
+        domain_extra["fields"] = {domain_extra.pop("field"): [exc.detail]}
+    return error_body(exc.code, exc.detail, **domain_extra)
+
+
+def validation_error_body(exc: drf.ValidationError) -> dict[str, Any]:
+    """The one error shape of a serializer's ValidationError (as the handler answers it)."""
+    fields = exc.detail
+    # Always an object: a bare message (a list) is about the input as a whole.
+    fields = fields if isinstance(fields, dict) else {"non_field_errors": fields}
+    return error_body("invalid", "the request did not validate", fields=fields)
 
 
 def _serialize_extra(view: Any, name: str, value: Any) -> Any:

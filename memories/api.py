@@ -3,18 +3,28 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from collections import Counter
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import serializers as drf_serializers
 from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api_errors import BODY_ERRORS, TEAM_SCOPED_ERRORS, error_responses
+from core.api_errors import (
+    BODY_ERRORS,
+    TEAM_SCOPED_ERRORS,
+    domain_error_body,
+    error_responses,
+    validation_error_body,
+)
 from core.errors import InvalidInput
 from core.pagination import KeysetPagination
+from memories import batch as batch_saves
 from memories import feedback, selectors, services
 from memories.extraction import parse_filter_param
 from memories.models import Memory
@@ -25,6 +35,9 @@ from memories.serializers import (
     ArchiveInputSerializer,
     ConfirmInputSerializer,
     ConflictErrorSerializer,
+    MemoryBatchInputSerializer,
+    MemoryBatchOutputSerializer,
+    MemoryBatchSchemaSerializer,
     MemoryCreateInputSerializer,
     MemoryDetailOutputSerializer,
     MemoryDuplicateOutputSerializer,
@@ -36,10 +49,12 @@ from memories.serializers import (
     NoPreviousVersionErrorSerializer,
     RateInputSerializer,
     UnsupersedeInputSerializer,
+    batch_result_payload,
     duplicate_payload,
     saved_payload,
 )
 from teams.authentication import agent_actor
+from teams.models import Team
 from teams.validators import KEY_PATTERN, check_key
 from teams.viewsets import TEAM_PATH_PARAMETER, TeamScopedViewSet
 
@@ -237,6 +252,7 @@ class AnnotationPagination(KeysetPagination):
     ),
 )
 class MemoryViewSet(TeamScopedViewSet):
+    replica_actions: ClassVar[frozenset[str]] = frozenset({"list", "history"})
     lookup_field = "key"
     lookup_value_regex = "[^/]+"
     pagination_class = MemoryPagination
@@ -282,6 +298,53 @@ class MemoryViewSet(TeamScopedViewSet):
         if not result.saved:
             return Response(duplicate_payload(result), status=status.HTTP_200_OK)
         return Response(saved_payload(result), status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        summary="Save many memories at once",
+        description="Up to 500 saves in one request, each with the fields and rules of `POST memories/` "
+        "(one `error` outcome per entry that does not validate or is refused; the others are stored). "
+        "One result per entry, in order: `created`, `superseded`, `unchanged` (the key's active entry "
+        "already holds exactly this: sending a batch again changes nothing), `duplicate` (another "
+        "active entry holds the text; nothing written) or `error` (the one error shape, as the single "
+        "save would answer). A key named twice is an error of its second entry. Each entry is stored "
+        "in a savepoint of its own and the batch commits once, before the answer: what the answer "
+        "reports is what is stored. The duplicate check embeds every new text in one call. Counts as "
+        "one request against the token's write rate; the team's quota of active memories applies to "
+        "every entry.",
+        parameters=[TEAM_PATH_PARAMETER],
+        request=MemoryBatchSchemaSerializer,
+        responses={
+            200: OpenApiResponse(
+                MemoryBatchOutputSerializer,
+                description="The batch ran: one result per entry (some may be `error`).",
+            ),
+            **WRITE_ERRORS,
+        },
+    )
+    @action(detail=False, methods=["post"], url_path="batch")
+    def batch(self, request: Request, team: str) -> Response:
+        if request.headers.get("If-Match") is not None:
+            raise InvalidInput("a batch takes expected_version per entry, not If-Match", field="If-Match")
+        payload = MemoryBatchInputSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        body = batch_payload(
+            team=self.get_team(),
+            raw_entries=payload.validated_data["entries"],
+            updated_by=agent_actor(request),
+            view=self,
+        )
+        return Response(body, status=status.HTTP_200_OK)
+
+    @extend_schema(exclude=True)
+    @batch.mapping.get
+    def batch_key(self, request: Request, team: str) -> Response:
+        """`GET memories/batch/` is the key "batch", which the batch's route would shadow."""
+        return self.retrieve(request, team, key="batch")
+
+    @extend_schema(exclude=True)
+    @batch.mapping.delete
+    def delete_batch_key(self, request: Request, team: str) -> Response:
+        return self.destroy(request, team, key="batch")
 
     def retrieve(self, request: Request, team: str, key: str) -> Response:
         check_key(key)
@@ -445,6 +508,66 @@ class MemoryViewSet(TeamScopedViewSet):
             "annotations": selectors.annotations_for(team.id, [memory.id], as_of=as_of),
         }
         return MemoryDetailOutputSerializer(memory, context=context).data
+
+
+def batch_payload(
+    *,
+    team: Team,
+    raw_entries: list[Any],
+    updated_by: str,
+    view: Any = None,
+    entry_serializer: type[drf_serializers.Serializer[Any]] = MemoryCreateInputSerializer,
+    key_of: Callable[[dict[str, Any]], str] = lambda data: str(data["key"]),
+) -> dict[str, Any]:
+    """The batch save of `raw_entries` (each parsed by `entry_serializer`, a bad one
+    being an `error` result of its own) and its answer: one result per entry, in order,
+    and the count per status. `view` renders errors' extras (serialize_error_extra;
+    by default an entry named in an error as MemoryOutputSerializer does). The MCP tool
+    memory_save_batch shares it, with its own serializer and key."""
+    view = view or _MemoryErrorExtras()
+    entries: list[batch_saves.BatchEntry] = []
+    results: dict[int, dict[str, Any]] = {}
+    for index, raw in enumerate(raw_entries):
+        entry = entry_serializer(data=raw)
+        if not entry.is_valid():
+            error = validation_error_body(drf_serializers.ValidationError(entry.errors))
+            results[index] = {"index": index, "key": _sent_key(raw), "status": "error", "error": error}
+            continue
+        data = entry.validated_data
+        entries.append(
+            batch_saves.BatchEntry(
+                index=index,
+                key=key_of(data),
+                content=data["content"],
+                type_name=data.get("type"),
+                supersede_reason=data.get("supersede_reason"),
+                project=data.get("project"),
+                metadata=data.get("metadata"),
+                skill_trigger=data.get("skill_trigger", services.UNSET),
+                allow_duplicate=data["allow_duplicate"],
+                expected_version=data.get("expected_version"),
+                anchor=data.get("anchor", services.UNSET),
+            )
+        )
+    for outcome in batch_saves.save_batch(team=team, entries=entries, updated_by=updated_by):
+        refusal = None if outcome.error is None else domain_error_body(outcome.error, view)
+        results[outcome.index] = batch_result_payload(outcome, refusal)
+    ordered = [results[index] for index in sorted(results)]
+    counts = Counter(result["status"] for result in ordered)
+    return {"results": ordered, "counts": {name: counts[name] for name in batch_saves.STATUSES}}
+
+
+class _MemoryErrorExtras:
+    """Renders an entry named in an error (`current`) as MemoryViewSet does."""
+
+    def serialize_error_extra(self, name: str, value: Any) -> Any:
+        return MemoryOutputSerializer(value).data if isinstance(value, Memory) else value
+
+
+def _sent_key(raw: Any) -> str:
+    """The key an entry that did not validate sent, for its result (bounded)."""
+    key = raw.get("key") if isinstance(raw, dict) else None
+    return key[:200] if isinstance(key, str) else ""
 
 
 def _expected_version(request: Request, from_body: uuid.UUID | None) -> uuid.UUID | None:

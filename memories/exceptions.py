@@ -37,3 +37,9 @@ class StaleVersion(Conflict):
     """The writer read a version that is no longer the active one."""
 
     code = "stale_version"
+
+
+class KeyRepeatedInBatch(InvalidInput):
+    """A batch save names a key a second time: each key is saved once per batch."""
+
+    code = "duplicate_key_in_batch"

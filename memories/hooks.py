@@ -47,6 +47,14 @@ find_duplicate: Hook[DuplicateMatch | None] = Hook(
     content-hash and embedding checks.""",
 )
 
+find_duplicates: Hook[list[DuplicateMatch | None]] = Hook(
+    "memories.find_duplicates",
+    """find_duplicate for many texts at once (the batch save, memories.batch):
+    `receiver(team=Team, texts=list[str]) -> list[DuplicateMatch | None]`, one answer
+    per text in order; the first receiver's answer counts. Called before the batch
+    takes any lock; search embeds every text needing the similarity check in one call.""",
+)
+
 memory_confirmed: Hook[None] = Hook(
     "memories.memory_confirmed",
     """The active entry of a key was confirmed as still true:

@@ -532,3 +532,83 @@ def duplicate_payload(result: SaveResult) -> dict[str, Any]:
             "redactions": result.redactions,
         }
     ).data
+
+
+# ----- the batch save (POST memories/batch/) -----
+
+BATCH_STATUSES = ["created", "superseded", "unchanged", "duplicate", "error"]
+
+
+class MemoryBatchInputSerializer(StrictInputSerializer):
+    """Up to 500 saves; each entry is parsed on its own as the body of `POST memories/`,
+    so a bad entry is an `error` outcome of its own. Unknown fields are rejected."""
+
+    entries = serializers.ListField(
+        child=serializers.JSONField(allow_null=True),
+        allow_empty=False,
+        max_length=500,
+        help_text="Each entry takes the fields of a single save (`POST memories/`).",
+    )
+
+
+class MemoryBatchSchemaSerializer(serializers.Serializer):
+    """The request as documented: what MemoryBatchInputSerializer parses entry by entry."""
+
+    entries = MemoryCreateInputSerializer(
+        many=True, help_text="1 to 500 saves, each as `POST memories/` takes."
+    )
+
+
+class BatchDuplicateSerializer(ReplacedDuplicateSerializer):
+    """The active entry of another key that holds the text (`duplicate`), or that a
+    longer text replaced (`replaced_duplicate`)."""
+
+
+class MemoryBatchResultSerializer(serializers.Serializer):
+    index = serializers.IntegerField(help_text="The entry's place in `entries`, from 0.")
+    key = serializers.CharField(help_text="The entry's key as sent (empty when it sent none).")
+    status = serializers.ChoiceField(
+        choices=BATCH_STATUSES,
+        help_text="created: a new key (or a longer duplicate that replaced another key's entry, see "
+        "`replaced_duplicate`); superseded: a new version of the key; unchanged: the key's active entry "
+        "already holds exactly this, nothing written; duplicate: another active entry holds the text, "
+        "nothing written (`duplicate_of`); error: refused, nothing written (`error`).",
+    )
+    id = serializers.UUIDField(
+        required=False,
+        help_text="created/superseded: the new version; unchanged: the active entry; duplicate: the "
+        "entry that holds the text.",
+    )
+    duplicate_of = BatchDuplicateSerializer(required=False)
+    replaced_duplicate = BatchDuplicateSerializer(required=False)
+    redactions = RedactionSerializer(many=True, required=False)
+    error = ErrorSerializer(required=False, help_text="The one error shape, as a single save answers it.")
+
+
+class MemoryBatchOutputSerializer(serializers.Serializer):
+    results = MemoryBatchResultSerializer(many=True, help_text="One per entry, in the order of `entries`.")
+    counts = serializers.DictField(child=serializers.IntegerField(), help_text="Entries per status.")
+
+
+def batch_result_payload(outcome: Any, error_body: dict[str, Any] | None) -> dict[str, Any]:
+    """One entry's outcome (memories.batch.BatchOutcome) as MemoryBatchResultSerializer
+    shows it; `error_body` is its error in the one error shape."""
+    body: dict[str, Any] = {"index": outcome.index, "key": outcome.key, "status": outcome.status}
+    result: SaveResult | None = outcome.result
+    if error_body is not None:
+        body["error"] = error_body
+    if result is None:
+        return body
+    body["id"] = str(result.memory.id)
+    duplicate = result.duplicate
+    if duplicate is not None:
+        reference = {
+            "id": str(duplicate.memory.id),
+            "key": duplicate.memory.key,
+            "similarity": duplicate.similarity,
+            "matched_by": duplicate.matched_by,
+        }
+        body["duplicate_of" if outcome.status == "duplicate" else "replaced_duplicate"] = reference
+    if result.redactions:
+        body["redactions"] = result.redactions
+    return body

@@ -17,7 +17,8 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
@@ -73,9 +74,11 @@ UNSET = _Unset.UNSET
 
 @dataclass
 class SaveResult:
-    """What a save did. `saved` is False only when the text was refused as a duplicate:
-    nothing was written and `memory` is the entry that already holds it. With `saved`
-    and a `duplicate`, the new entry superseded that (shorter) entry of another key."""
+    """What a save did. `saved` is False when nothing was written: the text was refused
+    as a duplicate (`memory` is the entry that already holds it), or, for the batch
+    save only, the key's active entry already held it (`unchanged`, `memory` is that
+    entry). With `saved` and a `duplicate`, the new entry superseded that (shorter)
+    entry of another key."""
 
     memory: Memory
     superseded: Memory | None = None
@@ -83,6 +86,7 @@ class SaveResult:
     redactions: list[dict[str, object]] = field(default_factory=list)
     saved: bool = True
     duplicate: DuplicateMatch | None = None
+    unchanged: bool = False
 
 
 @dataclass
@@ -131,66 +135,180 @@ def save_memory(
     Locking: the duplicate check (which may embed) runs before any lock. Then the key's
     lock; for a duplicate being superseded, its key's lock (tried, never waited for) and
     row lock, re-checking that it is still active; last, for a skill, its name's lock."""
+    secrets = team_secret_values(team_id=team.id)
+    prepared = prepare_save(
+        key=key,
+        content=content,
+        type_name=type_name,
+        supersede_reason=supersede_reason,
+        project=project,
+        metadata=metadata,
+        skill_trigger=skill_trigger,
+        anchor=anchor,
+        secrets=secrets,
+    )
+    duplicate = None
+    if wants_duplicate_check(team=team, prepared=prepared, allow_duplicate=allow_duplicate):
+        duplicate = hooks.find_duplicate.first(team=team, text=prepared.version.content)
+        if duplicate is not None and refuses_as_duplicate(prepared, duplicate):
+            return refused_duplicate(team=team, prepared=prepared, duplicate=duplicate)
+
+    with transaction.atomic():
+        result = store_prepared(
+            team=team,
+            prepared=prepared,
+            duplicate=duplicate,
+            expected_version=expected_version,
+            updated_by=updated_by,
+            secrets=secrets,
+            active_count=lambda: Memory.objects.filter(team=team, is_active=True).count(),
+        )
+        hooks.memory_written.call(team_id=team.id, memory_id=result.memory.id)
+    _log_redactions(prepared.version.redactions, what=f"memory {key}", team=team)
+    return result
+
+
+@dataclass
+class PreparedSave:
+    """A save validated and scrubbed, before any lock: save_memory's first steps, which
+    the batch save (memories.batch) runs for every entry before its duplicate check."""
+
+    key: str
+    reason: str
+    version: _Version
+
+
+def prepare_save(
+    *,
+    key: str,
+    content: str,
+    type_name: str | None,
+    supersede_reason: str | None,
+    project: str | None,
+    metadata: dict[str, Any] | None,
+    skill_trigger: dict[str, Any] | _Unset | None,
+    anchor: dict[str, Any] | _Unset | None,
+    secrets: list[str],
+) -> PreparedSave:
+    """Validate and scrub a save (no query); raises the save's domain errors."""
     check_key(key)
     _refuse_credential_key(key)
     reason = clean_reason(supersede_reason, field="supersede_reason", required=False)
     version = _validated_version(content, type_name, project, metadata, skill_trigger)
     version.anchor = anchor if anchor is UNSET else _credential_free_anchor(normalise_anchor(anchor))
-    secrets = team_secret_values(team_id=team.id)
     version.content = _scrubbed(version.content, secrets, version.redactions)
+    return PreparedSave(key=key, reason=reason, version=version)
 
-    duplicate = None
-    if not reason and not allow_duplicate and not _has_active_entry(team, key):
-        duplicate = hooks.find_duplicate.first(team=team, text=version.content)
-        if duplicate is not None and len(version.content) <= len(duplicate.memory.content):
-            _log_refused_duplicate(team, key, duplicate)
-            return SaveResult(
-                memory=duplicate.memory,
-                saved=False,
-                duplicate=duplicate,
-                redactions=version.redactions.as_list(),
-            )
 
-    with transaction.atomic():
-        current = lock_active_memory(team, key)
-        _check_expected_version(key, current, expected_version)
-        if current is not None and not reason:
-            raise MemoryExists(
-                f"'{key}' already has an active entry; send supersede_reason to replace it", current=current
-            )
-        replaced = current
-        if current is None and duplicate is not None:
-            replaced = _lock_duplicate(team, duplicate.memory)
-            if replaced is None:
-                duplicate = None  # changed or deleted meanwhile: nothing to supersede
-            else:
-                reason = f"{SOFT_SUPERSEDE_REASON}: longer duplicate saved as '{key}'"
-        if replaced is None:  # one more active entry, not a new version of one
-            check_quota(
-                team=team,
-                quota="memories",
-                used=Memory.objects.filter(team=team, is_active=True).count(),
-                limit=settings.MEMORYHUB_QUOTA_MEMORIES,
-                what="active memories",
-            )
-        memory = _store_version(
-            team=team,
-            key=key,
-            version=version,
-            replaced=replaced,
-            reason=reason,
-            soft=duplicate is not None or reason.lower() == SOFT_SUPERSEDE_REASON,
-            updated_by=updated_by,
-            secrets=secrets,
+def wants_duplicate_check(*, team: Team, prepared: PreparedSave, allow_duplicate: bool) -> bool:
+    """A new key saved without a reason or allow_duplicate is checked for duplicates."""
+    return not prepared.reason and not allow_duplicate and not _has_active_entry(team, prepared.key)
+
+
+def refuses_as_duplicate(prepared: PreparedSave, duplicate: DuplicateMatch) -> bool:
+    """A duplicate whose text is not longer than the entry holding it is not saved."""
+    return len(prepared.version.content) <= len(duplicate.memory.content)
+
+
+def refused_duplicate(*, team: Team, prepared: PreparedSave, duplicate: DuplicateMatch) -> SaveResult:
+    _log_refused_duplicate(team, prepared.key, duplicate)
+    return SaveResult(
+        memory=duplicate.memory,
+        saved=False,
+        duplicate=duplicate,
+        redactions=prepared.version.redactions.as_list(),
+    )
+
+
+def store_prepared(
+    *,
+    team: Team,
+    prepared: PreparedSave,
+    duplicate: DuplicateMatch | None,
+    expected_version: uuid.UUID | None,
+    updated_by: str,
+    secrets: list[str],
+    active_count: Callable[[], int],
+    unchanged_ok: bool = False,
+) -> SaveResult:
+    """save_memory's locked steps, in the caller's transaction: lock the key and read
+    its active entry, check the expected version and the conflict, lock a duplicate
+    being superseded, check the quota (`active_count`: the team's active entries now)
+    for one more active entry, store the version. Calls no hook.
+
+    With `unchanged_ok` (the batch save), a key whose active entry already holds what
+    this version would store is left as it is: `unchanged` in the result, nothing written."""
+    key, reason, version = prepared.key, prepared.reason, prepared.version
+    current = lock_active_memory(team, key)
+    if unchanged_ok and current is not None and _already_holds(team, current, version, secrets):
+        redactions = version.redactions.as_list()
+        return SaveResult(memory=current, saved=False, unchanged=True, redactions=redactions)
+    _check_expected_version(key, current, expected_version)
+    if current is not None and not reason:
+        raise MemoryExists(
+            f"'{key}' already has an active entry; send supersede_reason to replace it", current=current
         )
-        hooks.memory_written.call(team_id=team.id, memory_id=memory.id)
-    _log_redactions(version.redactions, what=f"memory {key}", team=team)
+    replaced = current
+    if current is None and duplicate is not None:
+        replaced = _lock_duplicate(team, duplicate.memory)
+        if replaced is None:
+            duplicate = None  # changed or deleted meanwhile: nothing to supersede
+        else:
+            reason = f"{SOFT_SUPERSEDE_REASON}: longer duplicate saved as '{key}'"
+    if replaced is None:  # one more active entry, not a new version of one
+        check_quota(
+            team=team,
+            quota="memories",
+            used=active_count(),
+            limit=settings.MEMORYHUB_QUOTA_MEMORIES,
+            what="active memories",
+        )
+    memory = _store_version(
+        team=team,
+        key=key,
+        version=version,
+        replaced=replaced,
+        reason=reason,
+        soft=duplicate is not None or reason.lower() == SOFT_SUPERSEDE_REASON,
+        updated_by=updated_by,
+        secrets=secrets,
+    )
     return SaveResult(
         memory=memory,
         superseded=replaced,
         hint=suggest_type(memory.content, MemoryType(memory.type)),
         redactions=version.redactions.as_list(),
         duplicate=duplicate,
+    )
+
+
+def _already_holds(team: Team, current: Memory, version: _Version, secrets: list[str]) -> bool:
+    """Whether the active entry holds what `version` would store: the same text, and
+    the same type, project, metadata, skill and anchor after the carry-over."""
+    if current.content != version.content:
+        return False
+    candidate = replace(version, redactions=ScrubResult(text=""))
+    _carry_over(candidate, current)
+    skill = None
+    if isinstance(candidate.skill_trigger, dict):
+        skill = _scrubbed_skill(candidate.skill_trigger, secrets, candidate.redactions)
+    row = _version_row(
+        team=team,
+        key=current.key,
+        version=candidate,
+        replaced=current,
+        reason="",
+        soft=False,
+        updated_by="",
+        secrets=secrets,
+        skill=skill,
+    )
+    return (row.type, row.project, row.metadata, row.skill_trigger, row.anchor) == (
+        current.type,
+        current.project,
+        current.metadata,
+        current.skill_trigger,
+        current.anchor,
     )
 
 

@@ -116,6 +116,23 @@ else:
 # With the pool, a connection is checked as it is lent out, so one broken by a database
 # restart is replaced instead of failing the request.
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# Streaming replicas of the primary (docs/operations.md, "Read replicas"): the API's
+# search, list, history and injection reads go to one of them (core.db_router,
+# teams.replicas), in the team's scope; writes, and reads after a write, stay on the
+# primary. Each replica gets the primary's pool and connection settings, as
+# replica_1, replica_2, ... One replaying more than MEMORYHUB_REPLICA_MAX_LAG_SECONDS
+# behind, or unreachable, is left alone for MEMORYHUB_REPLICA_RETRY_SECONDS.
+DATABASE_REPLICAS: list[str] = []
+for _number, _url in enumerate(env.list("DATABASE_REPLICA_URLS", default=[]), start=1):
+    _replica = {**environ.Env.db_url_config(_url), "TEST": {"MIRROR": "default"}}
+    _replica["OPTIONS"] = {**DATABASES["default"]["OPTIONS"], **_replica.get("OPTIONS", {})}  # the pool
+    _replica["CONN_MAX_AGE"] = DATABASES["default"]["CONN_MAX_AGE"]
+    _replica["CONN_HEALTH_CHECKS"] = True
+    DATABASES[f"replica_{_number}"] = _replica
+    DATABASE_REPLICAS.append(f"replica_{_number}")
+DATABASE_ROUTERS = ["core.db_router.ReplicaRouter"]
+DATABASE_REPLICA_MAX_LAG_SECONDS = env.float("MEMORYHUB_REPLICA_MAX_LAG_SECONDS", default=10.0)
+DATABASE_REPLICA_RETRY_SECONDS = env.float("MEMORYHUB_REPLICA_RETRY_SECONDS", default=5.0)
 # What a 503 for an unreachable or saturated database tells clients to wait.
 DB_UNAVAILABLE_RETRY_AFTER_SECONDS = env.int("MEMORYHUB_DB_RETRY_AFTER_SECONDS", default=5)
 

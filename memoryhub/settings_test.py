@@ -16,6 +16,9 @@ DATABASES["default"]["TEST"] = {"NAME": env.str("MEMORYHUB_TEST_DB_NAME", defaul
 # it on for its own tests.
 DATABASES["default"]["OPTIONS"].pop("pool", None)  # noqa: F405
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)  # noqa: F405
+for _replica in DATABASE_REPLICAS:  # noqa: F405
+    DATABASES[_replica]["OPTIONS"].pop("pool", None)  # noqa: F405 (its own dict, not the primary's)
+    DATABASES[_replica]["CONN_MAX_AGE"] = DATABASES["default"]["CONN_MAX_AGE"]  # noqa: F405
 
 # Tasks run in-process unless a test routes them to the Redis and the worker the suite
 # starts itself (tests/worker.py): a REDIS_URL in the developer's shell is never used.

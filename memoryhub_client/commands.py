@@ -33,12 +33,19 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     search.set_defaults(handler=run_search)
 
     save = commands.add_parser("save", help="save a memory under a key", description="Save a memory.")
-    save.add_argument("key", help="the memory's key, e.g. deploy-friday")
+    save.add_argument("key", nargs="?", default=None, help="the memory's key, e.g. deploy-friday")
     save.add_argument("content", nargs="?", default="-", help="the text; '-' or left out: read stdin")
     save.add_argument("--type", default=None, help="identity, lesson, decision, context, reference, ...")
     save.add_argument("--project", default=None)
     save.add_argument("--reason", default=None, help="supersede the key's active entry, for this reason")
     save.add_argument("--json", action="store_true", help="print the server's JSON answer")
+    save.add_argument(
+        "--batch",
+        metavar="FILE.jsonl",
+        default=None,
+        help="save every line of a JSON Lines file (one object per line with a save's fields), "
+        "500 a request; '-': stdin",
+    )
     add_connection_flags(save)
     save.set_defaults(handler=run_save)
 
@@ -99,6 +106,12 @@ def run_search(arguments: argparse.Namespace) -> int:
 
 
 def run_save(arguments: argparse.Namespace) -> int:
+    if arguments.batch is not None:
+        from memoryhub_client.batch import run_save_batch
+
+        return run_save_batch(arguments)
+    if arguments.key is None:
+        raise ConfigError("give the memory's key (or --batch FILE.jsonl)")
     content = sys.stdin.read() if arguments.content == "-" else arguments.content
     body: dict[str, Any] = {"key": arguments.key, "content": content}
     for name, value in (

@@ -140,6 +140,7 @@ class SearchOutputSerializer(serializers.Serializer):
 class SearchViewSet(TeamScopedViewSet):
     # A search reads, whatever its verb.
     required_scopes: ClassVar[dict[str, str]] = {"create": "read"}
+    replica_actions: ClassVar[frozenset[str]] = frozenset({"create"})
 
     @extend_schema(
         summary="Search memories",

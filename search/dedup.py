@@ -1,5 +1,7 @@
 """Duplicate detection for the save of a new key: the receiver of
-memories.hooks.find_duplicate (see memories.services.save_memory).
+memories.hooks.find_duplicate (see memories.services.save_memory), and of
+memories.hooks.find_duplicates for the batch save (memories.batch), which checks all
+its texts at once: one query for the exact check, one provider call for the near one.
 
 Two checks, cheapest first:
 
@@ -36,7 +38,7 @@ from memories.hooks import DuplicateMatch
 from memories.models import Memory
 from search import hooks
 from search.chunking import chunk_text
-from search.embeddings.base import EmbeddingUnavailable
+from search.embeddings.base import EmbeddingProvider, EmbeddingUnavailable
 from search.selectors import has_active_vectors, nearest_active_memory
 from search.services import cached_embeddings, team_provider
 from teams.models import Team
@@ -51,36 +53,72 @@ CHARACTERS_PER_CHUNK = 400 * 6
 def find_duplicate(*, team: Team, text: str) -> DuplicateMatch | None:
     """The active entry of the team that holds `text` (already scrubbed) already, or
     None. The caller is inside the team's scope."""
-    active = Memory.objects.for_team(team.id).active()
-    same = active.filter(content_hash=Memory.hash_content(text)).order_by("created_at", "id").first()
-    if same is not None:
-        return DuplicateMatch(
-            memory=same, similarity=1.0, matched_by="content_hash", threshold=team.dedup_threshold
-        )
+    return find_duplicates(team=team, texts=[text])[0]
 
+
+def find_duplicates(*, team: Team, texts: list[str]) -> list[DuplicateMatch | None]:
+    """find_duplicate for each of `texts`, in order (the receiver of
+    memories.hooks.find_duplicates, for the batch save): one query for the exact check
+    of them all, and the openings of the texts it leaves embedded in one provider call."""
+    active = Memory.objects.for_team(team.id).active()
+    hashes = [Memory.hash_content(text) for text in texts]
+    holders: dict[str, Memory] = {}
+    for memory in active.filter(content_hash__in=set(hashes)).order_by("created_at", "id"):
+        holders.setdefault(memory.content_hash, memory)
+    matches: list[DuplicateMatch | None] = [
+        None
+        if h not in holders
+        else DuplicateMatch(
+            memory=holders[h], similarity=1.0, matched_by="content_hash", threshold=team.dedup_threshold
+        )
+        for h in hashes
+    ]
+    near = [i for i, match in enumerate(matches) if match is None]
+    if near:
+        for i, match in zip(near, _near_duplicates(team, [texts[i] for i in near]), strict=True):
+            matches[i] = match
+    return matches
+
+
+def _near_duplicates(team: Team, texts: list[str]) -> list[DuplicateMatch | None]:
+    """The embedding check of each text; all None when it cannot run (fails open)."""
     try:
         provider = team_provider(team)
         if provider is None or not has_active_vectors(team_id=team.id, model=provider.model):
-            return None
+            return [None] * len(texts)
         # The request waits for this: only the opening is chunked and at most a few
         # chunks are embedded (the worker chunks and embeds the whole text when it
         # indexes the entry), so a 64 KiB save costs a bounded amount of CPU.
-        opening = text[: settings.MEMORYHUB_DEDUP_MAX_CHUNKS * CHARACTERS_PER_CHUNK]
-        pieces = chunk_text(opening)[: settings.MEMORYHUB_DEDUP_MAX_CHUNKS]
+        openings = [
+            chunk_text(text[: settings.MEMORYHUB_DEDUP_MAX_CHUNKS * CHARACTERS_PER_CHUNK])[
+                : settings.MEMORYHUB_DEDUP_MAX_CHUNKS
+            ]
+            for text in texts
+        ]
         with outside_request_transaction():
-            vectors = cached_embeddings(provider, [(p.content_hash, p.text) for p in pieces], team_id=team.id)
+            vectors = cached_embeddings(
+                provider,
+                [(p.content_hash, p.text) for pieces in openings for p in pieces],
+                team_id=team.id,
+            )
     except EmbeddingUnavailable as exc:
         logger.warning("team %s: duplicate check by similarity skipped: %s", team.slug, exc)
-        return None
+        return [None] * len(texts)
+    return [
+        _near_duplicate(team, provider, text, [vectors[p.content_hash] for p in pieces])
+        for text, pieces in zip(texts, openings, strict=True)
+    ]
+
+
+def _near_duplicate(
+    team: Team, provider: EmbeddingProvider, text: str, vectors: list[list[float]]
+) -> DuplicateMatch | None:
     nearest = nearest_active_memory(
-        team_id=team.id,
-        model=provider.model,
-        dimensions=provider.dimensions,
-        vectors=[vectors[p.content_hash] for p in pieces],
+        team_id=team.id, model=provider.model, dimensions=provider.dimensions, vectors=vectors
     )
     if nearest is None or nearest[1] < team.dedup_threshold:
         return None
-    memory = active.filter(id=nearest[0]).first()
+    memory = Memory.objects.for_team(team.id).active().filter(id=nearest[0]).first()
     if memory is None:
         return None
     similarity = round(min(nearest[1], 1.0), 6)

@@ -71,6 +71,27 @@ class ChunkEmbedding(models.Model):
         return f"{self.chunk_id} @ {self.model}"
 
 
+class KeywordStat(models.Model):
+    """BM25 statistics of a team's chunks (docs/decisions.md, "Keyword path: bounded
+    candidates and BM25"): per lexeme, how many of the team's chunks contain it; on the
+    row with the empty lexeme (never a real one), how many chunks the team has and their
+    summed length (lexeme occurrences). Kept by triggers on search_chunk (migration
+    search.0005) in the transaction that writes the chunks, rebuilt by reindex_team."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    lexeme = models.TextField()
+    chunks = models.BigIntegerField(default=0)
+    length = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["team", "lexeme"], name="one_keyword_stat_per_team_lexeme"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.lexeme or '(team)'}: {self.chunks}"
+
+
 class EmbeddingCache(models.Model):
     """(team, content_hash, model) → vector: embeddings a team already paid for.
 

@@ -17,6 +17,7 @@ from typing import Any
 from django.db import connection, transaction
 from django.utils import timezone
 
+from core.db_router import read_connection
 from core.errors import InvalidInput
 from memories.extraction import metadata_filter_document
 from memories.models import Memory
@@ -143,8 +144,8 @@ def _read_candidates(
 ) -> _Read:
     """The fired skills (in the filters' project and types, with the tags and people)
     and the candidates, a fired skill not being a candidate too, with their memories,
-    snippets and successors."""
-    with transaction.atomic():
+    snippets and successors. In a replica block, on the replica (core.db_router)."""
+    with transaction.atomic(using=read_connection().alias):
         fired = fire_skills(
             team_id=team.id,
             query=query,

@@ -27,7 +27,7 @@ from search.chunking import TextChunk, chunk_text
 from search.embeddings.base import EmbeddingProvider, EmbeddingUnavailable
 from search.embeddings.profiles import provider_for
 from search.hooks import IndexedEntry
-from search.models import Chunk, ChunkEmbedding, EmbeddingCache
+from search.models import Chunk, ChunkEmbedding, EmbeddingCache, KeywordStat
 from search.vector_index import ensure_index
 from teams.models import AuditEvent, Team
 from teams.scope import dangerously_bypass_team_scope, team_scope
@@ -57,7 +57,7 @@ def team_provider(team: Team) -> EmbeddingProvider | None:
     return provider_for(team_profile(team))
 
 
-def index_memory(*, team_id: int, memory_id: uuid.UUID | str) -> str:
+def index_memory(*, team_id: int, memory_id: uuid.UUID | str, announce: bool = True) -> str:
     """Chunk and embed one memory version; set its index_state.
 
     Chunks are written even when embedding fails, so the entry is found by keyword at
@@ -68,7 +68,10 @@ def index_memory(*, team_id: int, memory_id: uuid.UUID | str) -> str:
     the profile they were embedded with is still the team's: a re-index switching the
     team to another model (reindex_team, which takes that row's lock) either happens
     before, and this embeds again with the new model, or after, and then it sees these
-    vectors are not the new model's and queues the entry again."""
+    vectors are not the new model's and queues the entry again.
+
+    With `announce` False, search.hooks.memory_indexed is left to the caller
+    (announce_indexed): a batch is made searchable first, then announced."""
     with team_scope(team_id):
         memory = Memory.objects.for_team(team_id).select_related("team").filter(id=memory_id).first()
         if memory is None:
@@ -111,7 +114,7 @@ def index_memory(*, team_id: int, memory_id: uuid.UUID | str) -> str:
                 team_id, Chunk.objects.filter(team_id=team_id, memory_id=memory.id), provider.model, vectors
             )
             _record_success(team_id, memory.id)
-        if memory.is_active:
+        if memory.is_active and announce:
             _announce_indexed(
                 IndexedEntry(
                     team_id=team_id, memory_id=memory.id, model=provider.model, dimensions=provider.dimensions
@@ -121,6 +124,33 @@ def index_memory(*, team_id: int, memory_id: uuid.UUID | str) -> str:
     # The team kept switching models under this task: leave the entry for the reconcile job.
     logger.warning("memory %s of team %s: embedding model changed while indexing", memory.key, team.slug)
     return IndexOutcome.FAILED
+
+
+def embed_ahead(*, team_id: int, memory_ids: list[str]) -> int:
+    """Embed the chunks of a batch of one team's entries in one provider call (the
+    texts the team's cache lacks), before index_memory indexes them one by one and
+    finds their vectors in the cache: a worker embeds a batch, not entry by entry.
+    Best effort: when the provider fails, each entry's indexing meets the failure and
+    records it. Returns how many chunks it looked up."""
+    with team_scope(team_id):
+        team = Team.objects.filter(id=team_id).first()
+        contents = list(
+            Memory.objects.for_team(team_id)
+            .filter(id__in=memory_ids, deleted_at__isnull=True)
+            .values_list("content", flat=True)
+        )
+    if team is None or not contents:
+        return 0
+    try:
+        provider = team_provider(team)
+        if provider is None:
+            return 0
+        pieces = [piece for content in contents for piece in chunk_text(content)]
+        cached_embeddings(provider, [(p.content_hash, p.text) for p in pieces], team_id=team_id)
+    except EmbeddingUnavailable as exc:
+        logger.warning("embedding %d memories of team %s at once failed: %s", len(contents), team.slug, exc)
+        return 0
+    return len(pieces)
 
 
 # How many times one indexing follows a team to a new embedding profile before leaving
@@ -137,6 +167,35 @@ def _announce_indexed(entry: IndexedEntry) -> None:
             hooks.memory_indexed.call(entry=entry)
     except Exception:
         logger.exception("after indexing memory %s of team %s", entry.memory_id, entry.team_id)
+
+
+def announce_indexed(*, team_id: int, memory_ids: list[str]) -> int:
+    """search.hooks.memory_indexed for entries a batch indexed without announcing them
+    (search.tasks.index_memories), those still active and indexed, with the team's
+    current model. Returns how many were announced."""
+    with team_scope(team_id):
+        team = Team.objects.filter(id=team_id).first()
+        ids = list(
+            Memory.objects.for_team(team_id)
+            .filter(id__in=memory_ids, is_active=True, index_state=IndexState.INDEXED)
+            .values_list("id", flat=True)
+        )
+    if team is None or not ids:
+        return 0
+    try:
+        provider = team_provider(team)
+    except EmbeddingUnavailable as exc:
+        logger.warning("announcing %d indexed memories of team %s: %s", len(ids), team.slug, exc)
+        return 0
+    if provider is None:
+        return 0
+    for memory_id in ids:
+        _announce_indexed(
+            IndexedEntry(
+                team_id=team_id, memory_id=memory_id, model=provider.model, dimensions=provider.dimensions
+            )
+        )
+    return len(ids)
 
 
 def _lock_team_profile(team_id: int, *, exclusive: bool) -> str:
@@ -301,6 +360,7 @@ def reindex_team(
         )
         for memory in unchunked:
             _replace_chunks(memory, chunk_text(memory.content))
+        rebuild_keyword_stats(team_id=team_id)
         memory_count = Memory.objects.for_team(team_id).filter(deleted_at__isnull=True).count()
         chunk_ids = list(
             Chunk.objects.filter(team_id=team_id, memory__deleted_at__isnull=True)
@@ -350,6 +410,33 @@ def reindex_team(
     return ReindexReport(
         memories=memory_count, chunks_embedded=embedded, model=provider.model if provider else ""
     )
+
+
+def rebuild_keyword_stats(*, team_id: int) -> int:
+    """Recompute the team's BM25 statistics (search.models.KeywordStat) from its chunks
+    (reindex_team does, and the `reindex` command through it); returns how many rows.
+    The team's row is locked first, as the triggers on search_chunk do: an indexing
+    adding chunks meanwhile either commits before (and is counted here) or waits and
+    adds its own counts to the rebuilt rows after. The caller is in the team's scope."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT 1 FROM search_keywordstat WHERE team_id = %s AND lexeme = '' FOR UPDATE", [team_id]
+        )
+        cursor.execute("DELETE FROM search_keywordstat WHERE team_id = %s", [team_id])
+        cursor.execute(
+            """
+            INSERT INTO search_keywordstat (team_id, lexeme, chunks, length)
+            SELECT %(team)s, lexeme, sum(chunks), sum(length) FROM (
+                SELECT '' AS lexeme, 1 AS chunks, length(c.search_vector) AS length
+                FROM search_chunk c WHERE c.team_id = %(team)s
+                UNION ALL
+                SELECT u.lexeme, 1, 0 FROM search_chunk c, unnest(c.search_vector) AS u
+                WHERE c.team_id = %(team)s
+            ) AS counted GROUP BY lexeme ORDER BY lexeme
+            """,
+            {"team": team_id},
+        )
+        return cursor.rowcount
 
 
 def _lacks_vectors_of(model: str | None) -> Q:
@@ -459,10 +546,11 @@ def request_reindex(*, team: Team, actor: str, scope: Literal["stuck", "all"]) -
 
 
 def delete_team_index(*, team: Team) -> dict[str, int]:
-    """Every chunk and vector of a team (the receiver of teams.hooks.team_shutdown; the
+    """Every chunk, vector and keyword statistic of a team (the receiver of teams.hooks.team_shutdown; the
     caller is inside the team's scope), and the team's embedding cache."""
     return {
         "chunk_embeddings": ChunkEmbedding.objects.filter(team=team).delete()[0],
         "chunks": Chunk.objects.filter(team=team).delete()[0],
+        "keyword_stats": KeywordStat.objects.filter(team=team).delete()[0],
         "cached_embeddings": EmbeddingCache.objects.filter(team=team).delete()[0],
     }

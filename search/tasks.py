@@ -60,14 +60,52 @@ INDEX_BATCH_SIZE = 100
 
 @shared_task(name="search.index_memories", ignore_result=True)
 def index_memories(team_id: int, memory_ids: list[str]) -> dict[str, int]:
-    """index_memory for a batch of one team's entries, one after the other. An entry a
-    crash leaves unindexed keeps its lease and is re-enqueued by the reconcile job."""
+    """index_memory for a batch of one team's entries, one after the other, their chunks
+    embedded first in one provider call (services.embed_ahead). An entry a crash leaves
+    unindexed keeps its lease and is re-enqueued by the reconcile job.
+
+    The entries are made searchable first; search.hooks.memory_indexed (freshness's
+    contradiction pass, most of an entry's indexing time) runs for them in a message of
+    its own (announce_indexed), queued behind the indexing already waiting: a burst of
+    batches becomes searchable before its contradictions are looked for."""
     from search import services
 
-    outcomes = Counter(
-        services.index_memory(team_id=team_id, memory_id=memory_id) for memory_id in memory_ids
-    )
+    if len(memory_ids) > 1:
+        services.embed_ahead(team_id=team_id, memory_ids=memory_ids)
+    outcomes: Counter[str] = Counter()
+    indexed: list[str] = []
+    for memory_id in memory_ids:
+        outcome = services.index_memory(team_id=team_id, memory_id=memory_id, announce=False)
+        outcomes[outcome] += 1
+        if outcome == services.IndexOutcome.INDEXED:
+            indexed.append(str(memory_id))
+    if indexed:
+        enqueue_announce(team_id, indexed)
     return dict(outcomes)
+
+
+@shared_task(name="search.announce_indexed", ignore_result=True)
+def announce_indexed(team_id: int, memory_ids: list[str]) -> int:
+    from search import services
+
+    return services.announce_indexed(team_id=team_id, memory_ids=memory_ids)
+
+
+def enqueue_announce(team_id: int, memory_ids: list[str]) -> None:
+    """Hand announce_indexed to the broker; when it refuses, announce here and now (the
+    entries are indexed either way: only the order of the work changes)."""
+    from search import services
+
+    try:
+        announce_indexed.apply_async((team_id, memory_ids), retry=False)
+    except Exception as exc:  # as enqueue_index
+        logger.warning(
+            "could not enqueue the announce of %d indexed memories (team %s): %s; announcing them now",
+            len(memory_ids),
+            team_id,
+            type(exc).__name__,
+        )
+        services.announce_indexed(team_id=team_id, memory_ids=memory_ids)
 
 
 def enqueue_index(team_id: int, memory_id: uuid.UUID | str) -> bool:

@@ -27,6 +27,7 @@ from teams import hooks
 from teams.authentication import AgentTokenAuthentication
 from teams.models import AgentToken, Team
 from teams.permissions import HasTokenScope
+from teams.replicas import replica_reads
 from teams.scope import TeamBoundTransaction
 from teams.streaming import TeamScopedStream
 from teams.throttling import AnonymousAddressThrottle, request_kind, write_slot
@@ -50,6 +51,11 @@ class TeamScopedViewSet(ViewSet):
     token: AgentToken | None = None
     team: Team | None = None
     reveals_secret = False
+    # The actions whose reads may go to a read replica (teams.replicas; docs/decisions.md,
+    # "Read replicas (issue 13)"): from the end of the permission checks to the end of the
+    # action, in a transaction on the replica bound to the team. A write in the action
+    # sends its later reads back to the primary (core.db_router).
+    replica_actions: ClassVar[frozenset[str]] = frozenset()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -70,7 +76,7 @@ class TeamScopedViewSet(ViewSet):
         self, request: HttpRequest, *args: Any, **kwargs: Any
     ) -> Response | TeamScopedStream:
         with TeamBoundTransaction() as self._transaction:
-            with owning_request_transaction(self._transaction.outside):
+            with owning_request_transaction(self._transaction.outside), ExitStack() as self._replica_reads:
                 response = super().dispatch(request, *args, **kwargs)
             if isinstance(response, TeamScopedStream):
                 # Its body is produced later, in a transaction of its own bound to the
@@ -125,6 +131,10 @@ class TeamScopedViewSet(ViewSet):
             with self._transaction.outside():
                 self._held_after_transaction.enter_context(write_slot(token))
         hooks.agent_request.call(team=self.team, request=request)
+        if self.action in self.replica_actions:
+            # After the heartbeat's write (a session's last contact, which no routed read
+            # reads), so that it does not pin the request to the primary.
+            self._replica_reads.enter_context(replica_reads(team_id=self.team.id))
 
     def get_team(self) -> Team:
         if self.team is None:

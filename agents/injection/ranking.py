@@ -9,9 +9,8 @@ import uuid
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from django.db import connection
-
 from agents.injection.entries import INJECTED_TYPES
+from core.db_router import read_connection
 from teams.models import Team
 
 
@@ -106,6 +105,6 @@ def ranked_rows(team: Team, project: str | None, *, limit_past_identity: int) ->
         # None or blank names no project: only skills without projects fire.
         "project": project or None,
     }
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(sql, params)
         return [RankedRow(*row) for row in cursor.fetchall()]

@@ -55,8 +55,9 @@ from freshness.api_drafts import (
 )
 from freshness.models import NudgeAction, NudgeKind
 from memories import feedback, learnings, selectors, services, skills
-from memories.api import HistoryPagination, MemoryPagination
+from memories.api import HistoryPagination, MemoryPagination, batch_payload
 from memories.api_learnings import LearningInputSerializer
+from memories.batch import MAX_BATCH_ENTRIES
 from memories.exceptions import MemoryNotFound
 from memories.extraction import parse_filter_param
 from memories.keys import derive_key
@@ -315,6 +316,57 @@ SAVE = Tool(
     destructive=False,
     idempotent=False,
     handler=memory_save,
+)
+
+
+# --- memory_save_batch -------------------------------------------------------
+
+
+class SaveBatchArguments(StrictInputSerializer):
+    entries = serializers.ListField(
+        child=serializers.JSONField(allow_null=True), allow_empty=False, max_length=MAX_BATCH_ENTRIES
+    )
+
+
+def memory_save_batch(call: ToolCall) -> dict[str, Any]:
+    data = validated(SaveBatchArguments, call.arguments)
+    return batch_payload(
+        team=call.team,
+        raw_entries=data["entries"],
+        updated_by=call.actor,
+        entry_serializer=SaveArguments,
+        key_of=lambda entry: entry.get("key") or derived_key(call.team, entry["content"]),
+    )
+
+
+SAVE_BATCH = Tool(
+    name="memory_save_batch",
+    title="Save many memories at once",
+    description=(
+        f"Save up to {MAX_BATCH_ENTRIES} memories in one call, each entry taking memory_save's "
+        "arguments and rules. Returns one result per entry, in order: `status` created, superseded, "
+        "unchanged (the key's active entry already holds exactly this; calling again with the same "
+        "entries changes nothing), duplicate (another active entry holds the text: `duplicate_of`) or "
+        "error (`error`, as memory_save would fail); the other entries are saved. A key given twice "
+        "is an error of its second entry. Errors of the whole call: invalid, forbidden."
+    ),
+    input_schema=js.obj(
+        {
+            "entries": {
+                "type": "array",
+                "description": "The saves, each an object of memory_save's arguments.",
+                "items": SAVE.input_schema,
+                "minItems": 1,
+                "maxItems": MAX_BATCH_ENTRIES,
+            }
+        },
+        required=("entries",),
+    ),
+    scope="write",
+    read_only=False,
+    destructive=False,
+    idempotent=True,
+    handler=memory_save_batch,
 )
 
 
@@ -1291,6 +1343,7 @@ TOOLS: dict[str, Tool] = {
     tool.name: tool
     for tool in (
         SAVE,
+        SAVE_BATCH,
         SEARCH,
         GET,
         LIST,

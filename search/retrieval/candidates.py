@@ -1,9 +1,13 @@
 """Step 1, candidate generation: the memories a query could be about, with the raw
 score of each path.
 
-- Keyword path: PostgreSQL full-text over chunk tsvectors. The query's lexemes are
-  OR-ed (an agent's query is a sentence, not a boolean formula), ranked with `ts_rank`,
-  best chunk per memory, top `limit`.
+- Keyword path: PostgreSQL full-text over chunk tsvectors, BM25 with the team's own
+  statistics (search.models.KeywordStat). The query's lexemes are OR-ed (an agent's
+  query is a sentence, not a boolean formula), but only the rarest of them, up to
+  KEYWORD_CANDIDATE_CHUNKS summed document frequency, choose the candidate chunks
+  (through the GIN index, at most that many): those are scored exactly over all the
+  query's lexemes, best chunk per memory, top `limit`. A query of common words alone
+  thus reads a bounded sample of their chunks, which weigh little in BM25 anyway.
 - Vector path: cosine similarity (1 - cosine distance, floored at 0) between the query
   vector and the chunk vectors of its model, best chunk per memory, top `limit`. Teams
   with few vectors are scanned exactly; larger ones go through the model's HNSW index
@@ -19,12 +23,12 @@ Reads only, inside the caller's transaction and team scope.
 from __future__ import annotations
 
 import json
+import math
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from django.db import connection
-
+from core.db_router import read_connection
 from search.models import SEARCH_CONFIG
 
 SearchMode = Literal["hybrid", "keyword", "vector"]
@@ -33,6 +37,11 @@ SearchMode = Literal["hybrid", "keyword", "vector"]
 # an approximate scan filtered down to a small team could come back short.
 EXACT_SCAN_BELOW = 10_000
 MAX_QUERY_LEXEMES = 256
+# The keyword path scores at most this many chunks per query (search.retrieval docstring).
+KEYWORD_CANDIDATE_CHUNKS = 1000
+# BM25's term-frequency saturation and length normalisation.
+BM25_K1 = 1.2
+BM25_B = 0.75
 
 # (memory id, score of the path, id of the memory's best chunk on that path)
 Match = tuple[uuid.UUID, float, int]
@@ -129,14 +138,6 @@ def complete_scores(
             candidates[memory_id].similarity, candidates[memory_id].vector_chunk = similarity, chunk_id
 
 
-# The query's lexemes, OR-ed, each quoted as a tsquery literal.
-_OR_QUERY = f"""
-    SELECT to_tsquery('simple', coalesce(string_agg(
-        '''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || '''', ' | '), ''))
-    FROM (SELECT lexeme FROM unnest(to_tsvector('{SEARCH_CONFIG}', %s)) LIMIT {MAX_QUERY_LEXEMES}) AS lexemes
-"""  # noqa: S608 (constants only)
-
-
 def _where(filters: SearchFilters, memory_ids: list[uuid.UUID] | None) -> tuple[str, list[Any]]:
     """The filters' WHERE clause over `m` (the memory) and `c` (the chunk), narrowed to
     `memory_ids` when given."""
@@ -146,25 +147,131 @@ def _where(filters: SearchFilters, memory_ids: list[uuid.UUID] | None) -> tuple[
     return f"{where} AND c.memory_id = ANY(%s)", [*params, memory_ids]
 
 
-def keyword_matches(
-    query: str, filters: SearchFilters, *, limit: int | None, memory_ids: list[uuid.UUID] | None = None
-) -> list[Match]:
-    """Best chunk per memory by `ts_rank`, best first (ties by memory id); all of
-    `memory_ids` that match when given, else the top `limit`."""
+@dataclass(frozen=True)
+class KeywordPlan:
+    """A query's lexemes that occur in the team, with their BM25 idf, and the rarest of
+    them (`picked`), whose chunks are the keyword path's candidates."""
+
+    lexemes: list[str]
+    idf: list[float]
+    picked: list[str]
+    avg_length: float
+
+
+def plan_keyword_query(query: str, team_id: int, *, bound: int | None = None) -> KeywordPlan | None:
+    """The query's lexemes found in the team's statistics (search.models.KeywordStat),
+    with idf = ln(1 + (N - df + 0.5) / (df + 0.5)); picked: the rarest first, as long as
+    their summed document frequency stays within `bound` (always at least one). None
+    when no lexeme of the query occurs in the team."""
+    bound = KEYWORD_CANDIDATE_CHUNKS if bound is None else bound
+    with read_connection().cursor() as cursor:
+        cursor.execute(
+            f"""
+            SELECT lexeme, chunks, length FROM search_keywordstat
+            WHERE team_id = %s AND chunks > 0 AND (lexeme = '' OR lexeme IN (
+                SELECT lexeme FROM unnest(to_tsvector('{SEARCH_CONFIG}', %s)) LIMIT {MAX_QUERY_LEXEMES}))
+            """,  # noqa: S608 (constants only)
+            [team_id, query],
+        )
+        rows = cursor.fetchall()
+    totals = [(chunks, length) for lexeme, chunks, length in rows if lexeme == ""]
+    found = sorted(((int(chunks), lexeme) for lexeme, chunks, _ in rows if lexeme != ""))
+    if not found or not totals:
+        return None
+    count, length = totals[0]
+    count = max(int(count), 1)
+    picked: list[str] = []
+    summed = 0
+    for df, lexeme in found:
+        if picked and summed + df > bound:
+            break
+        picked.append(lexeme)
+        summed += df
+    return KeywordPlan(
+        lexemes=[lexeme for _, lexeme in found],
+        idf=[math.log(1 + (max(count, df) - df + 0.5) / (df + 0.5)) for df, _ in found],
+        picked=picked,
+        avg_length=max(float(length) / count, 1.0),
+    )
+
+
+def _or_query(lexemes: list[str]) -> str:
+    """A tsquery OR-ing `lexemes`, each quoted as a literal (already normalised)."""
+    return " | ".join("'" + lex.replace("\\", "\\\\").replace("'", "''") + "'" for lex in lexemes)
+
+
+# A lexeme's frequency in a chunk, from the stored tsvector's positions (a lexeme
+# without positions counts once). A chunk's length is its number of distinct lexemes
+# (`length(tsvector)`, as in KeywordStat): read without unnesting the chunk twice.
+_OCCURRENCES = "coalesce(array_length(u.positions, 1), 1)::float8"
+
+
+def keyword_sql(
+    plan: KeywordPlan,
+    filters: SearchFilters,
+    *,
+    limit: int | None,
+    memory_ids: list[uuid.UUID] | None = None,
+    bound: int | None = None,
+) -> tuple[str, list[Any]]:
+    """The keyword path's SQL and parameters: the candidate chunks (those holding a
+    picked lexeme, through the GIN index, at most `bound`; or every chunk of
+    `memory_ids` holding any query lexeme), each scored exactly with BM25 over all the
+    query's lexemes; best chunk per memory, best first, at most `limit`."""
+    bound = KEYWORD_CANDIDATE_CHUNKS if bound is None else bound
     where, params = _where(filters, memory_ids)
+    # The bounded set through the GIN index (search_keyword_candidates, migration
+    # search.0005: under row-level security the application role's own query could not
+    # use that index); the chunks of `memory_ids` through the team index.
+    if memory_ids is None:
+        chunks = (
+            "search_keyword_candidates(%s::tsquery, %s) AS found JOIN search_chunk c ON c.id = found.chunk_id"
+        )
+        match = ""
+    else:
+        chunks, match = "search_chunk c", "c.search_vector @@ %s::tsquery AND"
+    lexemes = plan.picked if memory_ids is None else plan.lexemes
     sql = f"""
-        WITH q AS MATERIALIZED ({_OR_QUERY}),
+        WITH q(lexeme, idf) AS (SELECT * FROM unnest(%s::text[], %s::float8[])),
+        candidate AS MATERIALIZED (
+            SELECT c.id, c.memory_id, c.search_vector
+            FROM {chunks} JOIN memories_memory m ON m.id = c.memory_id
+            WHERE {match} c.team_id = %s AND {where}
+        ),
+        scored AS (
+            SELECT candidate.id, candidate.memory_id, (
+                SELECT coalesce(sum(q.idf * t.tf * ({BM25_K1} + 1)
+                    / (t.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * d.length / %s))), 0)
+                FROM (SELECT u.lexeme, {_OCCURRENCES} AS tf FROM unnest(candidate.search_vector) u) t
+                JOIN q ON q.lexeme = t.lexeme
+            ) AS rank
+            FROM candidate, LATERAL (SELECT length(candidate.search_vector)::float8 AS length) d
+        ),
         best AS (
-            SELECT DISTINCT ON (c.memory_id) c.memory_id, ts_rank(c.search_vector, q.to_tsquery) AS rank, c.id
-            FROM q, search_chunk c JOIN memories_memory m ON m.id = c.memory_id
-            WHERE c.team_id = %s AND c.search_vector @@ q.to_tsquery AND {where}
-            ORDER BY c.memory_id, rank DESC
+            SELECT DISTINCT ON (memory_id) memory_id, rank, id FROM scored ORDER BY memory_id, rank DESC, id
         )
         SELECT memory_id, rank, id FROM best ORDER BY rank DESC, memory_id
         {"LIMIT %s" if limit is not None else ""}
     """  # noqa: S608 (fragments are constants; values are parameters)
-    args = [query, filters.team_id, *params] + ([limit] if limit is not None else [])
-    with connection.cursor() as cursor:
+    args: list[Any] = [plan.lexemes, plan.idf, _or_query(lexemes)]
+    if memory_ids is None:
+        args.append(bound)
+    args += [filters.team_id, *params, plan.avg_length]
+    if limit is not None:
+        args.append(limit)
+    return sql, args
+
+
+def keyword_matches(
+    query: str, filters: SearchFilters, *, limit: int | None, memory_ids: list[uuid.UUID] | None = None
+) -> list[Match]:
+    """Best chunk per memory by BM25, best first (ties by memory id); all of
+    `memory_ids` that match when given, else the top `limit` of the bounded candidates."""
+    plan = plan_keyword_query(query, filters.team_id)
+    if plan is None:
+        return []
+    sql, args = keyword_sql(plan, filters, limit=limit, memory_ids=memory_ids)
+    with read_connection().cursor() as cursor:
         cursor.execute(sql, args)
         return [(row[0], float(row[1]), row[2]) for row in cursor.fetchall()]
 
@@ -175,7 +282,7 @@ def vector_matches(
     """Best chunk per memory by cosine similarity, best first (ties by memory id), at
     most `limit`. Exact over the team's rows when the team is small or `memory_ids`
     names the memories; through the HNSW index otherwise."""
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         if memory_ids is not None or _vector_count(cursor, filters.team_id, vector.model) < EXACT_SCAN_BELOW:
             _exact_scan(cursor, vector, filters, limit=limit, memory_ids=memory_ids)
         else:

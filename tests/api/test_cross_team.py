@@ -38,6 +38,14 @@ ENDPOINTS = [
     ("post", "memories/alpha-plan-7/restore/", {}),
     ("get", "memories/alpha-plan-7/annotations/", None),
     ("post", "memories/alpha-plan-7/annotations/", {"note": "outsider note"}),
+    (
+        "post",
+        "memories/batch/",
+        {"entries": [{"key": "alpha-plan-7", "content": "launch on the ninth", "supersede_reason": "x"}]},
+    ),
+    # The batch's URL is also the key "batch" (GET and DELETE reach that key).
+    ("get", "memories/batch/", None),
+    ("delete", "memories/batch/", None),
     ("get", "vault/", None),
     ("get", "vault/alpha-vault-3/", None),
     ("put", "vault/alpha-vault-3/", {"value": "overwritten"}),

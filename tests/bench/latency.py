@@ -469,7 +469,14 @@ def _capture(seed_team: SeedTeam, queries: list[dict[str, str]], mode: str) -> l
         statements = [s["sql"] for s in ctx.captured_queries]
         # The follow-up queries that complete the scores of candidates found by the
         # other path are limited to a list of memory ids; the two main ones are not.
-        keyword = [s for s in statements if "ts_rank" in s and "memory_id = ANY" not in s]
+        # The keyword path: the lookup of the query's lexemes in the team's statistics,
+        # then BM25 over the bounded candidates (search.retrieval.candidates).
+        keyword = [
+            s
+            for s in statements
+            if ("FROM search_keywordstat" in s or "search_keyword_candidates(" in s)
+            and "memory_id = ANY" not in s
+        ]
         vector = [s for s in statements if "<=>" in s and "memory_id = ANY" not in s]
         # The replay is only honest if it finds the selector's statements: fail loudly
         # when the selector's SQL no longer looks the way this capture expects.
@@ -480,7 +487,7 @@ def _capture(seed_team: SeedTeam, queries: list[dict[str, str]], mode: str) -> l
             )
         captured.append(
             {
-                "keyword": keyword[0],
+                "keyword": keyword,
                 "vector": vector[0] if vector else None,
                 "vector_path": None if not vector else ("hnsw" if "::vector(" in vector[0] else "exact scan"),
                 "vector_settings": [s for s in statements if "set_config('hnsw." in s],
@@ -556,7 +563,7 @@ def _measure_mode(base: str, seed_team: SeedTeam, queries: list[dict[str, str]],
                 provider.embed_query(q["query"])
                 samples.add("embedding", (time.perf_counter() - began) * 1000)
 
-            keyword = _time_sql(seed_team, [c["keyword"]], [])
+            keyword = _time_sql(seed_team, c["keyword"], [])
             samples.add("keyword sql", keyword)
             if c["vector"]:
                 vector = _time_sql(seed_team, [c["vector"]], c["vector_settings"])

@@ -145,6 +145,9 @@ BRAVO_MARKERS = ["zebra-quartz-1729", "bravo-vault-value-77", "bravo-task-31", "
 # {session} are bravo's real ids): nothing of bravo may come back.
 CROSS_TEAM_CALLS: dict[str, dict[str, Any]] = {
     "memory_save": {"key": "bravo-plan-9", "content": "alpha's own text", "supersede_reason": "take over"},
+    "memory_save_batch": {
+        "entries": [{"key": "bravo-plan-9", "content": "alpha's batch text", "supersede_reason": "take over"}]
+    },
     "memory_search": {"query": "zebra-quartz-1729 bravo-plan-9", "explain": True, "include_superseded": True},
     "memory_get": {"version_id": "{version}"},
     "memory_list": {"limit": 200},
@@ -219,9 +222,9 @@ def test_another_teams_token_gets_nothing_of_the_team_from_any_tool(
     alpha = make_agent(team, "alpha-admin", ["read", "write", "admin"]).token
     ids = {"{version}": str(saved.memory.id), "{session}": str(session.id), "{nudge}": str(nudge.id),
            "{draft}": str(draft.id)}  # fmt: skip
-    # memory_save last: it creates alpha's own entry under bravo's key, which alpha's
-    # other calls would then find.
-    order = sorted(CROSS_TEAM_CALLS, key=lambda name: name == "memory_save")
+    # memory_save and memory_save_batch last: they create alpha's own entry under bravo's
+    # key, which alpha's other calls would then find.
+    order = sorted(CROSS_TEAM_CALLS, key=lambda name: name in ("memory_save", "memory_save_batch"))
     calls = [
         (name, {k: ids.get(v, v) if isinstance(v, str) else v for k, v in CROSS_TEAM_CALLS[name].items()})
         for name in order

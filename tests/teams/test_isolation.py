@@ -49,6 +49,7 @@ KNOWN_TEAM_TABLES = {
     "search_chunk",
     "search_chunkembedding",
     "search_embeddingcache",
+    "search_keywordstat",
     "teams_agenttoken",
     "teams_auditevent",
     "teams_membership",
@@ -101,6 +102,7 @@ def fill(team: Team, label: str) -> None:
         ChunkEmbedding.objects.create(
             team=team, chunk=chunk, model="isolation-test", embedding=[0.1, 0.2, 0.3]
         )
+        # search_keywordstat: its rows are written by the chunk's insert (a trigger).
         EmbeddingCache.objects.create(
             team=team,
             content_hash=memory.content_hash,
