@@ -6,7 +6,6 @@ bounded candidates and BM25")."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -23,6 +22,7 @@ from teams.roles import as_owner
 from teams.scope import dangerously_bypass_team_scope, team_scope
 from tests.conftest import Agent, operator_view
 from tests.factories import TeamFactory
+from tests.search.plans import explain
 
 
 def stats_of(team_id: int) -> dict[str, tuple[int, int]]:
@@ -189,21 +189,6 @@ CHUNKS_PER_MEMORY = 100  # 4,000 chunks: big enough that PostgreSQL's choice is 
 RARE_TAGS = 997
 # A chunk of about 200 words, as the chunker makes them (search.chunking: about 400 tokens).
 FILLER = " and the weekly schedule of the team with its usual meetings" * 20
-
-
-def plan_nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    yield plan
-    for child in plan.get("Plans", []):
-        yield from plan_nodes(child)
-
-
-def explain(sql: str, params: list[Any], *, analyze: bool = False) -> list[dict[str, Any]]:
-    """The nodes of the plan PostgreSQL chooses for `sql` (run when `analyze`)."""
-    options = "ANALYZE, BUFFERS, FORMAT JSON" if analyze else "FORMAT JSON"
-    with connection.cursor() as cursor:
-        cursor.execute(f"EXPLAIN ({options}) {sql}", params)
-        document = cursor.fetchone()[0]
-    return list(plan_nodes(document[0]["Plan"]))
 
 
 def chunk_scans(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
