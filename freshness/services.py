@@ -505,14 +505,18 @@ def raise_contradictions(*, entry: IndexedEntry) -> ContradictionRun:
     )
     in_band = {other_id: sim for other_id, sim in nearest if sim >= contradictions.BAND_FLOOR}
     others = Memory.objects.filter(team=team, id__in=list(in_band), is_active=True)
+    # One query for the whole band, not one per pair.
+    raised_with = _ever_raised_with(team, memory, list(in_band))
     for other in others:
+        if other.id in raised_with:
+            continue
         similarity = min(in_band[other.id], 1.0)
         newer, older = sorted([memory, other], key=lambda m: (m.created_at, str(m.id)), reverse=True)
         run.compared += 1
         verdict = contradictions.judge_pair(
             newer.content, older.content, similarity, duplicate_threshold=team.dedup_threshold
         )
-        if verdict.label != contradictions.Label.CONTRADICTING or _pair_was_raised(team, newer, older):
+        if verdict.label != contradictions.Label.CONTRADICTING:
             continue
         if _open_contradiction(team, newer, older, similarity=similarity, verdict=verdict):
             run.raised += 1
@@ -526,9 +530,16 @@ def contradictions_after_indexing(*, entry: IndexedEntry) -> None:
     raise_contradictions(entry=entry)
 
 
-def _pair_was_raised(team: Team, first: Memory, second: Memory) -> bool:
-    pair = Q(memory_id=first.id, other_memory_id=second.id) | Q(memory_id=second.id, other_memory_id=first.id)
-    return Nudge.objects.filter(team=team, kind=NudgeKind.CONTRADICTION).filter(pair).exists()
+def _ever_raised_with(team: Team, memory: Memory, other_ids: list[uuid.UUID]) -> set[uuid.UUID]:
+    """Those of `other_ids` that ever had a contradiction nudge with `memory`, open or closed."""
+    if not other_ids:
+        return set()
+    either_order = Q(memory_id=memory.id, other_memory_id__in=other_ids) | Q(
+        other_memory_id=memory.id, memory_id__in=other_ids
+    )
+    pairs = Nudge.objects.filter(team=team, kind=NudgeKind.CONTRADICTION).filter(either_order)
+    ids = pairs.values_list("memory_id", "other_memory_id")
+    return {other for pair in ids for other in pair} - {memory.id}
 
 
 def _open_contradiction(
