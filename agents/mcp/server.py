@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from types import SimpleNamespace
 from typing import Any, cast
 
@@ -46,6 +46,7 @@ from memories.serializers import MemoryOutputSerializer
 from teams import hooks
 from teams.authentication import agent_actor
 from teams.models import AgentToken
+from teams.replicas import replica_reads
 from teams.scope import TeamBoundTransaction
 from teams.throttling import AgentReadThrottle, AgentWriteThrottle, write_slot
 from teams.vault_matcher import team_secret_matcher
@@ -256,7 +257,8 @@ def _run(tool: Tool, request: Request, arguments: dict[str, Any]) -> tuple[dict[
             hooks.agent_request.call(team=team, request=request)
             _check_clean(arguments)
             call = ToolCall(team=team, token=token, actor=agent_actor(request), arguments=arguments)
-            body: Any = tool.handler(call)
+            with replica_reads(team_id=team.id) if tool.replica_reads else nullcontext():
+                body: Any = tool.handler(call)
         except Exception as exc:
             response = exception_handler(exc, {"view": _ErrorView()})
             if response is None:

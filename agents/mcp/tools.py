@@ -132,6 +132,8 @@ class Tool:
     destructive: bool
     idempotent: bool
     handler: Handler
+    # Reads a replica may serve, as its REST endpoint's (TeamScopedViewSet.replica_actions).
+    replica_reads: bool = False
 
 
 def validated(
@@ -443,6 +445,7 @@ SEARCH = Tool(
     destructive=False,
     idempotent=True,
     handler=memory_search,
+    replica_reads=True,
 )
 
 
@@ -583,6 +586,7 @@ LIST = Tool(
     destructive=False,
     idempotent=True,
     handler=memory_list,
+    replica_reads=True,
 )
 
 
@@ -618,6 +622,7 @@ HISTORY = Tool(
     destructive=False,
     idempotent=True,
     handler=memory_history,
+    replica_reads=True,
 )
 
 
@@ -822,6 +827,7 @@ CONTEXT = Tool(
     destructive=False,
     idempotent=True,
     handler=memory_context,
+    replica_reads=True,
 )
 
 

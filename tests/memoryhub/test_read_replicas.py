@@ -27,8 +27,12 @@ from typing import Any
 import psycopg
 import pytest
 from django.db import connections, router, transaction
+from django.test import RequestFactory
 from django.test.utils import CaptureQueriesContext
 
+from agents.mcp.http import admit
+from agents.mcp.server import REQUEST_ENVIRON_KEY, run_tool
+from agents.mcp.tools import TOOLS
 from core import db_router
 from memories import selectors, services
 from memories.models import Memory
@@ -268,6 +272,42 @@ def test_reads_are_served_by_the_replica_and_writes_by_the_primary(
     assert keys_found(member, "zebra") == {"deploys", "rollbacks"}
     assert "runbook" in injected_text(member)
     assert history_status(member, "rollbacks") == 200
+
+
+def mcp_call(agent: Agent, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """One MCP tool call in-process, by the server's own path (authenticate, run_tool)."""
+    environ = RequestFactory().post("/mcp/", HTTP_AUTHORIZATION=f"Bearer {agent.token}").environ
+    assert admit(environ) is None
+    body, is_error = run_tool(TOOLS[tool], environ[REQUEST_ENVIRON_KEY], arguments)
+    assert not is_error, body
+    return body
+
+
+@with_replica
+def test_mcp_reads_are_served_by_the_replica_as_their_rest_endpoints_are(
+    replica: Standby, member: Agent, save: Any
+) -> None:
+    save(member, "deploys", "Deploys go out on Tuesdays with the zebra checklist.", type="decision")
+    replica.catch_up()
+    replica.pause()
+    save(member, "rollbacks", "Rollbacks use the zebra runbook, never a hotfix.", type="decision")
+
+    with CaptureQueriesContext(connections[ALIAS]) as on_replica:
+        listed = mcp_call(member, "memory_list", {})
+        found = mcp_call(member, "memory_search", {"query": "zebra", "mode": "keyword"})
+        context = mcp_call(member, "memory_context", {})
+    assert {entry["key"] for entry in listed["results"]} == {"deploys"}
+    assert {result["key"] for result in found["results"]} == {"deploys"}
+    assert "Tuesdays" in context["text"] and "runbook" not in context["text"]
+    assert any("memories_memory" in query["sql"] for query in on_replica.captured_queries)
+    # A tool that writes is the primary's, replica or not.
+    saved = mcp_call(member, "memory_save", {"key": "canary", "content": "Canaries run for an hour."})
+    assert saved["key"] == "canary"
+
+    replica.resume()
+    replica.catch_up()
+    listed = mcp_call(member, "memory_list", {})
+    assert {entry["key"] for entry in listed["results"]} == {"deploys", "rollbacks", "canary"}
 
 
 @with_replica
