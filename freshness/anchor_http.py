@@ -11,7 +11,8 @@
   (network_stream's server_addr) before its body is read. No proxy from the
   environment is used (trust_env=False): a proxy would connect on our behalf.
 - One GET, redirects followed by hand (each hop's host vetted again at connection),
-  at most MEMORYHUB_ANCHOR_MAX_REDIRECTS; connect and read timeouts; the body read
+  at most MEMORYHUB_ANCHOR_MAX_REDIRECTS; connect and read timeouts (the name lookup
+  within the connect timeout); the body read
   raw (no decompression: `Accept-Encoding: identity`) and at most MAX_BODY_BYTES, only
   when `expect` is a substring; an overall deadline per check.
 - The outcome (CheckResult) carries a few words of why it failed, never the body.
@@ -23,6 +24,8 @@ import ipaddress
 import socket
 import time
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as LookupTimeout
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,11 +125,32 @@ _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 _IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
 
 
-def vetted_address(host: str, port: int, allowed_networks: Sequence[IPNetwork]) -> str:
-    """Resolve `host` and answer the address to connect to; BlockedAddress when any of
-    its addresses may not be reached, UnknownHost when it does not resolve."""
+# Name lookups run on these threads so that a resolver that does not answer costs a
+# check its connect timeout, not the system resolver's own (attempts x timeout x name
+# servers). Few of them: a lookup that outlives its wait finishes in the background, and
+# the lookups behind it wait their turn within their own timeout.
+_RESOLVER = ThreadPoolExecutor(max_workers=4, thread_name_prefix="anchor-dns")
+DEFAULT_LOOKUP_TIMEOUT = 5.0
+
+
+def _resolve(host: str, port: int, timeout: float | None) -> list[Any]:
+    wait = DEFAULT_LOOKUP_TIMEOUT if timeout is None else timeout
+    lookup = _RESOLVER.submit(socket.getaddrinfo, host, port, type=socket.SOCK_STREAM)
     try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        return lookup.result(timeout=wait)
+    except LookupTimeout:
+        lookup.cancel()
+        raise httpcore.ConnectTimeout(f"no DNS answer for the host within {wait:g} s") from None
+
+
+def vetted_address(
+    host: str, port: int, allowed_networks: Sequence[IPNetwork], *, timeout: float | None = None
+) -> str:
+    """Resolve `host` (waiting at most `timeout` seconds) and answer the address to
+    connect to; BlockedAddress when any of its addresses may not be reached, UnknownHost
+    when it does not resolve, httpcore.ConnectTimeout when the resolver does not answer."""
+    try:
+        infos = _resolve(host, port, timeout)
     except (socket.gaierror, UnicodeError):
         raise UnknownHost(host) from None
     addresses: list[str] = []
@@ -154,7 +178,7 @@ class GuardedBackend(httpcore.SyncBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.NetworkStream:
-        address = vetted_address(host, port, self.allowed_networks)
+        address = vetted_address(host, port, self.allowed_networks, timeout=timeout)
         return super().connect_tcp(
             address, port, timeout=timeout, local_address=local_address, socket_options=socket_options
         )

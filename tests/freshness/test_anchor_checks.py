@@ -228,11 +228,38 @@ def test_the_peer_an_answer_came_from_is_vetted_again_before_the_body_is_read(
 ) -> None:
     site.serve("/page", body=b"hello")
     # A resolver that let anything through: the peer check still refuses loopback.
-    monkeypatch.setattr(anchor_http, "vetted_address", lambda host, port, allowed: host)
+    monkeypatch.setattr(anchor_http, "vetted_address", lambda host, port, allowed, **_: host)
 
     result = check(site.url("/page"), expect="hello", fetch_policy=policy(allowed=[]))
 
     assert (result.ok, result.detail) == (False, "blocked address")
+
+
+def test_a_resolver_that_does_not_answer_costs_the_connect_timeout_and_backs_the_host_off(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The system resolver waits its own attempts x timeout per name server; a check waits
+    for a name no longer than its connect timeout."""
+    released = threading.Event()
+    real = socket.getaddrinfo
+
+    def silent(host: str, port: int, *args: Any, **kwargs: Any) -> list[Any]:
+        if host != "silent.example":
+            return real(host, port, *args, **kwargs)
+        released.wait(30)  # a resolver that never answers (released at the end)
+        raise socket.gaierror("no answer")
+
+    monkeypatch.setattr(anchor_http.socket, "getaddrinfo", silent)
+    try:
+        began = time.monotonic()
+        result = check(site.url("/page", host="silent.example"), fetch_policy=policy(connect_timeout=0.3))
+        waited = time.monotonic() - began
+    finally:
+        released.set()
+
+    assert (result.ok, result.detail, result.host_trouble) == (False, "timeout", True)
+    # A hang detector, not a speed target: without the bound the check waits 30 s.
+    assert waited < 10, waited
 
 
 # --------------------------------------------------------------------------- the HTTP check
