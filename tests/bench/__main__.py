@@ -1,4 +1,4 @@
-"""`python -m tests.bench [quality|latency|ingest|injection|hardening|mcp|transfer|freshness|contradictions|extraction|all] [--quick]` (make bench).
+"""`python -m tests.bench [quality|latency|ingest|injection|hardening|mcp|transfer|freshness|contradictions|extraction|all] [--quick] [--scale]` (make bench).
 
 Runs against its own embedded PostgreSQL in .memoryhub/bench, prints a table per
 section and writes bench-results/<section>.json with the environment it ran on.
@@ -11,6 +11,7 @@ import importlib
 import time
 
 from tests.bench import harness
+from tests.bench.latency import SCALE_MEMORIES, SCALE_TEAM_SIZE, SCALE_TEAMS
 
 SECTIONS = (
     "quality",
@@ -34,7 +35,19 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="latency at 10k only, 100 memories for ingest, 50 calls per row for injection: a few minutes",
     )
+    parser.add_argument(
+        "--scale",
+        action="store_true",
+        help=f"latency also measures a {SCALE_TEAM_SIZE:,}-memory team alone, then in a database of "
+        "--scale-memories memories over --scale-teams teams: long (seeds and indexes 500k memories by default)",
+    )
+    parser.add_argument("--scale-memories", type=int, default=SCALE_MEMORIES, help="with --scale")
+    parser.add_argument("--scale-teams", type=int, default=SCALE_TEAMS, help="with --scale")
     args = parser.parse_args(argv)
+    if args.scale and (args.scale_teams < 2 or args.scale_memories <= SCALE_TEAM_SIZE):
+        parser.error(f"--scale needs at least 2 teams and more than {SCALE_TEAM_SIZE:,} memories")
+    if args.scale and args.section not in ("latency", "all"):
+        parser.error("--scale belongs to the latency section")
 
     # The environment must point at the bench data folder before Django reads settings.
     harness.prepare_environment()
@@ -48,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in SECTIONS if args.section == "all" else (args.section,):
         module = importlib.import_module(f"tests.bench.{name}")
         started = time.perf_counter()
-        payload = module.run(quick=args.quick)
+        options = {"scale": (args.scale_memories, args.scale_teams) if args.scale else None}
+        payload = module.run(quick=args.quick, **(options if name == "latency" else {}))
         payload["environment"] = env
         payload["section_seconds"] = round(time.perf_counter() - started, 1)
         harness.write_json(name, payload)

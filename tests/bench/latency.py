@@ -14,19 +14,30 @@ with {"mode": "hybrid"} and {"mode": "keyword"}; one client sends one request at
 time. In the same run, the bench replays the SQL the selector ran for each query (the
 keyword full-text query and the vector HNSW query, captured with CaptureQueriesContext)
 straight on a database cursor, so API / SQL shows what the layers above SQL cost.
+Hybrid runs at max_results 10 and 50, request by request in turns; the closing table
+checks the measures against issue 13's targets, at the largest size measured.
+
+With `--scale`, a second part measures a 1k-memory team alone, then again once the
+database holds SCALE_MEMORIES memories over SCALE_TEAMS teams (the filler teams draw
+from the shared pool, so their vectors are embedded once): the ratio shows what the
+other teams' rows cost a small team.
 """
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import statistics
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tests.bench import harness
+
+if TYPE_CHECKING:
+    from search.retrieval.candidates import SearchMode
 
 SEED = 20250611
 TEAMS = 10
@@ -38,6 +49,23 @@ EMBED_BATCH = 64
 EMBED_THREADS = 2
 INSERT_BATCH = 2_000
 MAX_RESULTS = 10
+MAX_RESULTS_WIDE = 50  # hybrid only, measured in turns with MAX_RESULTS
+SCALE_TEAM_SIZE = 1_000
+SCALE_MEMORIES = 500_000  # defaults of --scale; smaller values only check that it works
+SCALE_TEAMS = 50
+# Issue 13's targets (set at 100k memories; --quick measures them at 10k).
+TARGET_HYBRID_P95_MS = 50.0
+TARGET_HYBRID_TO_VECTOR_SQL = 2.0
+TARGET_WIDE_TO_NARROW = 2.0
+TARGET_KEYWORD_P95_MS = 20.0
+TARGET_SCALE_RATIO = 1.2
+TARGET_SCALE_MEMORIES = 500_000
+TARGET_SCALE_TEAMS = 50
+MODES: tuple[SearchMode, ...] = ("hybrid", "keyword")
+ROWS: tuple[tuple[SearchMode, tuple[int, ...]], ...] = (
+    ("hybrid", (MAX_RESULTS, MAX_RESULTS_WIDE)),
+    ("keyword", (MAX_RESULTS,)),
+)
 
 # --------------------------------------------------------------------------- texts
 
@@ -271,11 +299,11 @@ class NeighbourPool:
         return [self.rows[i] for i in picked]
 
 
-def _setup_teams() -> list[SeedTeam]:
+def _setup_teams(count: int = TEAMS) -> list[SeedTeam]:
     from teams.services import create_team, create_token
 
     teams = []
-    for i in range(TEAMS):
+    for i in range(count):
         slug = f"bench-team-{i:02d}"
         team = create_team(slug=slug, name=f"Bench team {i}")
         token = create_token(team=team, name="bench", scopes=["read"], actor="test").raw
@@ -397,17 +425,33 @@ def _insert(seed_team: SeedTeam, rows: list[tuple[str, str]], embedder: _Embedde
 def _seed_to(
     teams: list[SeedTeam], size: int, embedder: _Embedder, own: TextGenerator, pool: NeighbourPool
 ) -> dict[str, Any]:
-    """Grow the measured team (teams[0]) to `size` memories and the others to size / 10,
-    with the model's HNSW index dropped during the inserts and rebuilt after."""
+    """Grow the measured team (teams[0]) to `size` memories and the others to size / 10."""
+    pool.grow_to(2 * (size // 10))
+    targets = {t.index: size if t.index == 0 else size // 10 for t in teams}
+    return _seed(teams, targets, embedder, own, pool, label=f"seeding {size:,}")
+
+
+def _seed(
+    teams: list[SeedTeam],
+    targets: dict[int, int],
+    embedder: _Embedder,
+    own: TextGenerator,
+    pool: NeighbourPool,
+    *,
+    label: str,
+    maintenance_work_mem: str = "1GB",
+) -> dict[str, Any]:
+    """Grow each team to targets[its index] memories (teams[0] writes its own texts, the
+    others draw from the pool; teams not in `targets` stay as they are), with the model's
+    HNSW index dropped during the inserts and rebuilt after."""
     from django.db import connection
     from tqdm import tqdm
 
     from search import vector_index
     from teams.roles import as_owner
 
-    targets = {t.index: size if t.index == 0 else size // 10 for t in teams}
+    targets = {t.index: max(t.count, targets.get(t.index, t.count)) for t in teams}
     total = sum(targets[t.index] - t.count for t in teams)
-    pool.grow_to(2 * (size // 10))
     model, dims = embedder.provider.model, embedder.provider.dimensions
     began = time.perf_counter()
     embedded_before, embed_seconds_before = embedder.embedded, embedder.seconds
@@ -415,7 +459,7 @@ def _seed_to(
     # Indexes belong to the owner role, as migrations create them.
     with as_owner(connection), connection.cursor() as cursor:
         cursor.execute(vector_index.drop_index_sql(model))
-    with tqdm(total=total, desc=f"seeding {size:,}", unit="mem", smoothing=0.05) as bar:
+    with tqdm(total=total, desc=label, unit="mem", smoothing=0.05) as bar:
         for seed_team in teams:
             while seed_team.count < targets[seed_team.index]:
                 n = min(INSERT_BATCH, targets[seed_team.index] - seed_team.count)
@@ -429,7 +473,7 @@ def _seed_to(
     with as_owner(connection), connection.cursor() as cursor:
         # The migration's own statement; a larger maintenance_work_mem only keeps the
         # graph build in memory, which pgvector needs to build it fast.
-        cursor.execute("SET maintenance_work_mem = '1GB'")
+        cursor.execute(f"SET maintenance_work_mem = '{maintenance_work_mem}'")
         cursor.execute(vector_index.create_index_sql(model, dims))
         cursor.execute("RESET maintenance_work_mem")
     index_seconds = time.perf_counter() - began
@@ -454,7 +498,9 @@ def _seed_to(
 # --------------------------------------------------------------------------- measuring
 
 
-def _capture(seed_team: SeedTeam, queries: list[dict[str, str]], mode: str) -> list[dict[str, Any]]:
+def _capture(
+    seed_team: SeedTeam, queries: list[dict[str, str]], mode: SearchMode, max_results: int
+) -> list[dict[str, Any]]:
     """Run the selector once per query in-process and keep the SQL it ran."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
@@ -465,7 +511,7 @@ def _capture(seed_team: SeedTeam, queries: list[dict[str, str]], mode: str) -> l
     captured = []
     for q in queries:
         with CaptureQueriesContext(connection) as ctx, team_scope(seed_team.team.id):
-            embed_and_search(team=seed_team.team, query=q["query"], max_results=MAX_RESULTS, mode=mode)
+            embed_and_search(team=seed_team.team, query=q["query"], max_results=max_results, mode=mode)
         statements = [s["sql"] for s in ctx.captured_queries]
         # The follow-up queries that complete the scores of candidates found by the
         # other path are limited to a list of memory ids; the two main ones are not.
@@ -522,41 +568,63 @@ class _Samples(dict[str, list[float]]):
         self.setdefault(name, []).append(ms)
 
 
-def _measure_mode(base: str, seed_team: SeedTeam, queries: list[dict[str, str]], mode: str) -> dict[str, Any]:
-    """For each request: the search through the API, the selector in this process, the
-    query embedding alone (hybrid), and the replay of the selector's SQL for the same
-    query, one after the other, so that all of them see the same machine at the same
-    moment (the machine is shared; the ratios stay fair when its load changes)."""
+@dataclass
+class _Row:
+    """One row of the table: a mode at one max_results, with what its requests gathered."""
+
+    mode: SearchMode
+    max_results: int
+    captured: list[dict[str, Any]]
+    samples: _Samples = field(default_factory=_Samples)
+    modes: dict[str, int] = field(default_factory=dict)
+    empty: int = 0
+
+
+def _measure(
+    base: str,
+    seed_team: SeedTeam,
+    queries: list[dict[str, str]],
+    mode: SearchMode,
+    max_results: tuple[int, ...],
+) -> list[dict[str, Any]]:
+    """One result per max_results. For each request: the search through the API, the
+    selector in this process, the query embedding alone (hybrid), and the replay of the
+    selector's SQL for the same query, one after the other, so that all of them see the
+    same machine at the same moment (the machine is shared; the ratios stay fair when its
+    load changes). The max_results values take turns on every query, in alternating order,
+    so that neither always finds the caches warmed by the other."""
     import httpx
 
     from search.embeddings.profiles import provider_for
     from search.querying import embed_and_search
     from teams.scope import team_scope
 
+    load_before = os.getloadavg()[0]
+    began = time.perf_counter()
     team = seed_team.team
     provider = provider_for("local")
-    captured = _capture(seed_team, queries, mode)
+    rows = [_Row(mode, n, _capture(seed_team, queries, mode, n)) for n in max_results]
     url = f"{base}/api/v1/teams/{seed_team.slug}/search/"
-    modes: dict[str, int] = {}
-    empty = 0
 
     with httpx.Client(headers={"Authorization": f"Bearer {seed_team.token}"}, timeout=120) as client:
 
-        def one(q: dict[str, str], c: dict[str, Any], samples: _Samples) -> None:
-            nonlocal empty
+        def one(row: _Row, i: int) -> None:
+            q, c, samples = queries[i], row.captured[i], row.samples
             began = time.perf_counter()
-            response = client.post(url, json={"query": q["query"], "max_results": MAX_RESULTS, "mode": mode})
+            response = client.post(
+                url, json={"query": q["query"], "max_results": row.max_results, "mode": mode}
+            )
             samples.add("api", (time.perf_counter() - began) * 1000)
             samples.add(f"api {q['kind']}", samples["api"][-1])
             if response.status_code != 200:
                 raise RuntimeError(f"search answered {response.status_code}: {response.text[:300]}")
             body = response.json()
-            modes[body["search_mode"]] = modes.get(body["search_mode"], 0) + 1
-            empty += not body["results"]
+            row.modes[body["search_mode"]] = row.modes.get(body["search_mode"], 0) + 1
+            row.empty += not body["results"]
 
             began = time.perf_counter()
             with team_scope(team.id):
-                embed_and_search(team=team, query=q["query"], max_results=MAX_RESULTS, mode=mode)
+                embed_and_search(team=team, query=q["query"], max_results=row.max_results, mode=mode)
             samples.add("selector", (time.perf_counter() - began) * 1000)
             if mode == "hybrid" and provider is not None:
                 began = time.perf_counter()
@@ -575,40 +643,201 @@ def _measure_mode(base: str, seed_team: SeedTeam, queries: list[dict[str, str]],
 
         # Warm-up: every query through everything, twice (two gunicorn workers load the
         # model and fill their caches), then the measured requests.
-        for _ in range(WARMUP_PASSES):
-            for q, c in zip(queries, captured, strict=True):
-                one(q, c, _Samples())
-        modes.clear()
-        empty = 0
-        samples = _Samples()
-        for i in range(REQUESTS):
-            one(queries[i % len(queries)], captured[i % len(queries)], samples)
+        for request in range(WARMUP_PASSES * len(queries) + REQUESTS):
+            if request == WARMUP_PASSES * len(queries):
+                for row in rows:
+                    row.samples, row.modes, row.empty = _Samples(), {}, 0
+            for row in rows if request % 2 == 0 else rows[::-1]:
+                one(row, request % len(queries))
 
-    figures = {name: harness.summarize(ms) for name, ms in samples.items()}
+    context = {
+        "seconds": round(time.perf_counter() - began, 1),
+        "load_average_1min": {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)},
+    }
+    return [_summary(row) | context for row in rows]
+
+
+def _summary(row: _Row) -> dict[str, Any]:
+    figures = {name: harness.summarize(ms) for name, ms in row.samples.items()}
     return {
-        "mode": mode,
+        "mode": row.mode,
+        "max_results": row.max_results,
         "api_ms": figures["api"],
         "api_ms_by_query_kind": {
             k.removeprefix("api "): v for k, v in figures.items() if k.startswith("api ")
         },
-        "api_search_mode_returned": modes,
-        "api_empty_results": empty,
+        "api_search_mode_returned": row.modes,
+        "api_empty_results": row.empty,
         "selector_in_process_ms": figures["selector"],
         "query_embedding_ms": figures.get("embedding"),
         "keyword_sql_ms": figures["keyword sql"],
         "vector_sql_ms": figures.get("vector sql"),
         "main_sql_ms": figures["main sql"],
         "all_selector_sql_ms": figures["all sql"],
-        "statements_per_search": statistics.median(len(c["all"]) for c in captured),
-        "vector_path": sorted({c["vector_path"] for c in captured if c["vector_path"]}),
+        "statements_per_search": statistics.median(len(c["all"]) for c in row.captured),
+        "vector_path": sorted({c["vector_path"] for c in row.captured if c["vector_path"]}),
         "ratio_api_to_main_sql_p50": round(figures["api"]["p50"] / figures["main sql"]["p50"], 2),
         "ratio_api_to_main_sql_p95": round(figures["api"]["p95"] / figures["main sql"]["p95"], 2),
     }
 
 
-def run(*, quick: bool = False) -> dict[str, Any]:
-    import os
+def _print_seeding(what: str, report: dict[str, Any]) -> None:
+    print(
+        f"{what}: +{report['memories_added']:,} memories in {report['total_seconds']:.0f} s "
+        f"({report['texts_embedded']:,} distinct texts embedded in {report['embed_seconds']:.0f} s; "
+        f"inserts incl. embedding {report['insert_seconds_including_embedding']:.0f} s, "
+        f"HNSW build {report['hnsw_build_seconds']:.0f} s, VACUUM ANALYZE {report['vacuum_analyze_seconds']:.0f} s)"
+    )
 
+
+def _run_scale(embedder: _Embedder, memories: int, team_count: int) -> dict[str, Any]:
+    """A SCALE_TEAM_SIZE team measured alone, then again once the database holds at least
+    `memories` memories over `team_count` teams (the measured one included)."""
+    filler = -(-(memories - SCALE_TEAM_SIZE) // (team_count - 1))
+    total = SCALE_TEAM_SIZE + filler * (team_count - 1)
+    print(
+        f"\n== latency --scale: a {SCALE_TEAM_SIZE:,}-memory team alone, then among {total:,} memories "
+        f"over {team_count} teams =="
+    )
+    harness.reset_data()
+    teams = _setup_teams(team_count)
+    measured = teams[0]
+    own, pool = TextGenerator(team_seed=0), NeighbourPool()
+    queries = build_queries([text for _, text in memory_texts(0, SCALE_TEAM_SIZE)])
+    seeding, results = [], []
+    with harness.api_server(workers=2) as base:
+        report = _seed(teams, {0: SCALE_TEAM_SIZE}, embedder, own, pool, label="seeding the team alone")
+        seeding.append(report | {"phase": "alone"})
+        _print_seeding("seeded the team alone", report)
+        for mode in MODES:
+            print(f"  measuring {mode}, the team alone ...", flush=True)
+            for r in _measure(base, measured, queries, mode, (MAX_RESULTS,)):
+                results.append(r | {"phase": "alone", "memories_in_database": SCALE_TEAM_SIZE, "teams": 1})
+
+        pool.grow_to(2 * filler)
+        report = _seed(
+            teams,
+            {t.index: filler for t in teams[1:]},
+            embedder,
+            own,
+            pool,
+            label=f"seeding {team_count - 1} other teams",
+            # An HNSW graph takes about 2 kB a vector: 500k of them outgrow 1GB, and a graph
+            # built on disk takes far longer.
+            maintenance_work_mem="4GB",
+        )
+        embedder.save()
+        seeding.append(report | {"phase": "full"})
+        _print_seeding(f"seeded {team_count - 1} other teams", report)
+        for mode in MODES:
+            print(f"  measuring {mode}, the team among {total:,} memories ...", flush=True)
+            for r in _measure(base, measured, queries, mode, (MAX_RESULTS,)):
+                results.append(r | {"phase": "full", "memories_in_database": total, "teams": team_count})
+
+    ratios = {}
+    for mode in MODES:
+        alone, full = (
+            next(r for r in results if (r["phase"], r["mode"]) == (p, mode)) for p in ("alone", "full")
+        )
+        ratios[mode] = round(full["api_ms"]["p95"] / alone["api_ms"]["p95"], 2)
+    headers = ["phase", "memories in database", "teams", "mode", "API p50", "API p95", "SQL p50", "SQL p95"]
+    rows = [
+        [
+            r["phase"],
+            f"{r['memories_in_database']:,}",
+            str(r["teams"]),
+            r["mode"],
+            f"{r['api_ms']['p50']:.1f}",
+            f"{r['api_ms']['p95']:.1f}",
+            f"{r['main_sql_ms']['p50']:.1f}",
+            f"{r['main_sql_ms']['p95']:.1f}",
+        ]
+        for r in results
+    ]
+    print()
+    harness.print_table(headers, rows)
+    print(
+        f"milliseconds; the same {SCALE_TEAM_SIZE:,}-memory team and {len(queries)} queries in both phases, "
+        f"max_results={MAX_RESULTS}, {REQUESTS} requests per row after {WARMUP_PASSES} warm-up passes; "
+        "API p95 full / alone: " + ", ".join(f"{mode} {ratio:.2f}x" for mode, ratio in ratios.items())
+    )
+    # The two phases cannot take turns: a change of the machine's load between them shows here.
+    loads = "; ".join(
+        f"{r['phase']} {r['mode']} {r['load_average_1min']['before']} -> {r['load_average_1min']['after']}"
+        for r in results
+    )
+    print(f"1-minute load average before -> after each row ({os.cpu_count()} CPUs): {loads}")
+    return {
+        "team_size": SCALE_TEAM_SIZE,
+        "memories_in_database": total,
+        "teams": team_count,
+        "memories_per_other_team": filler,
+        "how": "the measured team's texts are its own (the first texts of the main part's measured team); "
+        f"the {team_count - 1} others draw {filler:,} each from a shared pool of {2 * filler:,} texts, "
+        "embedded once; the team is measured alone first (the only team), then after the others are seeded",
+        "queries": queries,
+        "seeding": seeding,
+        "results": results,
+        "ratio_full_to_alone_api_p95": ratios,
+    }
+
+
+def _target(measure: str, value: float, target: float, unit: str) -> dict[str, Any]:
+    return {
+        "measure": measure,
+        "value": round(value, 2),
+        "unit": unit,
+        "target": target,
+        "met": round(value, 2) <= target,
+    }
+
+
+def _targets(results: list[dict[str, Any]], scale: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Issue 13's search targets, at the largest size measured (and --scale's, if run)."""
+    size = max(r["size"] for r in results)
+    at = {(r["mode"], r["max_results"]): r for r in results if r["size"] == size}
+    hybrid = at["hybrid", MAX_RESULTS]["api_ms"]["p95"]
+    wide = at["hybrid", MAX_RESULTS_WIDE]["api_ms"]["p95"]
+    keyword = at["keyword", MAX_RESULTS]["api_ms"]["p95"]
+    vector_sql = at["hybrid", MAX_RESULTS]["vector_sql_ms"]["p95"]
+    where = f"{size:,} memories in one team of {TEAMS}"
+    targets = [
+        _target(f"API hybrid p95, max_results {MAX_RESULTS}, {where}", hybrid, TARGET_HYBRID_P95_MS, "ms"),
+        _target(
+            f"API hybrid p95 / raw vector top-k SQL p95, max_results {MAX_RESULTS} ({hybrid:.1f} / {vector_sql:.1f} ms)",
+            hybrid / vector_sql,
+            TARGET_HYBRID_TO_VECTOR_SQL,
+            "x",
+        ),
+        _target(
+            f"API hybrid p95, max_results {MAX_RESULTS_WIDE} / max_results {MAX_RESULTS} ({wide:.1f} / {hybrid:.1f} ms)",
+            wide / hybrid,
+            TARGET_WIDE_TO_NARROW,
+            "x",
+        ),
+        _target(
+            f"API keyword-only p95, max_results {MAX_RESULTS}, {where}", keyword, TARGET_KEYWORD_P95_MS, "ms"
+        ),
+    ]
+    if scale is not None:
+        full_size = (
+            scale["memories_in_database"] >= TARGET_SCALE_MEMORIES and scale["teams"] >= TARGET_SCALE_TEAMS
+        )
+        for mode, ratio in scale["ratio_full_to_alone_api_p95"].items():
+            row = _target(
+                f"API {mode} p95 of a {scale['team_size']:,}-memory team among {scale['memories_in_database']:,} "
+                f"memories over {scale['teams']} teams / alone"
+                + ("" if full_size else " (a check run: the target is for 500k over 50)"),
+                ratio,
+                TARGET_SCALE_RATIO,
+                "x",
+            )
+            targets.append(row | {"at_target_size": full_size})
+    return targets
+
+
+def run(*, quick: bool = False, scale: tuple[int, int] | None = None) -> dict[str, Any]:
+    """`scale`: (memories, teams) for the --scale part, or None to skip it."""
     sizes = SIZES[:1] if quick else SIZES
     print(f"\n== latency: search through the API at {', '.join(f'{s:,}' for s in sizes)} memories ==")
     harness.reset_data()
@@ -632,30 +861,19 @@ def run(*, quick: bool = False) -> dict[str, Any]:
             report["size"] = size
             seeding.append(report)
             embedder.save()
-            print(
-                f"seeded to {size:,}: +{report['memories_added']:,} memories in {report['total_seconds']:.0f} s "
-                f"({report['texts_embedded']:,} distinct texts embedded in {report['embed_seconds']:.0f} s; "
-                f"inserts incl. embedding {report['insert_seconds_including_embedding']:.0f} s, "
-                f"HNSW build {report['hnsw_build_seconds']:.0f} s, VACUUM ANALYZE {report['vacuum_analyze_seconds']:.0f} s)"
-            )
-            for mode in ("hybrid", "keyword"):
-                print(f"  measuring {mode} at {size:,} ...", flush=True)
-                load_before = os.getloadavg()[0]
-                began = time.perf_counter()
-                result = _measure_mode(base, measured, queries, mode)
-                result.update(
-                    size=size,
-                    seconds=round(time.perf_counter() - began, 1),
-                    load_average_1min={
-                        "before": round(load_before, 2),
-                        "after": round(os.getloadavg()[0], 2),
-                    },
+            _print_seeding(f"seeded to {size:,}", report)
+            for mode, max_results in ROWS:
+                print(
+                    f"  measuring {mode} at {size:,}, max_results {' and '.join(map(str, max_results))} ...",
+                    flush=True,
                 )
-                results.append(result)
+                results.extend(
+                    r | {"size": size} for r in _measure(base, measured, queries, mode, max_results)
+                )
 
     headers = [
-        "size", "mode", "API p50", "API p95", "selector p50", "embed p50", "SQL p50", "SQL p95",
-        "all SQL p50", "API/SQL p50", "API/SQL p95",
+        "size", "mode", "max", "API p50", "API p95", "selector p50", "embed p50", "SQL p50", "SQL p95",
+        "vector SQL p95", "all SQL p50", "API/SQL p50", "API/SQL p95",
     ]  # fmt: skip
     rows = []
     for r in results:
@@ -663,12 +881,14 @@ def run(*, quick: bool = False) -> dict[str, Any]:
             [
                 f"{r['size']:,}",
                 r["mode"],
+                str(r["max_results"]),
                 f"{r['api_ms']['p50']:.1f}",
                 f"{r['api_ms']['p95']:.1f}",
                 f"{r['selector_in_process_ms']['p50']:.1f}",
                 f"{r['query_embedding_ms']['p50']:.1f}" if r["query_embedding_ms"] else "-",
                 f"{r['main_sql_ms']['p50']:.1f}",
                 f"{r['main_sql_ms']['p95']:.1f}",
+                f"{r['vector_sql_ms']['p95']:.1f}" if r["vector_sql_ms"] else "-",
                 f"{r['all_selector_sql_ms']['p50']:.1f}",
                 f"{r['ratio_api_to_main_sql_p50']:.2f}x",
                 f"{r['ratio_api_to_main_sql_p95']:.2f}x",
@@ -678,30 +898,55 @@ def run(*, quick: bool = False) -> dict[str, Any]:
     harness.print_table(headers, rows)
     print(
         f"milliseconds; {REQUESTS} sequential requests per row ({len(queries)} queries: half paraphrase-like, "
-        f"half rare-keyword; max_results={MAX_RESULTS}) after {WARMUP_PASSES} warm-up passes over every query.\n"
+        f"half rare-keyword) after {WARMUP_PASSES} warm-up passes over every query; hybrid's two max_results "
+        "rows take turns on every query.\n"
         "API = POST /search/ to gunicorn (2 workers) over HTTP, one client, body {query, max_results, mode}.\n"
         "selector = embed_and_search (query embedding + selector) in the bench process. embed = the query embedding alone.\n"
         "SQL = the selector's keyword full-text query (+ its vector query, for hybrid), captured once per query "
-        "and replayed on a cursor; all SQL = every statement one search runs, replayed.\n"
+        "and replayed on a cursor; vector SQL = the vector top-k query alone; all SQL = every statement one "
+        "search runs, replayed.\n"
         "Each request runs API, selector, embedding and SQL back to back for the same query."
     )
     for r in results:
         kinds = ", ".join(
             f"{kind} {ms['p50']:.1f} / {ms['p95']:.1f}" for kind, ms in r["api_ms_by_query_kind"].items()
         )
-        print(f"API p50 / p95 by query kind at {r['size']:,} {r['mode']}: {kinds}")
+        print(f"API p50 / p95 by query kind at {r['size']:,} {r['mode']} {r['max_results']}: {kinds}")
     for r in results:
         if set(r["api_search_mode_returned"]) != {r["mode"]}:
             print(f"warning: asked for {r['mode']} at {r['size']:,}, got {r['api_search_mode_returned']}")
         if r["vector_path"]:
-            print(f"vector path at {r['size']:,} ({r['mode']}): {', '.join(r['vector_path'])}")
+            print(
+                f"vector path at {r['size']:,} ({r['mode']} {r['max_results']}): {', '.join(r['vector_path'])}"
+            )
     # The bench itself keeps about one core busy (client, server, PostgreSQL in turn);
     # a higher load means something else shared the machine.
     loads = "; ".join(
-        f"{r['size']:,} {r['mode']} {r['load_average_1min']['before']} -> {r['load_average_1min']['after']}"
+        f"{r['size']:,} {r['mode']} {r['max_results']} {r['load_average_1min']['before']} -> "
+        f"{r['load_average_1min']['after']}"
         for r in results
     )
     print(f"1-minute load average before -> after each row ({os.cpu_count()} CPUs): {loads}")
+
+    scale_part = _run_scale(embedder, *scale) if scale is not None else None
+    targets = _targets(results, scale_part)
+    size = max(sizes)
+    print(
+        f"\nissue 13 targets at {size:,} memories"
+        + (" (--quick: the targets are set at 100,000; run without --quick for them)" if quick else "")
+    )
+    harness.print_table(
+        ["measure", "measured", "target", "result"],
+        [
+            [
+                t["measure"],
+                f"{t['value']:.1f} ms" if t["unit"] == "ms" else f"{t['value']:.2f}x",
+                f"<= {t['target']:.0f} ms" if t["unit"] == "ms" else f"<= {t['target']:.1f}x",
+                "met" if t["met"] else "missed",
+            ]
+            for t in targets
+        ],
+    )
 
     return {
         "section": "latency",
@@ -717,14 +962,21 @@ def run(*, quick: bool = False) -> dict[str, Any]:
             "queries": queries,
             "api": f"gunicorn memoryhub.wsgi, 2 workers, 127.0.0.1; httpx, sequential; {WARMUP_PASSES} warm-up "
             f"passes over the {len(queries)} queries, then {REQUESTS} measured; "
-            f"body {{query, max_results: {MAX_RESULTS}, mode}}",
+            f"body {{query, max_results, mode}}: hybrid at max_results {MAX_RESULTS} and {MAX_RESULTS_WIDE}, "
+            f"keyword at {MAX_RESULTS}",
             "keyword_only": "the API's mode=keyword on the same team (the same rows, vectors unused)",
             "sql": "SQL captured from one in-process embed_and_search call per query (CaptureQueriesContext), "
             "replayed verbatim inside the team's scope; the vector query runs after the same set_config "
             "statements as in the selector (not timed)",
-            "interleaving": "each measured request runs API, selector, embedding and SQL back to back",
+            "interleaving": "each measured request runs API, selector, embedding and SQL back to back; "
+            f"hybrid's max_results {MAX_RESULTS} and {MAX_RESULTS_WIDE} take turns on every query, in "
+            "alternating order",
+            "targets": f"issue 13's, at the largest size measured ({size:,}); the raw vector top-k SQL is the "
+            f"hybrid max_results {MAX_RESULTS} row's replayed vector query",
         },
         "seeding": seeding,
         "seeding_vectors_reused_from_earlier_run": embedder.loaded_from_disk,
         "results": results,
+        "targets": targets,
+        "scale": scale_part,
     }
