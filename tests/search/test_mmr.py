@@ -137,18 +137,34 @@ def test_the_running_maximum_picks_what_the_definition_picks(seed: int) -> None:
     assert [p.candidate.memory_id for p in picked] == expected
 
 
+@pytest.mark.parametrize("seed", range(10))
+def test_bitset_similarity_is_the_set_similarity(seed: int) -> None:
+    import random
+
+    from search.retrieval.mmr import bit_jaccard, token_bits
+
+    rng = random.Random(seed)
+    words = [f"w{n}" for n in range(300)] + ["Café", "café", "naïve", "42"]
+    texts = [" ".join(rng.choices(words, k=rng.randint(0, 120))) for _ in range(12)]
+    bits = token_bits(texts)
+    for i, a in enumerate(texts):
+        for j, b in enumerate(texts):
+            expected = jaccard(token_set(a), token_set(b))
+            assert bit_jaccard(bits[i], bits[i].bit_count(), bits[j], bits[j].bit_count()) == expected
+
+
 def test_similarities_computed_are_linear_in_k_times_n(monkeypatch: pytest.MonkeyPatch) -> None:
     from search.retrieval import mmr
 
     calls = 0
-    real = mmr.jaccard
+    real = mmr.bit_jaccard
 
-    def counted(a: set[str], b: set[str]) -> float:
+    def counted(a: int, a_size: int, b: int, b_size: int) -> float:
         nonlocal calls
         calls += 1
-        return real(a, b)
+        return real(a, a_size, b, b_size)
 
-    monkeypatch.setattr(mmr, "jaccard", counted)
+    monkeypatch.setattr(mmr, "bit_jaccard", counted)
     items = [scored(1 - n / 1000) for n in range(200)]
     texts = {i.candidate.memory_id: f"word{n} shared" for n, i in enumerate(items)}
 
