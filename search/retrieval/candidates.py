@@ -107,8 +107,10 @@ def gather_candidates(
     """The top `limit` of each path that `mode` runs (the vector path only with a
     vector), by memory id, in the order found: keyword first, then vector."""
     candidates: dict[uuid.UUID, Candidate] = {}
-    if mode in ("hybrid", "keyword"):
-        for memory_id, rank, chunk_id in keyword_matches(query, filters, limit=limit):
+    # The query's lexemes and their statistics, read once for both keyword reads.
+    plan = plan_keyword_query(query, filters.team_id) if mode in ("hybrid", "keyword") else None
+    if plan is not None:
+        for memory_id, rank, chunk_id in keyword_matches(query, filters, limit=limit, plan=plan):
             c = candidates.setdefault(memory_id, Candidate(memory_id))
             c.keyword_rank, c.keyword_chunk = rank, chunk_id
             c.found_by.add("keyword")
@@ -118,17 +120,23 @@ def gather_candidates(
             c.similarity, c.vector_chunk = similarity, chunk_id
             c.found_by.add("vector")
     if mode == "hybrid" and vector is not None:
-        complete_scores(candidates, query, vector, filters)
+        complete_scores(candidates, plan, vector, filters)
     return candidates
 
 
 def complete_scores(
-    candidates: dict[uuid.UUID, Candidate], query: str, vector: QueryVector, filters: SearchFilters
+    candidates: dict[uuid.UUID, Candidate],
+    plan: KeywordPlan | None,
+    vector: QueryVector,
+    filters: SearchFilters,
 ) -> None:
-    """Give every candidate both scores, reading only the scores it is missing."""
+    """Give every candidate both scores, reading only the scores it is missing (no
+    keyword score without a `plan`: no lexeme of the query is in the team)."""
     no_keyword = [c.memory_id for c in candidates.values() if "keyword" not in c.found_by]
-    if no_keyword:
-        for memory_id, rank, chunk_id in keyword_matches(query, filters, limit=None, memory_ids=no_keyword):
+    if no_keyword and plan is not None:
+        for memory_id, rank, chunk_id in keyword_plan_matches(
+            plan, filters, limit=None, memory_ids=no_keyword
+        ):
             candidates[memory_id].keyword_rank, candidates[memory_id].keyword_chunk = rank, chunk_id
     no_vector = [c.memory_id for c in candidates.values() if "vector" not in c.found_by]
     if no_vector:
@@ -263,13 +271,25 @@ def keyword_sql(
 
 
 def keyword_matches(
-    query: str, filters: SearchFilters, *, limit: int | None, memory_ids: list[uuid.UUID] | None = None
+    query: str,
+    filters: SearchFilters,
+    *,
+    limit: int | None,
+    memory_ids: list[uuid.UUID] | None = None,
+    plan: KeywordPlan | None = None,
 ) -> list[Match]:
     """Best chunk per memory by BM25, best first (ties by memory id); all of
-    `memory_ids` that match when given, else the top `limit` of the bounded candidates."""
-    plan = plan_keyword_query(query, filters.team_id)
+    `memory_ids` that match when given, else the top `limit` of the bounded candidates.
+    `plan`: the query's plan_keyword_query, when the caller has it already."""
+    plan = plan if plan is not None else plan_keyword_query(query, filters.team_id)
     if plan is None:
         return []
+    return keyword_plan_matches(plan, filters, limit=limit, memory_ids=memory_ids)
+
+
+def keyword_plan_matches(
+    plan: KeywordPlan, filters: SearchFilters, *, limit: int | None, memory_ids: list[uuid.UUID] | None
+) -> list[Match]:
     sql, args = keyword_sql(plan, filters, limit=limit, memory_ids=memory_ids)
     with read_connection().cursor() as cursor:
         cursor.execute(sql, args)

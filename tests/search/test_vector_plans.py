@@ -238,7 +238,9 @@ def test_hybrid_completion_reads_only_the_named_memories_chunks(corpus: Corpus, 
         chunks = Chunk.objects.filter(memory_id__in=named).count()
         found = {m: Candidate(m, keyword_rank=1.0, found_by={"keyword"}) for m in named}
         _, statements = captured(
-            lambda: candidates.complete_scores(found, "note", as_query(QUERIES[0]), filters_of(team))
+            lambda: candidates.complete_scores(
+                found, candidates.plan_keyword_query("note", team.id), as_query(QUERIES[0]), filters_of(team)
+            )
         )
         assert not any("hnsw" in s for s in statements)
         nodes = vector_statement_plan(statements)
