@@ -65,9 +65,13 @@ def _find_live_token(raw: str) -> AgentToken:
         now = timezone.now()
         if token.is_expired(now):
             raise exceptions.AuthenticationFailed("this token has expired")
-        AgentToken.objects.filter(pk=token.pk).filter(
-            Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
-        ).update(last_used_at=now)
+        stale = now - LAST_USED_RESOLUTION
+        # Most requests find it recent: no statement. The UPDATE's own condition keeps
+        # concurrent requests from writing it twice.
+        if token.last_used_at is None or token.last_used_at < stale:
+            AgentToken.objects.filter(pk=token.pk).filter(
+                Q(last_used_at__isnull=True) | Q(last_used_at__lt=stale)
+            ).update(last_used_at=now)
     return token
 
 

@@ -94,3 +94,22 @@ def test_schema_with_a_valid_token_answers_200(team: Team) -> None:
     response = agent.client.get("/api/schema/", HTTP_ACCEPT="application/json")
 
     assert response.status_code == 200
+
+
+def test_last_use_is_recorded_once_a_minute_without_a_statement_in_between(member: Agent) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def token_updates() -> int:
+        with CaptureQueriesContext(connection) as ctx:
+            assert member.client.get(member.url("memories/")).status_code == 200
+        return sum(1 for q in ctx.captured_queries if q["sql"].startswith('UPDATE "teams_agenttoken"'))
+
+    assert token_updates() == 1  # first use
+    assert token_updates() == 0  # recent: not even an UPDATE that matches nothing
+    with operator_view():
+        AgentToken.objects.filter(team=member.team).update(last_used_at=timezone.now() - timedelta(minutes=2))
+    assert token_updates() == 1
+    with operator_view():
+        used = AgentToken.objects.get(team=member.team).last_used_at
+    assert used is not None and timezone.now() - used < timedelta(seconds=30)
