@@ -301,14 +301,18 @@ class MemoryViewSet(TeamScopedViewSet):
 
     @extend_schema(
         summary="Save many memories at once",
-        description="Up to 500 saves in one request, each with the fields and rules of `POST memories/` "
-        "(one `error` outcome per entry that does not validate or is refused; the others are stored). "
-        "One result per entry, in order: `created`, `superseded`, `unchanged` (the key's active entry "
-        "already holds exactly this: sending a batch again changes nothing), `duplicate` (another "
-        "active entry holds the text; nothing written) or `error` (the one error shape, as the single "
-        "save would answer). A key named twice is an error of its second entry. Each entry is stored "
-        "in a savepoint of its own and the batch commits once, before the answer: what the answer "
-        "reports is what is stored. The duplicate check embeds every new text in one call. Counts as "
+        description="Up to 500 saves in one request, each with the fields and rules of `POST memories/` (one "
+        "`error` outcome per entry that does not validate or is refused; the others are stored). "
+        "One result per entry, in order: `created`, `superseded`, `unchanged` (the key's active "
+        "entry already holds exactly this: sending a batch again changes nothing), `duplicate` "
+        "(another active entry holds exactly this text; nothing written) or `error` (the one error "
+        "shape, as the single save would answer). A key named twice is an error of its second "
+        "entry. Each entry is stored in a savepoint of its own and the batch commits once, before "
+        "the answer: what the answer reports is what is stored. The duplicate check in the request "
+        "is the exact one (same text): a near duplicate (similar wording, at the team's threshold) "
+        "is looked for once the worker has indexed the entry, and then becomes a soft supersede "
+        "visible in history: the longer text stays active and replaces the other, and a new entry "
+        "that is not longer is the one replaced (the single save would have refused it). Counts as "
         "one request against the token's write rate; the team's quota of active memories applies to "
         "every entry.",
         parameters=[TEAM_PATH_PARAMETER],

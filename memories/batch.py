@@ -6,17 +6,20 @@ The pipeline is save_memory's, with its slow steps done once for the whole batch
 
 1. every entry validated and scrubbed on its own (services.prepare_save), the team's
    secrets read once; a key named a second time is an error of that entry;
-2. the duplicate check of the new keys in one go (memories.hooks.find_duplicates:
-   search runs one query for the exact check and one provider call for the near one),
-   before any lock; a text an earlier entry of the same batch stored is a duplicate of
-   that entry (exact check only: the batch's own entries are not indexed yet);
+2. the exact duplicate check of the new keys in one go (memories.hooks.find_duplicates:
+   one query, no embedding), before any lock; a text an earlier entry of the same batch
+   stored is a duplicate of that entry. The near check is not made here: an entry it
+   would apply to is stored with `near_check_pending`, and the worker settles it once
+   the entry is indexed (settle_near_check below; docs/decisions.md, "Deferred
+   near-duplicate check for batch saves (issue 13)");
 3. in one transaction, each entry in a savepoint of its own (services.store_prepared:
    key lock, active entry, expected version, conflict, quota, store), so a refused
    entry leaves the others stored. Entries are locked in key order, whatever their
    order in the request, so two batches never wait on each other's keys in a cycle;
    the outcomes come back in request order;
 4. the stored versions handed to indexing at once (memories.hooks.memories_written:
-   search enqueues them in batches of 100 after commit).
+   search enqueues them in batches of 100 after commit), those awaiting the near check
+   flagged in one UPDATE first.
 
 A key whose active entry already holds what its entry would store is `unchanged`
 (nothing written), so sending a batch again after a lost answer changes nothing.
@@ -38,8 +41,10 @@ from core.errors import DomainError
 from memories import hooks
 from memories.exceptions import KeyRepeatedInBatch
 from memories.hooks import DuplicateMatch
-from memories.models import Memory
+from memories.locks import lock_active_memory, try_lock_key
+from memories.models import Memory, SupersedeKind
 from memories.services import (
+    SOFT_SUPERSEDE_REASON,
     UNSET,
     PreparedSave,
     SaveResult,
@@ -139,6 +144,7 @@ def save_batch(*, team: Team, entries: list[BatchEntry], updated_by: str) -> lis
     by_index = {entry.index: entry for entry in entries}
     duplicates = _find_duplicates(team, [by_index[i] for i in prepared], prepared)
     stored: list[uuid.UUID] = []
+    near_check: list[uuid.UUID] = []
     active_count = _ActiveCount(team)
     # Hashes of the texts this batch stored: a later entry with the same text is its duplicate.
     stored_texts: dict[str, Memory] = {}
@@ -164,6 +170,10 @@ def save_batch(*, team: Team, entries: list[BatchEntry], updated_by: str) -> lis
                 stored_texts.setdefault(memory.content_hash, memory)
                 if outcome.result.superseded is None:
                     active_count.added += 1
+                if checked:  # a new key that no exact copy held: near check after indexing
+                    near_check.append(memory.id)
+        if near_check:
+            Memory.objects.filter(team=team, id__in=near_check).update(near_check_pending=True)
         if stored:
             hooks.memories_written.call(team_id=team.id, memory_ids=stored)
     _log_batch(team, outcomes.values())
@@ -222,6 +232,79 @@ def _store(
     replaced_own_key = result.superseded is not None and result.superseded.key == entry.key
     return BatchOutcome(
         entry.index, entry.key, "superseded" if replaced_own_key else "created", result=result
+    )
+
+
+def settle_near_check(*, team: Team, memory_id: uuid.UUID, duplicate: DuplicateMatch | None) -> Memory | None:
+    """The deferred near-duplicate check of an entry a batch saved (`near_check_pending`),
+    once the worker indexed it and found `duplicate`, its nearest active entry of the team
+    at the duplicate threshold that does not disagree with it (or None). Returns the entry
+    this soft-superseded, or None. The caller is inside the team's scope.
+
+    The save's rule, applied after the fact: the longer text stays active and soft-
+    supersedes the other, as save_memory records a longer duplicate (the reason names
+    the other key; history and unsupersede read it as theirs). A new entry that is not
+    longer, which the single save would have refused, is the one superseded, by the
+    entry that held its text. The record is the survivor's `supersedes`, set on the row
+    in place (no new version: the survivor is the row already indexed and announced), so
+    a survivor that already replaced a version is left alone, and both stay active.
+
+    Locking as save_memory: the entry's key lock and row, then the duplicate's key lock
+    (tried, never waited for) and row, both re-read as active. The flag is cleared in the
+    same transaction whatever happens: a re-run, or a second worker, finds nothing to do."""
+    memory = Memory.objects.for_team(team.id).filter(id=memory_id, near_check_pending=True).first()
+    if memory is None:
+        return None
+    with transaction.atomic():
+        current = lock_active_memory(team, memory.key)
+        claimed = Memory.objects.filter(team=team, id=memory_id, near_check_pending=True).update(
+            near_check_pending=False
+        )
+        if not claimed or current is None or current.id != memory_id or duplicate is None:
+            return None
+        other = _lock_near_duplicate(team, duplicate.memory)
+        if other is None:
+            return None
+        longer = len(current.content) > len(other.content)
+        survivor, replaced = (current, other) if longer else (other, current)
+        if survivor.supersedes_id is not None:
+            logger.info(
+                "team %s: %s is a near duplicate of %s, which already replaced a version; both kept",
+                team.slug,
+                current.key,
+                other.key,
+            )
+            return None
+        replaced.is_active = False
+        replaced.save(update_fields=["is_active", "updated_at"])
+        survivor.supersedes = replaced
+        survivor.supersede_kind = SupersedeKind.SOFT
+        survivor.supersede_reason = (
+            f"{SOFT_SUPERSEDE_REASON}: longer duplicate saved as '{survivor.key}'"
+            if longer
+            else f"{SOFT_SUPERSEDE_REASON}: duplicate saved as '{replaced.key}' is not longer"
+        )
+        survivor.save(update_fields=["supersedes", "supersede_kind", "supersede_reason", "updated_at"])
+    logger.info(
+        "team %s: near duplicate (%.3f) found after indexing: %s superseded by %s",
+        team.slug,
+        duplicate.similarity,
+        replaced.key,
+        survivor.key,
+    )
+    return replaced
+
+
+def _lock_near_duplicate(team: Team, duplicate: Memory) -> Memory | None:
+    """The duplicate's key lock, tried (the caller holds another key's), and its row,
+    read again: None when it is being written or is no longer active."""
+    if not try_lock_key(team.id, duplicate.key):
+        logger.info("near duplicate %s of team %s is being written; left alone", duplicate.key, team.slug)
+        return None
+    return (
+        Memory.objects.select_for_update(no_key=True)
+        .filter(team=team, id=duplicate.id, is_active=True)
+        .first()
     )
 
 

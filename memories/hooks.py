@@ -49,10 +49,11 @@ find_duplicate: Hook[DuplicateMatch | None] = Hook(
 
 find_duplicates: Hook[list[DuplicateMatch | None]] = Hook(
     "memories.find_duplicates",
-    """find_duplicate for many texts at once (the batch save, memories.batch):
-    `receiver(team=Team, texts=list[str]) -> list[DuplicateMatch | None]`, one answer
-    per text in order; the first receiver's answer counts. Called before the batch
-    takes any lock; search embeds every text needing the similarity check in one call.""",
+    """The exact (content-hash) check of many texts at once (the batch save,
+    memories.batch): `receiver(team=Team, texts=list[str]) -> list[DuplicateMatch | None]`,
+    one answer per text in order; the first receiver's answer counts. Called before the
+    batch takes any lock; it embeds nothing: the batch's near check runs after indexing
+    (Memory.near_check_pending, memories.batch.settle_near_check).""",
 )
 
 memory_confirmed: Hook[None] = Hook(

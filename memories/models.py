@@ -150,6 +150,10 @@ class Memory(models.Model):
     # The class of the last indexing error (never its message: it may name the
     # provider's internal URL).
     index_last_error = models.CharField(max_length=100, blank=True, default="", db_default="")
+    # Saved by a batch under a new key without the near-duplicate check, which runs once
+    # the entry is indexed (search.near_check; docs/decisions.md, "Deferred near-duplicate
+    # check for batch saves (issue 13)"). Changed only by UPDATE statements.
+    near_check_pending = models.BooleanField(default=False, db_default=False)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)
     # Quality signals. Changed only by UPDATE statements (feedback.record_access,

@@ -13,5 +13,5 @@ class SearchConfig(AppConfig):
         memory_hooks.memory_written.register(tasks.index_after_commit)
         memory_hooks.memories_written.register(tasks.index_batch_after_commit)
         memory_hooks.find_duplicate.register(dedup.find_duplicate)
-        memory_hooks.find_duplicates.register(dedup.find_duplicates)
+        memory_hooks.find_duplicates.register(dedup.find_exact_duplicates)
         team_hooks.team_shutdown.register(services.delete_team_index)

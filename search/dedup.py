@@ -1,7 +1,8 @@
 """Duplicate detection for the save of a new key: the receiver of
 memories.hooks.find_duplicate (see memories.services.save_memory), and of
-memories.hooks.find_duplicates for the batch save (memories.batch), which checks all
-its texts at once: one query for the exact check, one provider call for the near one.
+memories.hooks.find_duplicates for the batch save (memories.batch), which gets only the
+exact check of all its texts, in one query: its near check runs once the worker has
+indexed the entry (search.near_check).
 
 Two checks, cheapest first:
 
@@ -53,13 +54,13 @@ CHARACTERS_PER_CHUNK = 400 * 6
 def find_duplicate(*, team: Team, text: str) -> DuplicateMatch | None:
     """The active entry of the team that holds `text` (already scrubbed) already, or
     None. The caller is inside the team's scope."""
-    return find_duplicates(team=team, texts=[text])[0]
+    match = find_exact_duplicates(team=team, texts=[text])[0]
+    return match if match is not None else _near_duplicates(team, [text])[0]
 
 
-def find_duplicates(*, team: Team, texts: list[str]) -> list[DuplicateMatch | None]:
-    """find_duplicate for each of `texts`, in order (the receiver of
-    memories.hooks.find_duplicates, for the batch save): one query for the exact check
-    of them all, and the openings of the texts it leaves embedded in one provider call."""
+def find_exact_duplicates(*, team: Team, texts: list[str]) -> list[DuplicateMatch | None]:
+    """The exact check of each of `texts`, in order, in one query (the receiver of
+    memories.hooks.find_duplicates, for the batch save): no embedding, no provider."""
     active = Memory.objects.for_team(team.id).active()
     hashes = [Memory.hash_content(text) for text in texts]
     holders: dict[str, Memory] = {}
@@ -73,10 +74,6 @@ def find_duplicates(*, team: Team, texts: list[str]) -> list[DuplicateMatch | No
         )
         for h in hashes
     ]
-    near = [i for i, match in enumerate(matches) if match is None]
-    if near:
-        for i, match in zip(near, _near_duplicates(team, [texts[i] for i in near]), strict=True):
-            matches[i] = match
     return matches
 
 

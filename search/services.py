@@ -22,7 +22,7 @@ from django.db.models.functions import Now, Power
 
 from core.errors import InvalidInput
 from memories.models import IndexState, Memory
-from search import hooks, tasks
+from search import hooks, near_check, tasks
 from search.chunking import TextChunk, chunk_text
 from search.embeddings.base import EmbeddingProvider, EmbeddingUnavailable
 from search.embeddings.profiles import provider_for
@@ -71,7 +71,12 @@ def index_memory(*, team_id: int, memory_id: uuid.UUID | str, announce: bool = T
     vectors are not the new model's and queues the entry again.
 
     With `announce` False, search.hooks.memory_indexed is left to the caller
-    (announce_indexed): a batch is made searchable first, then announced."""
+    (announce_indexed): a batch is made searchable first, then announced.
+
+    An entry a batch saved with its near-duplicate check pending gets it here, once its
+    vectors are stored and before it is announced (search.near_check); when there will
+    be no vectors (`none` profile, entry deleted) the check is dropped: it fails open,
+    as the single save's does. A failed embedding leaves it for the retry."""
     with team_scope(team_id):
         memory = Memory.objects.for_team(team_id).select_related("team").filter(id=memory_id).first()
         if memory is None:
@@ -83,6 +88,7 @@ def index_memory(*, team_id: int, memory_id: uuid.UUID | str, announce: bool = T
     if memory.deleted_at is not None:
         # Never returned by search; nothing to embed.
         _record_success(team_id, memory.id)
+        _drop_near_check(memory)
         return IndexOutcome.GONE
 
     profile = team_profile(team)
@@ -99,6 +105,7 @@ def index_memory(*, team_id: int, memory_id: uuid.UUID | str, announce: bool = T
         except EmbeddingUnavailable as exc:
             logger.warning("embedding memory %s of team %s failed: %s", memory.key, team.slug, exc)
             _record_failure(team_id, memory.id, exc)
+            # The near check stays pending: the retry that indexes the entry runs it.
             return IndexOutcome.FAILED
 
         with team_scope(team_id):
@@ -108,12 +115,17 @@ def index_memory(*, team_id: int, memory_id: uuid.UUID | str, announce: bool = T
                 continue
             if provider is None:
                 _record_success(team_id, memory.id)
+                _drop_near_check(memory)
                 return IndexOutcome.KEYWORD_ONLY
             _ensure_index_once(provider)
             _store_vectors(
                 team_id, Chunk.objects.filter(team_id=team_id, memory_id=memory.id), provider.model, vectors
             )
             _record_success(team_id, memory.id)
+        if memory.near_check_pending:
+            near_check.check_indexed_entry(
+                team=team, memory_id=memory.id, model=provider.model, dimensions=provider.dimensions
+            )
         if memory.is_active and announce:
             _announce_indexed(
                 IndexedEntry(
@@ -123,7 +135,15 @@ def index_memory(*, team_id: int, memory_id: uuid.UUID | str, announce: bool = T
         return IndexOutcome.INDEXED
     # The team kept switching models under this task: leave the entry for the reconcile job.
     logger.warning("memory %s of team %s: embedding model changed while indexing", memory.key, team.slug)
+    _drop_near_check(memory)
     return IndexOutcome.FAILED
+
+
+def _drop_near_check(memory: Memory) -> None:
+    """No vectors to compare: the pending near check is given up (it fails open)."""
+    if memory.near_check_pending:
+        with team_scope(memory.team_id):
+            Memory.objects.for_team(memory.team_id).filter(id=memory.id).update(near_check_pending=False)
 
 
 def embed_ahead(*, team_id: int, memory_ids: list[str]) -> int:

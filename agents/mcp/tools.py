@@ -350,7 +350,9 @@ SAVE_BATCH = Tool(
         "unchanged (the key's active entry already holds exactly this; calling again with the same "
         "entries changes nothing), duplicate (another active entry holds the text: `duplicate_of`) or "
         "error (`error`, as memory_save would fail); the other entries are saved. A key given twice "
-        "is an error of its second entry. Errors of the whole call: invalid, forbidden."
+        "is an error of its second entry. Only exact copies are found at once: a near duplicate becomes "
+        "a soft supersede after indexing (the longer text stays; see the key's history). Errors of the "
+        "whole call: invalid, forbidden."
     ),
     input_schema=js.obj(
         {

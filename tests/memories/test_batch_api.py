@@ -1,7 +1,8 @@
 """Issue 13, item 4: POST memories/batch/ saves up to 500 entries with the rules of a
 single save, one result per entry in order, partial success stored and reported; the
-duplicate check embeds all new texts in one provider call; the stored versions go to
-indexing in batches; team isolation, scopes, quotas and bad input as everywhere."""
+request embeds nothing (its near-duplicate check runs after indexing:
+test_batch_deferred_dedup.py); the stored versions go to indexing in batches; team
+isolation, scopes, quotas and bad input as everywhere."""
 
 from __future__ import annotations
 
@@ -531,7 +532,7 @@ def remote_team(
     reset_providers()
 
 
-def test_the_duplicate_check_embeds_all_new_texts_in_one_provider_call(
+def test_the_request_embeds_nothing_and_the_worker_embeds_the_new_texts_in_one_call(
     remote_team: Agent, server: EmbeddingServer, save: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
     save(remote_team, "tests", "Run the full test suite with make test before pushing.")
@@ -557,19 +558,16 @@ def test_the_duplicate_check_embeds_all_new_texts_in_one_provider_call(
         "duplicate",
         "created",
     ]
-    assert results[0]["replaced_duplicate"]["key"] == "tests"  # longer near duplicate: soft supersede
-    assert results[0]["replaced_duplicate"]["matched_by"] == "embedding"
     assert results[4]["duplicate_of"]["matched_by"] == "content_hash"
-    # One provider call for the four texts the hash check left (not the exact copy,
-    # not the allow_duplicate entry), not one per entry.
-    assert len(server.requests) == 1
-    assert len(server.requests[0]["input"]) == 4
+    assert server.requests == []  # the exact check needs no embedding
 
     for callback in callbacks:
         callback()
-    # Indexing found the dedup check's vectors in the team's cache: nothing embedded twice.
-    assert len(server.requests) == 2
-    assert len(server.requests[1]["input"]) == 1  # only the allow_duplicate text was new
+    # The worker embeds the five stored texts in one call, then the near check finds the
+    # longer near duplicate with the vectors indexing stored: a soft supersede.
+    assert len(server.requests) == 1
+    assert len(server.requests[0]["input"]) == 5
+    assert "tests" not in active(remote_team) and "tests-again" in active(remote_team)
     with team_scope(remote_team.team.id):
         assert (
             ChunkEmbedding.objects.filter(team=remote_team.team, model__startswith="fake-minilm").count() == 6
