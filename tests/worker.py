@@ -16,6 +16,8 @@ sees only committed rows.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -27,6 +29,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
+import redis
 from celery.signals import after_task_publish
 from django.conf import settings
 from django.db import connection
@@ -237,14 +240,36 @@ def _session_worker(
     process.stop()
 
 
+def queue_is_idle(server: embedded.EmbeddedRedis, queue: str) -> bool:
+    """No message of `queue` waits (any priority) or is delivered and not yet
+    acknowledged (tasks acknowledge late, when done: kombu keeps them in `unacked`)."""
+    client = redis.Redis(unix_socket_path=str(embedded.socket_path(server.folder)), socket_timeout=5)
+    try:
+        if any(client.llen(key) for key in client.scan_iter(match=f"{queue}*")):
+            return False
+        for raw in client.hvals("unacked"):
+            with contextlib.suppress(ValueError, TypeError, IndexError):
+                if json.loads(raw)[2] == queue:  # [message, exchange, routing key]
+                    return False
+        return True
+    finally:
+        client.close()
+
+
 @pytest.fixture
 def worker(
     _session_worker: CeleryProcess, task_route: TaskRoute, embedded_redis: embedded.EmbeddedRedis
-) -> CeleryProcess:
-    """The shared worker, with this test's tasks sent to it."""
+) -> Iterator[CeleryProcess]:
+    """The shared worker, with this test's tasks sent to it. The test ends once the
+    worker has finished them: a transactional test's database is emptied next, and that
+    would wait on the locks of a task still running (and the task would meet an emptied
+    database), which made a later test's setup fail."""
     assert _session_worker.running(), f"the shared worker died:\n{_session_worker.log_since(0)[-3000:]}"
-    task_route.to(embedded_redis.url, _session_worker.env["MEMORYHUB_QUEUE"])
-    return _session_worker
+    queue = _session_worker.env["MEMORYHUB_QUEUE"]
+    task_route.to(embedded_redis.url, queue)
+    yield _session_worker
+    if _session_worker.running():
+        wait_for(lambda: queue_is_idle(embedded_redis, queue), INDEX_SECONDS, "the shared worker to go idle")
 
 
 @pytest.fixture
