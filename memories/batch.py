@@ -41,7 +41,7 @@ from core.errors import DomainError
 from memories import hooks
 from memories.exceptions import KeyRepeatedInBatch
 from memories.hooks import DuplicateMatch
-from memories.locks import lock_active_memory, try_lock_key
+from memories.locks import lock_active_memory
 from memories.models import Memory, SupersedeKind
 from memories.services import (
     SOFT_SUPERSEDE_REASON,
@@ -49,6 +49,7 @@ from memories.services import (
     PreparedSave,
     SaveResult,
     _Unset,
+    lock_duplicate,
     prepare_save,
     refused_duplicate,
     refuses_as_duplicate,
@@ -262,7 +263,7 @@ def settle_near_check(*, team: Team, memory_id: uuid.UUID, duplicate: DuplicateM
         )
         if not claimed or current is None or current.id != memory_id or duplicate is None:
             return None
-        other = _lock_near_duplicate(team, duplicate.memory)
+        other = lock_duplicate(team, duplicate.memory)
         if other is None:
             return None
         longer = len(current.content) > len(other.content)
@@ -293,19 +294,6 @@ def settle_near_check(*, team: Team, memory_id: uuid.UUID, duplicate: DuplicateM
         survivor.key,
     )
     return replaced
-
-
-def _lock_near_duplicate(team: Team, duplicate: Memory) -> Memory | None:
-    """The duplicate's key lock, tried (the caller holds another key's), and its row,
-    read again: None when it is being written or is no longer active."""
-    if not try_lock_key(team.id, duplicate.key):
-        logger.info("near duplicate %s of team %s is being written; left alone", duplicate.key, team.slug)
-        return None
-    return (
-        Memory.objects.select_for_update(no_key=True)
-        .filter(team=team, id=duplicate.id, is_active=True)
-        .first()
-    )
 
 
 def _log_batch(team: Team, outcomes: Any) -> None:

@@ -250,7 +250,7 @@ def store_prepared(
         )
     replaced = current
     if current is None and duplicate is not None:
-        replaced = _lock_duplicate(team, duplicate.memory)
+        replaced = lock_duplicate(team, duplicate.memory)
         if replaced is None:
             duplicate = None  # changed or deleted meanwhile: nothing to supersede
         else:
@@ -377,7 +377,7 @@ def _check_expected_version(key: str, current: Memory | None, expected: uuid.UUI
         )
 
 
-def _lock_duplicate(team: Team, duplicate: Memory) -> Memory | None:
+def lock_duplicate(team: Team, duplicate: Memory) -> Memory | None:
     """Lock the duplicate's key and row for the supersede, and read it again: another
     writer may have superseded or deleted it since the (unlocked) check. The key lock
     is only tried (see memories.locks.try_lock_key): a key being written right now is
