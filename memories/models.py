@@ -238,6 +238,13 @@ class Memory(models.Model):
                 condition=Q(index_state__in=["pending", "failed"], deleted_at__isnull=True),
                 name="memory_index_backlog",
             ),
+            # Search's filter "no later deletion of the key" (search.retrieval.candidates):
+            # a team's few deleted entries, read whole instead of a scan of its table.
+            models.Index(
+                fields=["team", "key", "created_at"],
+                condition=Q(deleted_at__isnull=False),
+                name="memory_team_deleted_key",
+            ),
             # The due job's scan: a team's active entries by when they were last confirmed.
             models.Index(
                 fields=["team", "last_confirmed_at"],

@@ -176,9 +176,10 @@ def plan_keyword_query(query: str, team_id: int, *, bound: int | None = None) ->
         cursor.execute(
             f"""
             SELECT lexeme, chunks, length FROM search_keywordstat
-            WHERE team_id = %s AND chunks > 0 AND (lexeme = '' OR lexeme IN (
-                SELECT lexeme FROM unnest(to_tsvector('{SEARCH_CONFIG}', %s)) LIMIT {MAX_QUERY_LEXEMES}))
-            """,  # noqa: S608 (constants only)
+            WHERE team_id = %s AND chunks > 0 AND lexeme = ANY(ARRAY(
+                SELECT lexeme FROM unnest(to_tsvector('{SEARCH_CONFIG}', %s)) LIMIT {MAX_QUERY_LEXEMES}
+            ) || ''::text)
+            """,  # noqa: S608 (constants only; one array, so the (team, lexeme) index finds each row)
             [team_id, query],
         )
         rows = cursor.fetchall()

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 from memories.models import Memory
 from search.models import Chunk, KeywordStat
@@ -22,7 +23,7 @@ from teams.roles import as_owner
 from teams.scope import dangerously_bypass_team_scope, team_scope
 from tests.conftest import Agent, operator_view
 from tests.factories import TeamFactory
-from tests.search.plans import explain
+from tests.search.plans import explain, rows_read, scans_of
 
 
 def stats_of(team_id: int) -> dict[str, tuple[int, int]]:
@@ -293,6 +294,23 @@ def test_rare_lexemes_are_read_through_the_gin_index_and_no_scan_of_the_team(see
 
         found = keyword_matches("a routine note on tag17", filters, limit=20)
     assert len(found) == 4  # tag17: chunks 17, 1014, 2011, 3008, one per memory
+
+
+def test_the_statistics_of_a_querys_lexemes_are_read_by_index_not_all_the_teams(seeded: Team) -> None:
+    with team_scope(seeded.id):
+        team_rows = KeywordStat.objects.filter(team_id=seeded.id).count()
+        with CaptureQueriesContext(connection) as ctx:
+            plan = plan_keyword_query("a routine note on tag17", seeded.id)
+        lookup = next(q["sql"] for q in ctx.captured_queries if "FROM search_keywordstat" in q["sql"])
+        nodes = explain(lookup, None, analyze=True)
+
+    assert plan is not None and plan.picked == ["tag17"]
+    assert team_rows > 500
+    indexes = {n["Index Name"] for n in nodes if "Index Name" in n}
+    assert indexes == {"one_keyword_stat_per_team_lexeme"}, nodes
+    # The query's lexemes and the team's totals row, not the team's hundreds of rows.
+    heap = [n for n in scans_of(nodes, "search_keywordstat") if n["Node Type"] != "Bitmap Index Scan"]
+    assert heap and rows_read(heap) <= 8, heap
 
 
 def test_a_query_of_common_words_scores_a_bounded_number_of_chunks(
