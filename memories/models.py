@@ -191,6 +191,7 @@ class Memory(models.Model):
     objects = MemoryQuerySet.as_manager()
 
     class Meta:
+        verbose_name_plural = "memories"
         constraints = [
             models.UniqueConstraint(
                 fields=["team", "key"],

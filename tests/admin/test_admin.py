@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -263,3 +264,19 @@ def test_anonymous_user_is_redirected_to_login(db: None) -> None:
 
     assert response.status_code == 302
     assert response["Location"].startswith(reverse("admin:login"))
+
+
+def test_every_model_is_named_in_proper_plural_on_the_admin_index(admin_client: Client) -> None:
+    from django.apps import apps
+
+    own_apps = {"teams", "memories", "search", "freshness", "agents"}
+    plurals = {
+        m._meta.label: str(m._meta.verbose_name_plural)
+        for m in apps.get_models()
+        if m._meta.app_label in own_apps
+    }
+    # English plurals of these names end in -ies, never in consonant + "ys" ("Memorys").
+    wrong = {label: name for label, name in plurals.items() if re.search(r"[^aeiou]ys\b", name)}
+    assert wrong == {}
+    page = admin_client.get("/admin/").content.decode()
+    assert "Memories" in page and "Memorys" not in page
