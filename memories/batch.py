@@ -50,6 +50,7 @@ from memories.services import (
     SaveResult,
     _Unset,
     lock_duplicate,
+    longer_duplicate_reason,
     prepare_save,
     refused_duplicate,
     refuses_as_duplicate,
@@ -281,7 +282,7 @@ def settle_near_check(*, team: Team, memory_id: uuid.UUID, duplicate: DuplicateM
         survivor.supersedes = replaced
         survivor.supersede_kind = SupersedeKind.SOFT
         survivor.supersede_reason = (
-            f"{SOFT_SUPERSEDE_REASON}: longer duplicate saved as '{survivor.key}'"
+            longer_duplicate_reason(survivor.key)
             if longer
             else f"{SOFT_SUPERSEDE_REASON}: duplicate saved as '{replaced.key}' is not longer"
         )

@@ -254,7 +254,7 @@ def store_prepared(
         if replaced is None:
             duplicate = None  # changed or deleted meanwhile: nothing to supersede
         else:
-            reason = f"{SOFT_SUPERSEDE_REASON}: longer duplicate saved as '{key}'"
+            reason = longer_duplicate_reason(key)
     if replaced is None:  # one more active entry, not a new version of one
         check_quota(
             team=team,
@@ -375,6 +375,11 @@ def _check_expected_version(key: str, current: Memory | None, expected: uuid.UUI
             f"'{key}' changed since version {expected} was read; review the current entry first",
             current=current,
         )
+
+
+def longer_duplicate_reason(key: str) -> str:
+    """The reason recorded when a longer duplicate saved under `key` soft-supersedes an entry."""
+    return f"{SOFT_SUPERSEDE_REASON}: longer duplicate saved as '{key}'"
 
 
 def lock_duplicate(team: Team, duplicate: Memory) -> Memory | None:

@@ -37,9 +37,9 @@ from django.conf import settings
 from core.request_transaction import outside_request_transaction
 from memories.hooks import DuplicateMatch
 from memories.models import Memory
-from search import hooks
 from search.chunking import chunk_text
 from search.embeddings.base import EmbeddingProvider, EmbeddingUnavailable
+from search.near_check import duplicate_of_nearest
 from search.selectors import has_active_vectors, nearest_active_memory
 from search.services import cached_embeddings, team_provider
 from teams.models import Team
@@ -113,22 +113,4 @@ def _near_duplicate(
     nearest = nearest_active_memory(
         team_id=team.id, model=provider.model, dimensions=provider.dimensions, vectors=vectors
     )
-    if nearest is None or nearest[1] < team.dedup_threshold:
-        return None
-    memory = Memory.objects.for_team(team.id).active().filter(id=nearest[0]).first()
-    if memory is None:
-        return None
-    similarity = round(min(nearest[1], 1.0), 6)
-    if hooks.texts_disagree.first(team=team, new_text=text, old_text=memory.content, similarity=similarity):
-        # "port is 5432" / "port is 6432": near in meaning, opposite in fact. Saved as
-        # an entry of its own; the contradiction flow links the two once it is indexed.
-        logger.info(
-            "team %s: near %s (%.3f) but disagrees: not a duplicate", team.slug, memory.key, similarity
-        )
-        return None
-    return DuplicateMatch(
-        memory=memory,
-        similarity=similarity,
-        matched_by="embedding",
-        threshold=team.dedup_threshold,
-    )
+    return duplicate_of_nearest(team, text, nearest)

@@ -5,8 +5,8 @@ announces it, so that freshness's contradiction pass sees the outcome.
 
 It asks what search.dedup asks of a single save, with the vectors indexing just
 stored instead of an embedding in the request: the team's nearest other active entry
-(one nearest-neighbour lookup, selectors.nearest_other_active_entries), a duplicate
-from Team.dedup_threshold up unless the texts disagree (search.hooks.texts_disagree).
+(one nearest-neighbour lookup, selectors.nearest_other_active_entries), judged by
+duplicate_of_nearest, as a save's check (search.dedup) judges its own nearest entry.
 Nothing is embedded here.
 """
 
@@ -45,19 +45,31 @@ def _near_duplicate(team: Team, memory: Memory, model: str, dimensions: int) -> 
     nearest = nearest_other_active_entries(
         team_id=team.id, memory_id=memory.id, model=model, dimensions=dimensions, limit=1
     )
-    if not nearest or nearest[0][1] < team.dedup_threshold:
+    return duplicate_of_nearest(team, memory.content, nearest[0] if nearest else None)
+
+
+def duplicate_of_nearest(
+    team: Team, text: str, nearest: tuple[uuid.UUID, float] | None
+) -> DuplicateMatch | None:
+    """The judgement of `text`'s nearest active entry (id, cosine similarity), for a
+    save's check and the batch's deferred one (search.near_check): a duplicate from the
+    team's threshold up, unless the entry is gone or the texts disagree."""
+    if nearest is None or nearest[1] < team.dedup_threshold:
         return None
-    other = Memory.objects.for_team(team.id).active().filter(id=nearest[0][0]).first()
-    if other is None:
+    memory = Memory.objects.for_team(team.id).active().filter(id=nearest[0]).first()
+    if memory is None:
         return None
-    similarity = round(min(nearest[0][1], 1.0), 6)
-    if hooks.texts_disagree.first(
-        team=team, new_text=memory.content, old_text=other.content, similarity=similarity
-    ):
+    similarity = round(min(nearest[1], 1.0), 6)
+    if hooks.texts_disagree.first(team=team, new_text=text, old_text=memory.content, similarity=similarity):
+        # "port is 5432" / "port is 6432": near in meaning, opposite in fact. Saved as
+        # an entry of its own; the contradiction flow links the two once it is indexed.
         logger.info(
-            "team %s: %s near %s (%.3f) but disagrees: kept", team.slug, memory.key, other.key, similarity
+            "team %s: near %s (%.3f) but disagrees: not a duplicate", team.slug, memory.key, similarity
         )
         return None
     return DuplicateMatch(
-        memory=other, similarity=similarity, matched_by="embedding", threshold=team.dedup_threshold
+        memory=memory,
+        similarity=similarity,
+        matched_by="embedding",
+        threshold=team.dedup_threshold,
     )

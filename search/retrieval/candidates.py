@@ -110,7 +110,7 @@ def gather_candidates(
     # The query's lexemes and their statistics, read once for both keyword reads.
     plan = plan_keyword_query(query, filters.team_id) if mode in ("hybrid", "keyword") else None
     if plan is not None:
-        for memory_id, rank, chunk_id in keyword_matches(query, filters, limit=limit, plan=plan):
+        for memory_id, rank, chunk_id in keyword_plan_matches(plan, filters, limit=limit, memory_ids=None):
             c = candidates.setdefault(memory_id, Candidate(memory_id))
             c.keyword_rank, c.keyword_chunk = rank, chunk_id
             c.found_by.add("keyword")
@@ -277,12 +277,10 @@ def keyword_matches(
     *,
     limit: int | None,
     memory_ids: list[uuid.UUID] | None = None,
-    plan: KeywordPlan | None = None,
 ) -> list[Match]:
     """Best chunk per memory by BM25, best first (ties by memory id); all of
-    `memory_ids` that match when given, else the top `limit` of the bounded candidates.
-    `plan`: the query's plan_keyword_query, when the caller has it already."""
-    plan = plan if plan is not None else plan_keyword_query(query, filters.team_id)
+    `memory_ids` that match when given, else the top `limit` of the bounded candidates."""
+    plan = plan_keyword_query(query, filters.team_id)
     if plan is None:
         return []
     return keyword_plan_matches(plan, filters, limit=limit, memory_ids=memory_ids)

@@ -172,3 +172,18 @@ def test_similarities_computed_are_linear_in_k_times_n(monkeypatch: pytest.Monke
 
     # k picks, each compared once with what remains: at most k * n, not k² * n / 2.
     assert calls <= 50 * 200
+
+
+@pytest.mark.parametrize("unit", ["a.", "a@", "://", "a ", "ab" * 3 + "=", "é,"])
+def test_adversarial_64_kib_texts_are_diversified_as_defined(unit: str) -> None:
+    """64 KiB of a repeated separator shape per candidate: the tokenizer and the
+    bitsets stay linear, and the picks are the definition's."""
+    items = [scored(1 - n / 100) for n in range(40)]
+    texts = {
+        i.candidate.memory_id: (unit * (65536 // len(unit)))[: 65536 - n] + f" w{n}"
+        for n, i in enumerate(items)
+    }
+
+    picked = diversify(items, texts, k=10)
+
+    assert [p.candidate.memory_id for p in picked] == naive_diversify(items, texts, k=10)
