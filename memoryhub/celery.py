@@ -8,13 +8,20 @@ import logging
 import os
 
 from celery import Celery
-from celery.signals import worker_init
+from celery.signals import before_task_publish, task_postrun, task_prerun, worker_init
+
+from core import request_id
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
 
 app = Celery("memoryhub")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+# A request's id travels with the tasks it enqueues (core.request_id).
+before_task_publish.connect(request_id.add_request_id_to_task, weak=False)
+task_prerun.connect(request_id.adopt_task_request_id, weak=False)
+task_postrun.connect(request_id.forget_task_request_id, weak=False)
 
 
 @worker_init.connect

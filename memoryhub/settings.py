@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 from core.settings_env import check_networks, default_processes, read_rate, read_secret
 
@@ -54,6 +55,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: every later log line of the request carries its id (docs/operations.md, "Logs").
+    "core.request_id.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -267,16 +270,32 @@ AXES_RESET_ON_SUCCESS = True
 AXES_CLIENT_IP_CALLABLE = "core.client_address.client_address"
 AXES_LOCKOUT_CALLABLE = "dashboard.lockout.lockout_response"
 
+# `plain` for people at a terminal, `json` (one object a line) for a log pipeline; both
+# scrubbed, both carry the request id (core.request_id).
+LOG_FORMAT = env.str("LOG_FORMAT", default="plain")
+if LOG_FORMAT not in ("plain", "json"):
+    raise ImproperlyConfigured(f"LOG_FORMAT must be plain or json, not {LOG_FORMAT!r}")
 LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"scrub_credentials": {"()": "teams.scrubber.CredentialScrubbingFilter"}},
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "filters": {
+        "scrub_credentials": {"()": "teams.scrubber.CredentialScrubbingFilter"},
+        "request_id": {"()": "core.request_id.RequestIdLogFilter"},
+    },
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+        "json": {
+            "()": "core.request_id.ScrubbedJsonFormatter",
+            "fmt": "%(levelname)s %(name)s %(request_id)s %(message)s",
+            "rename_fields": {"levelname": "level", "name": "logger"},
+            "timestamp": "time",  # ISO 8601 in UTC
+        },
+    },
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
-            "filters": ["scrub_credentials"],
-            "formatter": "plain",
+            "filters": ["request_id", "scrub_credentials"],
+            "formatter": LOG_FORMAT,
         }
     },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
