@@ -12,7 +12,7 @@ PORT ?= 8000
 export MEMORYHUB_DATA_DIR := $(abspath $(or $(MEMORYHUB_DATA_DIR),.memoryhub))
 RUN_PID := $(MEMORYHUB_DATA_DIR)/run.pid
 
-.PHONY: run stop test lint format migrate shell bench install system-deps browser-deps db-stop clean
+.PHONY: run stop test lint format migrate shell bench drill install system-deps browser-deps db-stop clean
 
 $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory system-deps
@@ -119,6 +119,12 @@ shell: install
 
 bench: install
 	$(BIN)/python -m tests.bench
+
+# The load drill (tests/drill): 50 agents of 10 teams for 5 minutes against make run's
+# processes, then every acknowledged write checked; not part of `make test` (its smoke
+# version is). Writes bench-results/drill-load.json.
+drill: install
+	$(BIN)/python -m tests.drill
 
 # The embedded PostgreSQL keeps running between commands so that they start fast.
 db-stop:

@@ -247,9 +247,9 @@ class Subprocess:
 
 
 @contextmanager
-def api_server(*, workers: int = 2, **extra_env: str) -> Iterator[str]:
+def api_server(*, workers: int | None = 2, **extra_env: str) -> Iterator[str]:
     """gunicorn memoryhub.wsgi with the deployment's config (memoryhub.gunicorn_conf) on
-    127.0.0.1:<free port>; yields the base URL once
+    127.0.0.1:<free port> (`workers` None: the config's default, as `make run`); yields the base URL once
     /healthz answers."""
     import httpx
 
@@ -263,8 +263,7 @@ def api_server(*, workers: int = 2, **extra_env: str) -> Iterator[str]:
             "python:memoryhub.gunicorn_conf",
             "--bind",
             f"127.0.0.1:{port}",
-            "--workers",
-            str(workers),
+            *(["--workers", str(workers)] if workers is not None else []),
             "--timeout",
             "120",
         ],
