@@ -120,11 +120,13 @@ shell: install
 bench: install
 	$(BIN)/python -m tests.bench
 
-# The load drill (tests/drill): 50 agents of 10 teams for 5 minutes against make run's
-# processes, then every acknowledged write checked; not part of `make test` (its smoke
-# version is). Writes bench-results/drill-load.json.
+# The drills (tests/drill), not part of `make test` (the load drill's smoke version is):
+# 50 agents of 10 teams for 5 minutes against make run's processes, every acknowledged
+# write checked; then the fault drills with 30 s outages. Writes bench-results/drill-*.json.
 drill: install
-	$(BIN)/python -m tests.drill
+	$(BIN)/python -m tests.drill load; load=$$?; \
+	$(BIN)/python -m tests.drill faults; faults=$$?; \
+	exit $$(( load || faults ))
 
 # The embedded PostgreSQL keeps running between commands so that they start fast.
 db-stop:

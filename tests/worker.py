@@ -276,16 +276,18 @@ def worker(
 def start_worker(
     embedded_redis: embedded.EmbeddedRedis, task_route: TaskRoute, tmp_path: Path
 ) -> Iterator[Callable[..., CeleryProcess]]:
-    """start_worker(queue=None, **env): a worker of this test's own (a new queue unless
-    one is named), with this test's tasks sent to its queue. Stopped at the end."""
+    """start_worker(queue=None, broker_url=None, **env): a worker of this test's own (a new
+    queue unless one is named; the suite's Redis unless another broker is named), with
+    this test's tasks sent to its queue. Stopped at the end."""
     started: list[CeleryProcess] = []
 
-    def start(queue: str | None = None, **env: str) -> CeleryProcess:
+    def start(queue: str | None = None, broker_url: str | None = None, **env: str) -> CeleryProcess:
         queue = queue or _queue_name("own")
+        broker_url = broker_url or embedded_redis.url
         log = tmp_path / f"worker-{len(started) + 1}.log"
-        process = _worker(embedded_redis.url, queue, log, env)
+        process = _worker(broker_url, queue, log, env)
         started.append(process)
-        task_route.to(embedded_redis.url, queue)
+        task_route.to(broker_url, queue)
         return process.start()
 
     yield start
@@ -297,16 +299,16 @@ def start_worker(
 def start_beat(
     embedded_redis: embedded.EmbeddedRedis, tmp_path: Path
 ) -> Iterator[Callable[..., CeleryProcess]]:
-    """start_beat(queue, **env): celery beat sending the database's schedule (see
-    schedule_every_second) to `queue`. Stopped at the end."""
+    """start_beat(queue, broker_url=None, **env): celery beat sending the database's
+    schedule (see schedule_every_second) to `queue`. Stopped at the end."""
     started: list[CeleryProcess] = []
 
-    def start(queue: str, **env: str) -> CeleryProcess:
+    def start(queue: str, broker_url: str | None = None, **env: str) -> CeleryProcess:
         arguments: list[str] = []
         process = CeleryProcess(
             "beat",
             arguments,
-            _process_env(embedded_redis.url, queue, env),
+            _process_env(broker_url or embedded_redis.url, queue, env),
             tmp_path / "beat.log",
             b"beat: Starting",
         )

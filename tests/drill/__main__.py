@@ -1,26 +1,51 @@
-"""`python -m tests.drill [--seconds N] [--agents N] [--teams N]` (make drill): the load
-drill against `make run`'s processes (gunicorn with its default workers, a Celery worker,
-the embedded Redis) on the bench's own embedded PostgreSQL; prints its tables, writes
-bench-results/drill-load.json, and exits 1 when a target is missed (tests.drill.load)."""
+"""`python -m tests.drill [load|faults] [--seconds N] [--agents N] [--teams N] [--outage N]`
+(make drill runs both).
+
+load: the load drill against `make run`'s processes (gunicorn with its default workers, a
+Celery worker, the embedded Redis) on the bench's own embedded PostgreSQL; prints its
+tables and writes bench-results/drill-load.json (tests.drill.load).
+
+faults: the fault drills, each a test against real processes (`pytest -m drill` and the
+outage tests of the suite), with a longer outage than `make test` uses; prints what each
+measured and writes bench-results/drill-faults.json.
+
+Exits 1 when a target is missed or a drill fails."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 
 from tests.bench import harness
 from tests.drill.load import AgentPlan, failures, run_load
+from tests.drill.record import OUTAGE_VARIABLE, RESULTS_VARIABLE
 
 MAX_REQUESTS_PER_AGENT = 5_000  # the drill's bound besides its time
+# The drills of `-m drill`, and the suite's own outage tests, which record their figures too.
+FAULT_DRILLS = [
+    "tests/drill",
+    "tests/search/test_celery_worker.py::test_killing_the_worker_mid_batch_leaves_every_memory_indexed_exactly_once",
+    "tests/memoryhub/test_database_outage.py",
+]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.drill", description=__doc__.splitlines()[0])
+    parser.add_argument("drill", nargs="?", default="load", choices=["load", "faults"])
     parser.add_argument("--seconds", type=float, default=300.0)
+    parser.add_argument("--outage", type=float, default=30.0, help="faults: seconds a component stays down")
     parser.add_argument("--agents", type=int, default=50)
     parser.add_argument("--teams", type=int, default=10)
     args = parser.parse_args(argv)
     if args.agents < args.teams or args.teams < 2:
         parser.error("at least 2 teams, and at least one agent per team")
+    if args.drill == "faults":
+        return run_faults(args.outage)
 
     harness.prepare_environment()
     from django.conf import settings
@@ -53,6 +78,29 @@ def main(argv: list[str] | None = None) -> int:
     for failure in found:
         print(f"MISSED: {failure}")
     return 1 if found else 0
+
+
+def run_faults(outage: float) -> int:
+    with tempfile.TemporaryDirectory() as folder:
+        results = Path(folder) / "faults.json"
+        env = {**os.environ, RESULTS_VARIABLE: str(results), OUTAGE_VARIABLE: str(outage)}
+        print(f"\n== fault drills (outages of {outage:.0f} s) ==", flush=True)
+        finished = subprocess.run(  # noqa: S603
+            [sys.executable, "-m", "pytest", "-m", "drill or not drill", "-q", *FAULT_DRILLS],
+            env=env,
+            check=False,
+        )
+        found = json.loads(results.read_text()) if results.exists() else {}
+    harness.print_table(
+        ["drill", "what it measured"],
+        [[name, ", ".join(f"{k} {v}" for k, v in figures.items())] for name, figures in found.items()],
+    )
+    harness.prepare_environment()
+    harness.write_json(
+        "drill-faults",
+        {"environment": harness.environment(), "passed": finished.returncode == 0, "drills": found},
+    )
+    return finished.returncode
 
 
 def print_report(report: dict[str, object]) -> None:

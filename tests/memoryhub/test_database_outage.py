@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -24,6 +25,7 @@ import httpx
 import psycopg
 
 from teams.roles import APP_ROLE
+from tests.drill.record import record
 from tests.memoryhub.private_postgres import PrivatePostgres
 from tests.search.conftest import free_port
 from tests.worker import wait_for
@@ -177,11 +179,13 @@ def test_killing_postgresql_answers_503_and_the_server_recovers_with_nothing_los
 
         # The same data folder, with crash recovery; the server reconnects by itself.
         postgres.start()
+        restarted = time.monotonic()
         wait_for(
             lambda: client.get("memories/before-outage/").status_code == 200,
             RECOVERY_SECONDS,
             "the server to recover",
         )
+        recovered_in = time.monotonic() - restarted
         recovered_at = len(saver.answers)
         wait_for(lambda: saver.statuses()[recovered_at:].count(201) >= 3, 60, "saves after recovery")
         saver.stop.set()
@@ -209,6 +213,15 @@ def test_killing_postgresql_answers_503_and_the_server_recovers_with_nothing_los
         output = log.read_text()
         assert "database unavailable, answered 503" in output
         assert "Internal Server Error" not in output
+        record(
+            "PostgreSQL killed (SIGKILL) under write load, restarted",
+            saves=len(saver.answers),
+            statuses=sorted(set(saver.statuses())),
+            answered_503=saver.statuses().count(503),
+            responses_500=0,
+            serving_again_after_restart_seconds=round(recovered_in, 1),
+            lost=0,
+        )
     finally:
         if server is not None:
             with contextlib.suppress(ProcessLookupError):

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import httpx
@@ -21,10 +22,11 @@ from django.conf import settings
 from memories.models import Memory
 from teams.services import create_team, create_token
 from tests.conftest import operator_view
+from tests.drill.record import record
 from tests.search.conftest import free_port
 from tests.worker import database_url, wait_for
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.drill, pytest.mark.django_db(transaction=True)]
 
 REPO = Path(__file__).resolve().parents[2]
 GUNICORN = str(Path(sys.executable).parent / "gunicorn")
@@ -125,7 +127,9 @@ def test_killing_the_web_server_mid_supersede_leaves_one_active_version_per_key(
         for writer in writers:
             writer.join(60)
         assert not any(writer.is_alive() for writer in writers)
-        assert all(writer.cut_off for writer in writers), "every writer was still writing when the server died"
+        assert all(writer.cut_off for writer in writers), (
+            "every writer was still writing when the server died"
+        )
     finally:
         if server.poll() is None:
             os.killpg(server.pid, signal.SIGKILL)
@@ -144,6 +148,7 @@ def test_killing_the_web_server_mid_supersede_leaves_one_active_version_per_key(
             assert acknowledged and set(acknowledged) <= held, key
 
     # A new server answers with the active version at once, no manual step.
+    restarting = time.monotonic()
     server = start_server(port, log)
     try:
         with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=30) as client:
@@ -158,6 +163,17 @@ def test_killing_the_web_server_mid_supersede_leaves_one_active_version_per_key(
                 json={"key": KEYS[0], "content": "After the crash.", "supersede_reason": "recovered"},
             )
             assert after.status_code == 201, after.text
+            restarted_in = time.monotonic() - restarting
     finally:
         os.killpg(server.pid, signal.SIGKILL)
         server.wait(30)
+    record(
+        "web server killed mid-supersede",
+        keys=len(KEYS),
+        writers=len(writers),
+        acknowledged_supersedes=sum(len(w.acknowledged) for w in writers),
+        active_versions_per_key=1,
+        chains_unbroken=True,
+        lost=0,
+        serving_again_seconds=round(restarted_in, 1),
+    )
