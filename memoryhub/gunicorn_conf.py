@@ -4,13 +4,33 @@ Dockerfile, the bench): `gunicorn memoryhub.wsgi -c python:memoryhub.gunicorn_co
 Threaded workers, so one team's slow request (a 64 KiB save being scrubbed and checked
 for duplicates) holds one thread, not a whole process: the other threads go on serving
 other teams (docs/decisions.md, "Web server"). WEB_CONCURRENCY is gunicorn's own
-variable for the number of processes; by default one per core (at least 2, at most 8)."""
+variable for the number of processes; by default one per core (at least 2, at most 8).
+
+Prometheus values (docs/operations.md, "Metrics") go to files in the `web` folder of the
+metrics directory, so `/metrics` in any worker sums every worker: set here, in the
+master, before any worker loads prometheus_client (each reads the variable at import)."""
 
 import os
+from typing import Any
 
-from core.settings_env import default_processes
+from core.settings_env import default_processes, metrics_dir, reset_metrics_dir
 
 workers = int(os.environ.get("WEB_CONCURRENCY") or default_processes(at_least=2))
 worker_class = "gthread"
 threads = int(os.environ.get("MEMORYHUB_WEB_THREADS", "4"))
 accesslog = "-"
+
+WEB_METRICS_DIR = metrics_dir() / "web"
+os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(WEB_METRICS_DIR)
+
+
+def on_starting(server: Any) -> None:
+    reset_metrics_dir(WEB_METRICS_DIR)
+
+
+def child_exit(server: Any, worker: Any) -> None:
+    """A worker that died or was replaced leaves its counters (still summed) but not its
+    live gauges (the pool's connections)."""
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid, str(WEB_METRICS_DIR))

@@ -13,7 +13,7 @@ from typing import Any
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
-from core.settings_env import check_networks, default_processes, read_rate, read_secret
+from core.settings_env import check_networks, default_processes, metrics_dir, read_rate, read_secret
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -57,6 +57,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: every later log line of the request carries its id (docs/operations.md, "Logs").
     "core.request_id.RequestIdMiddleware",
+    # Next: counts and times every answer (memoryhub.metrics), redirects included.
+    "memoryhub.metrics.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -138,6 +140,14 @@ DATABASE_REPLICA_MAX_LAG_SECONDS = env.float("MEMORYHUB_REPLICA_MAX_LAG_SECONDS"
 DATABASE_REPLICA_RETRY_SECONDS = env.float("MEMORYHUB_REPLICA_RETRY_SECONDS", default=5.0)
 # What a 503 for an unreachable or saturated database tells clients to wait.
 DB_UNAVAILABLE_RETRY_AFTER_SECONDS = env.int("MEMORYHUB_DB_RETRY_AFTER_SECONDS", default=5)
+# The pg_dump and pg_restore of `manage.py backup` and `restore` (docs/operations.md,
+# "Backups and restore"): by default the embedded build's, which also dumps older servers.
+if env.str("MEMORYHUB_POSTGRES_BIN_DIR", default=""):
+    POSTGRES_BIN_DIR = Path(env.str("MEMORYHUB_POSTGRES_BIN_DIR")).resolve()
+else:
+    from memoryhub import embedded_postgres
+
+    POSTGRES_BIN_DIR = embedded_postgres.bin_dir()
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -210,6 +220,12 @@ SPECTACULAR_SETTINGS = {
 
 REDIS_URL = env.str("REDIS_URL", default="")
 
+# Prometheus metrics (docs/operations.md, "Metrics"): `/metrics` answers only this bearer
+# token, and is a 404 while it is empty. gunicorn's and the worker's processes keep their
+# values in files under METRICS_DIR (MEMORYHUB_METRICS_DIR, default DATA_DIR/metrics).
+MEMORYHUB_METRICS_TOKEN = env.str("MEMORYHUB_METRICS_TOKEN", default="")
+METRICS_DIR = metrics_dir()
+
 # --- Rate limits and web hardening (docs/decisions.md, "Rate limits and web hardening") ---
 
 # The API throttles count in the cache. Django's default, local memory, would give each
@@ -247,8 +263,8 @@ HTTPS_ONLY = not (DEBUG or env.bool("MEMORYHUB_PLAIN_HTTP", default=False))
 SESSION_COOKIE_SECURE = HTTPS_ONLY
 CSRF_COOKIE_SECURE = HTTPS_ONLY
 SECURE_SSL_REDIRECT = HTTPS_ONLY and env.bool("MEMORYHUB_SSL_REDIRECT", default=True)
-# A load balancer's health check may speak plain HTTP to the web server.
-SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+# Load balancer and orchestrator probes may speak plain HTTP to the web server.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
 SECURE_HSTS_SECONDS = env.int("MEMORYHUB_HSTS_SECONDS", default=31_536_000) if HTTPS_ONLY else 0
 # Off unless asked: MemoryHub usually owns one host name, not the domain above it.
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("MEMORYHUB_HSTS_INCLUDE_SUBDOMAINS", default=False)
@@ -337,6 +353,11 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "max_retries": 0,
 }
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Health (docs/operations.md, "Health"): /readyz answers within this many seconds, a
+# component that has not answered by then counting as failed; a worker renews its
+# heartbeat every third of its lifetime, so a dead one is seen within the lifetime.
+MEMORYHUB_READYZ_TIMEOUT_SECONDS = env.float("MEMORYHUB_READYZ_TIMEOUT_SECONDS", default=2.0)
+MEMORYHUB_WORKER_HEARTBEAT_TTL_SECONDS = env.float("MEMORYHUB_WORKER_HEARTBEAT_TTL_SECONDS", default=3.0)
 # Workers embed whole memories while the web server answers agents on the same cores:
 # they run at a lower CPU priority (a nice value, 0 to leave it) so requests come first.
 MEMORYHUB_WORKER_NICENESS = env.int("MEMORYHUB_WORKER_NICENESS", default=10)

@@ -1,5 +1,4 @@
 from django.contrib import admin
-from django.http import HttpRequest, JsonResponse
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import SimpleRouter
@@ -13,6 +12,8 @@ from memories.api import MemoryViewSet
 from memories.api_learnings import LearningViewSet
 from memories.api_skills import SkillViewSet
 from memories.api_transfer import ExportViewSet, ImportViewSet
+from memoryhub import health
+from memoryhub.metrics import metrics_view
 from search.api import SearchViewSet
 from teams.api import AuditEventViewSet, VaultViewSet
 
@@ -32,10 +33,6 @@ router.register("anchors", AnchorViewSet, basename="anchor")
 router.register("drafts", DraftViewSet, basename="draft")
 
 
-def health(request: HttpRequest) -> JsonResponse:
-    return JsonResponse({"status": "ok"})
-
-
 urlpatterns = [
     path("api/v1/teams/<str:team>/", include(router.urls)),
     # Public and unauthenticated: a client's Authorization header is not looked at
@@ -46,7 +43,11 @@ urlpatterns = [
         SpectacularSwaggerView.as_view(url_name="schema", authentication_classes=[]),
         name="api-docs",
     ),
-    path("healthz", health, name="health"),
+    # Probes (memoryhub.health): liveness touches nothing, readiness checks every component.
+    path("healthz", health.liveness, name="health"),
+    path("readyz", health.readiness, name="readiness"),
+    # Prometheus, with a bearer token (memoryhub.metrics); a 404 otherwise.
+    path("metrics", metrics_view, name="metrics"),
     path("admin/", admin.site.urls),
     # The web dashboard (sign-in, team picker, /teams/<slug>/...); last, so it never
     # shadows the API, the docs or the admin.

@@ -9,9 +9,11 @@ No provider, a broken profile or a dead endpoint → keyword only, search_mode
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import replace
 from typing import Any
 
+from core.metrics import QUERY_EMBEDDING_SECONDS
 from core.request_transaction import outside_request_transaction
 from search import selectors
 from search.embeddings.base import EmbeddingUnavailable
@@ -29,13 +31,17 @@ def embed_query(*, team: Team, query: str) -> tuple[QueryVector | None, list[str
     """The query's vector in the team's vector space, and the warnings to show: None
     and no warning when the team's profile has no embeddings, None and a warning when
     the provider is unavailable."""
+    started = time.perf_counter()
     try:
         provider = team_provider(team)
         if provider is None:
             return None, []
         with outside_request_transaction():
+            started = time.perf_counter()
             values = provider.embed_query(query)
+        QUERY_EMBEDDING_SECONDS.labels(outcome="ok").observe(time.perf_counter() - started)
     except EmbeddingUnavailable as exc:
+        QUERY_EMBEDDING_SECONDS.labels(outcome="unavailable").observe(time.perf_counter() - started)
         # The detail (the provider's URL, its error body) is for operators: the log
         # has it, the caller only learns that search fell back to keywords.
         logger.warning("team %s: vector search unavailable, answering keyword-only: %s", team.slug, exc)

@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from core.db_router import read_connection
 from core.errors import InvalidInput
+from core.metrics import observe_search, timed
 from memories.extraction import metadata_filter_document
 from memories.models import Memory
 from memories.selectors import annotations_for, successors_of
@@ -85,6 +86,7 @@ def search_memories(
         include_archived=include_archived,
         metadata=metadata_filter_document(tags, people),
     )
+    timings: dict[str, float] = {}
     read = _read_candidates(
         team,
         query,
@@ -94,19 +96,21 @@ def search_memories(
         limit=max(max_results * 4, 40),
         tags=tags,
         people=people,
+        timings=timings,
     )
-    ranked = score_candidates(
-        read.found.values(),
-        read.memories,
-        mode=search_mode,
-        weights=Weights(vector=team.hybrid_vector_weight, keyword=team.hybrid_keyword_weight),
-        half_life_days=team.decay_half_life_days,
-        now=timezone.now(),
-        decay=decay,
-        min_score=min_score,
-    )
-    if diversify:
-        ranked = diversify_top(ranked, {m.id: m.content for m in read.memories.values()}, max_results)
+    with timed(timings, "merge"):
+        ranked = score_candidates(
+            read.found.values(),
+            read.memories,
+            mode=search_mode,
+            weights=Weights(vector=team.hybrid_vector_weight, keyword=team.hybrid_keyword_weight),
+            half_life_days=team.decay_half_life_days,
+            now=timezone.now(),
+            decay=decay,
+            min_score=min_score,
+        )
+        if diversify:
+            ranked = diversify_top(ranked, {m.id: m.content for m in read.memories.values()}, max_results)
     picked = ranked[:max_results]
     notes = annotations_for(team.id, [m.id for m, _ in read.fired] + [s.candidate.memory_id for s in picked])
     results = skill_results(read.fired, notes) + scored_results(
@@ -117,6 +121,7 @@ def search_memories(
         notes=notes,
         explain=explain,
     )
+    observe_search(mode=search_mode, timings=timings)
     return SearchOutcome(search_mode=search_mode, results=results)
 
 
@@ -141,6 +146,7 @@ def _read_candidates(
     limit: int,
     tags: list[str] | None,
     people: list[str] | None,
+    timings: dict[str, float],
 ) -> _Read:
     """The fired skills (in the filters' project and types, with the tags and people)
     and the candidates, a fired skill not being a candidate too, with their memories,
@@ -154,7 +160,9 @@ def _read_candidates(
             tags=tags,
             people=people,
         )
-        found = gather_candidates(query=query, vector=vector, filters=filters, mode=mode, limit=limit)
+        found = gather_candidates(
+            query=query, vector=vector, filters=filters, mode=mode, limit=limit, timings=timings
+        )
         drop_fired(found, fired)
         memories = {m.id: m for m in Memory.objects.for_team(team.id).filter(id__in=list(found))}
         snippets = chunk_snippets(team_id=team.id, candidates=found)

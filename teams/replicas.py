@@ -29,14 +29,14 @@ logger = logging.getLogger(__name__)
 
 # Seconds the replica's replay is behind: 0 when it has replayed all it received; NULL
 # (never usable) when it is not a replica at all or cannot tell.
-_SCOPE_AND_LAG = """
-SELECT set_config(%s, %s, true), set_config(%s, %s, true),
+_REPLAY_LAG = """
   CASE
     WHEN NOT pg_is_in_recovery() THEN NULL
     WHEN pg_last_wal_receive_lsn() IS NOT DISTINCT FROM pg_last_wal_replay_lsn() THEN 0
     ELSE EXTRACT(EPOCH FROM clock_timestamp() - pg_last_xact_replay_timestamp())
   END
 """
+_SCOPE_AND_LAG = f"SELECT set_config(%s, %s, true), set_config(%s, %s, true), {_REPLAY_LAG}"
 
 
 @contextmanager
@@ -51,6 +51,16 @@ def replica_reads(*, team_id: int) -> Iterator[str]:
                 stack.enter_context(db_router.routing_reads_to(alias))
                 break
         yield alias
+
+
+def replay_lag(alias: str) -> float | None:
+    """How far `alias` replays behind, in seconds, as replica_reads measures it (None:
+    not a replica). Raises DatabaseError when it cannot be reached. For /readyz: it
+    neither routes reads nor marks the replica."""
+    with connections[alias].cursor() as cursor:
+        cursor.execute(f"SELECT {_REPLAY_LAG}")
+        row = cursor.fetchone()
+    return None if row is None or row[0] is None else float(row[0])
 
 
 def _open_scoped(stack: ExitStack, alias: str, team_id: int) -> bool:

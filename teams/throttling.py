@@ -31,6 +31,7 @@ from rest_framework.throttling import SimpleRateThrottle
 
 from core.client_address import client_address
 from core.locks import advisory_session_unlock, try_advisory_session_lock
+from core.metrics import THROTTLED_REQUESTS
 from teams.models import AgentToken
 from teams.permissions import needed_scope
 
@@ -54,6 +55,8 @@ class _SettingsRateThrottle(SimpleRateThrottle):
         except (RedisError, OSError) as exc:
             logger.warning("rate limits are not enforced: the cache is unreachable (%s)", exc)
             return True
+        if not allowed:
+            THROTTLED_REQUESTS.labels(scope=self.scope).inc()
         return allowed
 
     def get_ident(self, request: Request) -> str:
@@ -119,6 +122,7 @@ def write_slot(token: AgentToken) -> Iterator[None]:
     deadline = time.monotonic() + settings.MEMORYHUB_WRITE_SLOT_WAIT_SECONDS
     while not try_advisory_session_lock(name):
         if time.monotonic() >= deadline:
+            THROTTLED_REQUESTS.labels(scope="write_slot").inc()
             raise exceptions.Throttled(1.0, detail="another write of this token is still running")
         time.sleep(WRITE_SLOT_POLL_SECONDS)
     try:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from core.db_router import read_connection
+from core.metrics import timed
 from search.models import SEARCH_CONFIG
 
 SearchMode = Literal["hybrid", "keyword", "vector"]
@@ -102,25 +103,38 @@ class Candidate:
 
 
 def gather_candidates(
-    *, query: str, vector: QueryVector | None, filters: SearchFilters, mode: SearchMode, limit: int
+    *,
+    query: str,
+    vector: QueryVector | None,
+    filters: SearchFilters,
+    mode: SearchMode,
+    limit: int,
+    timings: dict[str, float] | None = None,
 ) -> dict[uuid.UUID, Candidate]:
     """The top `limit` of each path that `mode` runs (the vector path only with a
-    vector), by memory id, in the order found: keyword first, then vector."""
+    vector), by memory id, in the order found: keyword first, then vector. Each path's
+    time is added to `timings` (keyword, vector; the hybrid cross-scoring as merge)."""
+    timings = {} if timings is None else timings
     candidates: dict[uuid.UUID, Candidate] = {}
-    # The query's lexemes and their statistics, read once for both keyword reads.
-    plan = plan_keyword_query(query, filters.team_id) if mode in ("hybrid", "keyword") else None
-    if plan is not None:
-        for memory_id, rank, chunk_id in keyword_plan_matches(plan, filters, limit=limit, memory_ids=None):
-            c = candidates.setdefault(memory_id, Candidate(memory_id))
-            c.keyword_rank, c.keyword_chunk = rank, chunk_id
-            c.found_by.add("keyword")
+    plan: KeywordPlan | None = None
+    if mode in ("hybrid", "keyword"):
+        with timed(timings, "keyword"):
+            # The query's lexemes and their statistics, read once for both keyword reads.
+            plan = plan_keyword_query(query, filters.team_id)
+            matches = keyword_plan_matches(plan, filters, limit=limit, memory_ids=None) if plan else []
+            for memory_id, rank, chunk_id in matches:
+                c = candidates.setdefault(memory_id, Candidate(memory_id))
+                c.keyword_rank, c.keyword_chunk = rank, chunk_id
+                c.found_by.add("keyword")
     if vector is not None:
-        for memory_id, similarity, chunk_id in vector_matches(vector, filters, limit=limit):
-            c = candidates.setdefault(memory_id, Candidate(memory_id))
-            c.similarity, c.vector_chunk = similarity, chunk_id
-            c.found_by.add("vector")
+        with timed(timings, "vector"):
+            for memory_id, similarity, chunk_id in vector_matches(vector, filters, limit=limit):
+                c = candidates.setdefault(memory_id, Candidate(memory_id))
+                c.similarity, c.vector_chunk = similarity, chunk_id
+                c.found_by.add("vector")
     if mode == "hybrid" and vector is not None:
-        complete_scores(candidates, plan, vector, filters)
+        with timed(timings, "merge"):
+            complete_scores(candidates, plan, vector, filters)
     return candidates
 
 

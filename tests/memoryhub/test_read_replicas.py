@@ -513,3 +513,40 @@ def test_replica_urls_become_aliases_with_the_primarys_pool(tmp_path: Path) -> N
         assert replica_settings["OPTIONS"]["pool"]["max_size"] == 7
         assert replica_settings["TEST"]["MIRROR"] == "default"
         assert replica_settings["CONN_HEALTH_CHECKS"] is True
+
+
+@with_replica
+def test_readyz_lists_the_replicas_lag_and_stays_ready_while_it_lags_or_stops(
+    replica: Standby, member: Agent, save: Any, settings: Any, client: Any
+) -> None:
+    """/readyz (issue 14) measures the lag as the router does; a replica is never required:
+    the router already sends its reads to the primary."""
+    settings.MEMORYHUB_EMBEDDING_PROFILE = "none"  # the replica alone is under test here
+    replica.catch_up()
+    ready = client.get("/readyz")
+    assert ready.status_code == 200, ready.content
+    listed = ready.json()["components"][ALIAS]
+    assert (listed["status"], listed["required"]) == ("ok", False)
+    assert 0 <= listed["lag_seconds"] <= 3600
+
+    replica.pause()
+    save(member, "unreplayed", "Received by the replica, not replayed.")
+    settings.DATABASE_REPLICA_MAX_LAG_SECONDS = 1.0
+    deadline = time.monotonic() + REPLAY_SECONDS
+    while _replay_lag(replica) <= 1.5 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    lagging = client.get("/readyz")
+    assert lagging.status_code == 200, lagging.content
+    listed = lagging.json()["components"][ALIAS]
+    assert (listed["status"], listed["reason"]) == ("failing", "lagging")
+    assert listed["lag_seconds"] > 1.0
+
+    replica.stop()
+    try:
+        stopped = client.get("/readyz")
+        assert stopped.status_code == 200, stopped.content
+        listed = stopped.json()["components"][ALIAS]
+        assert (listed["status"], listed["reason"]) == ("failing", "unreachable")
+        assert "host" not in stopped.content.decode() and "/" not in stopped.content.decode()
+    finally:
+        replica.start()
