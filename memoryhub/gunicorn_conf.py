@@ -18,6 +18,11 @@ from core.settings_env import default_processes, metrics_dir, reset_metrics_dir
 workers = int(os.environ.get("WEB_CONCURRENCY") or default_processes(at_least=2))
 worker_class = "gthread"
 threads = int(os.environ.get("MEMORYHUB_WEB_THREADS", "4"))
+# Idle keep-alive connections stay open longer than clients and load balancers keep
+# theirs (httpx 5 s, most balancers 60 s): with gunicorn's 2 s, a client reusing a
+# connection the server had just closed got a ReadError (the load drill met one). An idle
+# connection waits in the poller, not on a thread.
+keepalive = int(os.environ.get("MEMORYHUB_WEB_KEEPALIVE_SECONDS", "75"))
 accesslog = "-"
 
 WEB_METRICS_DIR = metrics_dir() / "web"

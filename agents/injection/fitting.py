@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from django.core.cache import cache
+
 from agents.injection.entries import SKILL_SECTION, IncludedReason, InjectionEntry, entry_from
 from agents.injection.ranking import SKILL_GROUP, RankedRow
 from agents.injection.rendering import SECTION_HEADINGS, TITLE, block_tokens, tokens_of
@@ -21,6 +23,9 @@ from teams.models import Team
 logger = logging.getLogger("agents.injection")
 
 WARN_SHARE = (4, 5)  # warn when the candidates reach 4/5 of the cap
+# Every response carries the warning; the log has it once an hour per team and project:
+# a team near its cap is news once, not at every session start of every agent.
+CAP_WARNING_LOG_SECONDS = 3600
 
 
 @dataclass
@@ -87,9 +92,18 @@ def limit_warnings(
             f"injection cap of {cap}: entries past the cap are left out (they stay searchable); "
             "consider marking old ones historical"
         )
-        logger.warning("team %s: %s", team.slug, message)
+        if _first_in_a_while(f"injection-cap-warning:{team.id}:{project}"):
+            logger.warning("team %s: %s", team.slug, message)
         warnings.append(message)
     return warnings
+
+
+def _first_in_a_while(key: str) -> bool:
+    """True once per CAP_WARNING_LOG_SECONDS for `key`; True too when the cache is down."""
+    try:
+        return bool(cache.add(key, 1, timeout=CAP_WARNING_LOG_SECONDS))
+    except Exception:  # a cache outage must not silence the warning nor fail injection
+        return True
 
 
 def _project_words(project: str | None) -> str:

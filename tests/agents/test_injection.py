@@ -331,6 +331,13 @@ def test_a_warning_is_logged_and_returned_at_80_percent_of_the_cap(
     assert record.levelno == logging.WARNING
     assert team.slug in record.getMessage() and warning in record.getMessage()
 
+    # Every session start shows it; the log says it once an hour, not at each one.
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="agents.injection"):
+        again = inject(member)
+    assert again["warnings"] == [warning]
+    assert not [r for r in caplog.records if r.name == "agents.injection"]
+
 
 # --------------------------------------------------------------------------- project
 
