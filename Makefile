@@ -46,12 +46,11 @@ run: migrate
 	@if [ -f "$(RUN_PID)" ] && ps -o args= -p "$$(cat "$(RUN_PID)")" 2>/dev/null | grep -q honcho; then \
 		echo "make run is already running (pid $$(cat "$(RUN_PID)")); stop it with make stop"; exit 1; \
 	fi
+	@# On an empty database only: the first team, its owner's one-time sign-in link and
+	@# an agent token, printed here (docs/operations.md, "Accounts").
+	@MEMORYHUB_BASE_URL="$${MEMORYHUB_BASE_URL:-http://$(HOST):$(PORT)/}" $(BIN)/python manage.py bootstrap --if-empty
 	@echo ""
 	@echo "MemoryHub is starting on http://$(HOST):$(PORT)/  (API docs: http://$(HOST):$(PORT)/api/docs/)"
-	@echo "In another terminal, create a team and an agent token:"
-	@echo "  $(BIN)/python manage.py create_team my-team --name 'My team'"
-	@echo "  $(BIN)/python manage.py create_token my-team --name my-agent --scopes read,write"
-	@echo "Then: curl -H 'Authorization: Bearer <token>' http://$(HOST):$(PORT)/api/v1/teams/my-team/memories/"
 	@echo "Stop everything with Ctrl-C or make stop."
 	@echo ""
 	@if [ -n "$$REDIS_URL" ]; then \

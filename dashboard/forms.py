@@ -258,8 +258,13 @@ class TokenCreateForm(AccessibleForm):
 
 
 class MemberAddForm(AccessibleForm):
-    username = forms.CharField(label="Username", max_length=150)
+    username = forms.CharField(label="Username or e-mail", max_length=150)
     role = forms.ChoiceField(label="Role", choices=ROLE_CHOICES, initial=Membership.Role.MEMBER)
+    create_account = forms.BooleanField(
+        label="Create an account if none has this name or address",
+        required=False,
+        help_text="You get a one-time link to hand over; the new person sets a password with it.",
+    )
 
 
 class MemberRoleForm(AccessibleForm):

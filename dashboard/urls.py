@@ -7,19 +7,25 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from dashboard.views import memories, pages, review, team_admin
+from dashboard.views import accounts, memories, pages, review, team_admin, team_settings
 
 app_name = "dashboard"
 
 team = "teams/<str:slug>/"
 
 urlpatterns = [
-    path(
-        "login/",
-        auth_views.LoginView.as_view(template_name="dashboard/login.html", redirect_authenticated_user=True),
-        name="login",
-    ),
+    path("login/", accounts.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("password-reset/", accounts.PasswordResetView.as_view(), name="password_reset"),
+    path("password-reset/sent/", accounts.PasswordResetDoneView.as_view(), name="password_reset_done"),
+    path(
+        "password-reset/<str:uidb64>/<str:token>/",
+        accounts.PasswordResetConfirmView.as_view(),
+        name="password_reset_confirm",
+    ),
+    path(
+        "password-reset/done/", accounts.PasswordResetCompleteView.as_view(), name="password_reset_complete"
+    ),
     path("", pages.home, name="home"),
     path(team, pages.overview, name="overview"),
     path(team + "reindex/", pages.reindex, name="reindex"),
@@ -48,5 +54,6 @@ urlpatterns = [
     path(team + "members/<int:membership_id>/role/", team_admin.member_role, name="member_role"),
     path(team + "members/<int:membership_id>/remove/", team_admin.member_remove, name="member_remove"),
     path(team + "audit/", team_admin.audit_log, name="audit_log"),
+    path(team + "settings/", team_settings.team_settings, name="team_settings"),
     path(team + "shutdown/", team_admin.shutdown, name="shutdown"),
 ]

@@ -161,6 +161,17 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "dashboard:login"
 LOGIN_REDIRECT_URL = "dashboard:home"
 LOGOUT_REDIRECT_URL = "dashboard:login"
+# Accounts (docs/decisions.md, "First run and accounts"): the address people open, used in
+# the one-time password links that commands print; a link works once and expires after
+# PASSWORD_RESET_TIMEOUT. Reset by e-mail is offered only when EMAIL_URL names a server.
+MEMORYHUB_BASE_URL = env.str("MEMORYHUB_BASE_URL", default="http://127.0.0.1:8000/")
+PASSWORD_RESET_TIMEOUT = env.int("MEMORYHUB_PASSWORD_LINK_SECONDS", default=3 * 24 * 3600)
+MEMORYHUB_EMAIL_ENABLED = bool(env.str("EMAIL_URL", default=""))
+if MEMORYHUB_EMAIL_ENABLED:
+    vars().update(env.email_url("EMAIL_URL"))
+    DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="memoryhub@localhost")
+else:
+    EMAIL_BACKEND = "django.core.mail.backends.dummy.EmailBackend"
 # django-axes first: it refuses a locked-out sign-in before a password is checked.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",

@@ -25,7 +25,13 @@ from memories.models import IndexState, Memory
 from search import hooks, near_check, tasks
 from search.chunking import TextChunk, chunk_text
 from search.embeddings.base import EmbeddingProvider, EmbeddingUnavailable
-from search.embeddings.profiles import provider_for
+from search.embeddings.profiles import (
+    ProfileConfigError,
+    UnknownProfile,
+    get_profile,
+    load_profiles,
+    provider_for,
+)
 from search.hooks import IndexedEntry
 from search.models import Chunk, ChunkEmbedding, EmbeddingCache, KeywordStat
 from search.vector_index import ensure_index
@@ -561,6 +567,44 @@ def request_reindex(*, team: Team, actor: str, scope: Literal["stuck", "all"]) -
             raise InvalidInput("scope is 'stuck' or 'all'", field="scope")
         record_event(
             team=team, actor=actor, action=AuditEvent.Action.TEAM_REINDEX, target=f"{scope}: {count}"
+        )
+    return count
+
+
+def known_profiles() -> list[str]:
+    """The embedding profile names a team may switch to (empty when the profiles file is broken)."""
+    try:
+        return sorted(load_profiles())
+    except ProfileConfigError:
+        return []
+
+
+def request_profile_switch(*, team: Team, profile: str, actor: str) -> int:
+    """Queue the re-index that moves the team to `profile` (search.tasks.reindex_team):
+    every entry is embedded with its model first, and the team switches only then, so
+    search keeps working on the old vectors meanwhile. Returns how many memories."""
+    current = team_profile(team)
+    try:
+        get_profile(profile or None)
+    except UnknownProfile:
+        raise InvalidInput(
+            f"unknown embedding profile; known: {', '.join(known_profiles())}", field="embedding_profile"
+        ) from None
+    except ProfileConfigError:
+        # The detail (a file path) is for operators: the log and `manage.py check` have it.
+        raise InvalidInput(
+            "the embedding profiles file is invalid; ask the operator", field="embedding_profile"
+        ) from None
+    if profile == current:
+        raise InvalidInput(f"the team already uses the profile '{profile}'", field="embedding_profile")
+    with transaction.atomic():
+        count = Memory.objects.for_team(team.id).filter(deleted_at__isnull=True).count()
+        tasks.reindex_after_commit(team_id=team.id, profile=profile)
+        record_event(
+            team=team,
+            actor=actor,
+            action=AuditEvent.Action.TEAM_REINDEX,
+            target=f"embedding_profile: {current} → {profile} (re-index of {count} memories queued)",
         )
     return count
 

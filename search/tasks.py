@@ -184,6 +184,8 @@ def index_batch_after_commit(*, team_id: int, memory_ids: list[uuid.UUID]) -> No
         transaction.on_commit(functools.partial(enqueue_index_batch, team_id, batch))
 
 
-def reindex_after_commit(*, team_id: int) -> None:
-    """Enqueue a whole-team re-index once the current transaction commits."""
-    transaction.on_commit(lambda: reindex_team.apply_async((team_id,), retry=False), robust=True)
+def reindex_after_commit(*, team_id: int, profile: str | None = None) -> None:
+    """Enqueue a whole-team re-index once the current transaction commits (with
+    `profile`: embed with its model, then switch the team to it)."""
+    args = (team_id,) if profile is None else (team_id, profile)
+    transaction.on_commit(lambda: reindex_team.apply_async(args, retry=False), robust=True)

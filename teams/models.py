@@ -5,10 +5,22 @@ import hashlib
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
-from teams.validators import validate_key, validate_team_slug
+from teams.validators import (
+    MAX_FRESHNESS_DAYS,
+    MAX_HALF_LIFE_DAYS,
+    MAX_INJECTION_ENTRIES,
+    MAX_INJECTION_TOKENS,
+    MIN_INJECTION_TOKENS,
+    validate_dedup_threshold,
+    validate_key,
+    validate_team_slug,
+)
+
+_FRESHNESS_LIMITS = [MinValueValidator(1), MaxValueValidator(MAX_FRESHNESS_DAYS)]
 
 
 class Team(models.Model):
@@ -16,26 +28,53 @@ class Team(models.Model):
 
     slug = models.CharField(max_length=63, unique=True, validators=[validate_team_slug])
     name = models.CharField(max_length=200)
-    injection_max_entries = models.PositiveIntegerField(default=50)
-    injection_max_tokens = models.PositiveIntegerField(default=2000)
-    decay_half_life_days = models.FloatField(default=30.0)
-    hybrid_vector_weight = models.FloatField(default=0.7)
-    hybrid_keyword_weight = models.FloatField(default=0.3)
+    # The limits below are the settings page's (teams.team_settings); the injection and
+    # search code clamp to the same hard limits whatever a row holds.
+    injection_max_entries = models.PositiveIntegerField(
+        default=50, validators=[MaxValueValidator(MAX_INJECTION_ENTRIES)]
+    )
+    injection_max_tokens = models.PositiveIntegerField(
+        default=2000,
+        validators=[MinValueValidator(MIN_INJECTION_TOKENS), MaxValueValidator(MAX_INJECTION_TOKENS)],
+    )
+    decay_half_life_days = models.FloatField(
+        default=30.0, validators=[MinValueValidator(0.0), MaxValueValidator(MAX_HALF_LIFE_DAYS)]
+    )
+    hybrid_vector_weight = models.FloatField(
+        default=0.7, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)]
+    )
+    hybrid_keyword_weight = models.FloatField(
+        default=0.3, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)]
+    )
     embedding_profile = models.CharField(max_length=64, default="local")
     # Saving a new key whose content has at least this cosine similarity with an active
     # entry of the team is a duplicate (memories.services.save_memory). 1.0: exact only.
-    dedup_threshold = models.FloatField(default=0.92)
+    dedup_threshold = models.FloatField(default=0.92, validators=[validate_dedup_threshold])
     # Freshness windows (memories.freshness): an active entry unconfirmed for longer than
     # its type's window is `due` and gets a nudge. Null: never due. An entry confirmed by
     # two or more distinct actors gets at least `freshness_confirmed_days`. db_default
     # too: rows inserted by raw SQL (upgrade tests, the bench) get them.
-    freshness_context_days = models.PositiveIntegerField(null=True, blank=True, default=30, db_default=30)
-    freshness_decision_days = models.PositiveIntegerField(null=True, blank=True, default=30, db_default=30)
-    freshness_lesson_days = models.PositiveIntegerField(null=True, blank=True, default=90, db_default=90)
-    freshness_reference_days = models.PositiveIntegerField(null=True, blank=True, default=90, db_default=90)
-    freshness_historical_days = models.PositiveIntegerField(null=True, blank=True, default=None)
-    freshness_identity_days = models.PositiveIntegerField(null=True, blank=True, default=None)
-    freshness_confirmed_days = models.PositiveIntegerField(null=True, blank=True, default=90, db_default=90)
+    freshness_context_days = models.PositiveIntegerField(
+        null=True, blank=True, default=30, db_default=30, validators=_FRESHNESS_LIMITS
+    )
+    freshness_decision_days = models.PositiveIntegerField(
+        null=True, blank=True, default=30, db_default=30, validators=_FRESHNESS_LIMITS
+    )
+    freshness_lesson_days = models.PositiveIntegerField(
+        null=True, blank=True, default=90, db_default=90, validators=_FRESHNESS_LIMITS
+    )
+    freshness_reference_days = models.PositiveIntegerField(
+        null=True, blank=True, default=90, db_default=90, validators=_FRESHNESS_LIMITS
+    )
+    freshness_historical_days = models.PositiveIntegerField(
+        null=True, blank=True, default=None, validators=_FRESHNESS_LIMITS
+    )
+    freshness_identity_days = models.PositiveIntegerField(
+        null=True, blank=True, default=None, validators=_FRESHNESS_LIMITS
+    )
+    freshness_confirmed_days = models.PositiveIntegerField(
+        null=True, blank=True, default=90, db_default=90, validators=_FRESHNESS_LIMITS
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -180,11 +219,13 @@ class AuditEvent(models.Model):
         TEAM_REINDEX = "team.reindex"
         TEAM_EXPORT = "team.export"
         TEAM_IMPORT = "team.import"
+        TEAM_SETTINGS = "team.settings"
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
     actor = models.CharField(max_length=200)
     action = models.CharField(max_length=32, choices=Action.choices)
-    target = models.CharField(max_length=300, blank=True, default="")
+    # Long enough for a settings change listing old -> new of every field.
+    target = models.CharField(max_length=1000, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

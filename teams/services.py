@@ -73,10 +73,15 @@ def parse_scopes(text: str) -> list[str]:
     return scopes
 
 
+AUDIT_TARGET_CHARS = 1000  # AuditEvent.target's max_length
+
+
 def record_event(*, team: Team, actor: str, action: str, target: str = "") -> AuditEvent:
     """One line of the team's audit trail (also sent to the `memoryhub.audit` logger).
     The caller is inside the team's scope."""
-    event = AuditEvent.objects.create(team=team, actor=actor, action=action, target=target[:300])
+    event = AuditEvent.objects.create(
+        team=team, actor=actor, action=action, target=target[:AUDIT_TARGET_CHARS]
+    )
     audit_logger.info("team %s: %s %s %s", team.slug, actor, action, target)
     return event
 

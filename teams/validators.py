@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import re
 
+from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 
 from core.errors import InvalidInput
 
 TEAM_SLUG_PATTERN = r"^[a-z0-9][a-z0-9-]{0,62}$"
 KEY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$"
+
+# Team settings' limits (teams.models.Team, the settings page). The injection ones are
+# agents.injection's hard limits: a team setting never lifts them.
+MAX_INJECTION_ENTRIES = 200
+MIN_INJECTION_TOKENS, MAX_INJECTION_TOKENS = 50, 100_000
+MAX_HALF_LIFE_DAYS = 36_500.0
+MAX_FRESHNESS_DAYS = 3650
 
 _team_slug_re = re.compile(TEAM_SLUG_PATTERN)
 _key_re = re.compile(KEY_PATTERN)
@@ -39,3 +47,11 @@ def check_key(value: str) -> None:
     with the rule spelled out. The database validator above says the same."""
     if not is_key(value):
         raise InvalidInput(str(validate_key.message), field="key")
+
+
+def validate_dedup_threshold(value: float) -> None:
+    """Above 0 and at most 1 (the team_dedup_threshold_range constraint): 1.0 is exact only."""
+    if not 0 < value <= 1:
+        raise ValidationError(
+            "The duplicate threshold is a similarity above 0 and at most 1.", code="dedup_threshold_range"
+        )

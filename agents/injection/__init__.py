@@ -42,9 +42,11 @@ from agents.injection.review import ReviewItem, render_review, review_items
 from core.errors import InvalidInput
 from search.selectors import MAX_QUERY_CHARS
 from teams.models import Team
+from teams.validators import MAX_INJECTION_ENTRIES, MAX_INJECTION_TOKENS, MIN_INJECTION_TOKENS
 
-MAX_ENTRIES_LIMIT = 200
-MIN_TOKENS, MAX_TOKENS = 50, 100_000
+# One set of limits with the team settings' (teams.validators).
+MAX_ENTRIES_LIMIT = MAX_INJECTION_ENTRIES
+MIN_TOKENS, MAX_TOKENS = MIN_INJECTION_TOKENS, MAX_INJECTION_TOKENS
 MAX_PROJECT_CHARS = 200
 # How far past the cap the walk looks for entries that still fit the budget. Only
 # rows up to here are read and listed; the rest are counted (left_out_unlisted).

@@ -23,7 +23,7 @@ from dashboard.forms import (
     VaultRotateForm,
     VaultSetForm,
 )
-from teams import memberships, services
+from teams import accounts, memberships, services
 from teams.models import Membership, VaultEntry
 from teams.selectors import (
     get_membership,
@@ -179,8 +179,9 @@ def token_revoke(request: HttpRequest, access: TeamAccess, token_id: int) -> Htt
 
 
 @team_page()
+@never_cache
 def members(request: HttpRequest, access: TeamAccess) -> HttpResponse:
-    form, status = MemberAddForm(), 200
+    form, status, invited = MemberAddForm(), 200, None
     if request.method == "POST":
         if not access.can_admin:
             return forbidden(request, access, Role.ADMIN)
@@ -188,12 +189,22 @@ def members(request: HttpRequest, access: TeamAccess) -> HttpResponse:
         if form.is_valid():
             username, role = form.cleaned_data["username"].strip(), form.cleaned_data["role"]
             try:
-                memberships.add_member(team=access.team, username=username, role=role, by=access.membership)
-            except memberships.NoSuchUser:
-                pass  # answered like an add: the form must not tell who has an account
+                # An unknown name or address is answered like an add (the form must not
+                # tell who has an account) unless the admin asked to create the account.
+                invited = accounts.invite(
+                    team=access.team,
+                    who=username,
+                    role=role,
+                    create_account=form.cleaned_data["create_account"],
+                    by=access.membership,
+                    base_url=request.build_absolute_uri("/"),
+                )
             except DomainError as error:
                 form.add_domain_error(error, default_field="username")
-            if not form.errors:
+            if invited is not None and invited.link:
+                # Rendered, not redirected: the one-time link exists only in this response.
+                form, status = MemberAddForm(), 201
+            elif not form.errors:
                 messages.success(
                     request,
                     f"If an account named \u201c{username}\u201d exists, it is now a {role} of this team "
@@ -201,7 +212,9 @@ def members(request: HttpRequest, access: TeamAccess) -> HttpResponse:
                 )
                 return redirect(_url("members", access))
     rows = list_memberships(team=access.team)
-    context = page_context(access, rows=rows, form=form, role_choices=Membership.Role.choices)
+    context = page_context(
+        access, rows=rows, form=form, role_choices=Membership.Role.choices, invited=invited
+    )
     return render(request, "dashboard/members.html", context, status=status)
 
 

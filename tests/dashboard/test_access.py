@@ -81,10 +81,19 @@ ENDPOINTS = [
     Endpoint("token_revoke", "POST", "admin", {}),
     Endpoint("members", "GET", "viewer"),
     Endpoint("members", "POST", "admin", {"username": "olivia", "role": "owner"}),
+    Endpoint(
+        "members",
+        "POST",
+        "admin",
+        {"username": "intruder@example.com", "role": "owner", "create_account": "on"},
+    ),
     Endpoint("member_role", "POST", "admin", {"role": "viewer"}),
     Endpoint("member_remove", "GET", "admin"),
     Endpoint("member_remove", "POST", "admin", {}),
     Endpoint("audit_log", "GET", "admin"),
+    Endpoint("team_settings", "GET", "viewer"),
+    Endpoint("team_settings", "POST", "admin", {"name": "Taken over", "injection_max_entries": "1"}),
+    Endpoint("team_settings", "POST", "admin", {"action": "switch_profile", "embedding_profile": "openai"}),
     Endpoint("shutdown", "GET", "owner"),
     Endpoint("shutdown", "POST", "owner", {"confirm": "bravo"}),
 ]
@@ -195,7 +204,7 @@ def test_outsider_actions_change_nothing_in_team_b(
             call(client, endpoint, url_of(endpoint.name, other_team.slug, bravo_targets), bravo_targets)
 
     with operator_view():
-        assert Team.objects.filter(pk=other_team.pk).exists()
+        assert Team.objects.filter(pk=other_team.pk, name="Bravo", injection_max_entries=50).exists()
         active = Memory.objects.get(team=other_team, key=bravo.memory_key, is_active=True)
         assert active.content.endswith("on Wednesday.")
         assert (active.upvotes, active.downvotes) == (0, 0)
@@ -207,6 +216,7 @@ def test_outsider_actions_change_nothing_in_team_b(
         assert not AgentToken.objects.filter(name="intruder-token").exists()
         assert Membership.objects.filter(pk=bravo.membership_id, role="owner").exists()
         assert not Membership.objects.filter(team=other_team, user=cast.owner).exists()
+        assert not Membership.objects.filter(user__username="intruder@example.com").exists()
 
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS, ids=lambda e: f"{e.method}-{e.name}")

@@ -106,6 +106,10 @@ def test_make_run_indexes_saves_on_its_worker_and_make_stop_leaves_nothing_runni
         run.wait(10)
 
     assert set(started) == {"redis", "web", "worker", "beat"}, output
+    # bootstrap --if-empty ran before the processes and, the team existing, created nothing.
+    assert output.index(f"MemoryHub is set up already: {member.team.slug}") < output.index("web.1 started"), (
+        output
+    )
     worker_lines = [line for line in output.splitlines() if re.match(r"\S+ worker\.1 +\|", line)]
     web_lines = [line for line in output.splitlines() if re.match(r"\S+ web\.1 +\|", line)]
     assert any("Task search.index_memory[" in line and "succeeded" in line for line in worker_lines)
