@@ -10,24 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from memories.models import IndexState, Memory
+from memories.models import IndexState
 from memoryhub import embedded_redis as embedded
-from tests.conftest import Agent, operator_view
+from tests.conftest import Agent
 from tests.drill.record import outage_seconds, record
+from tests.search.test_celery_worker import index_states
 from tests.worker import CeleryProcess, TaskRoute, schedule_every_second, wait_for
 
 pytestmark = [pytest.mark.drill, pytest.mark.django_db(transaction=True)]
 
 RECOVERY_SECONDS = 300.0  # hang detector; the figure is recorded, not asserted
 SAVES_PER_SECOND = 5  # the write load: a few agents at the default write rate (120/min each)
-
-
-def states() -> dict[str, int]:
-    with operator_view():
-        found: dict[str, int] = {}
-        for state in Memory.objects.values_list("index_state", flat=True):
-            found[state] = found.get(state, 0) + 1
-    return found
 
 
 def test_saves_go_on_while_redis_is_down_and_are_indexed_once_it_returns(
@@ -71,14 +64,16 @@ def test_saves_go_on_while_redis_is_down_and_are_indexed_once_it_returns(
             save("during")
             during += 1
             time.sleep(1 / SAVES_PER_SECOND)
-        pending_at_return = states().get(IndexState.PENDING, 0)
+        pending_at_return = index_states().get(IndexState.PENDING, 0)
         redis = embedded.start(folder)  # the same socket: every client finds it again
         back_at = time.monotonic()
         for _ in range(3):
             save("after")
 
         wait_for(
-            lambda: states() == {IndexState.INDEXED: number}, RECOVERY_SECONDS, "every entry to be indexed"
+            lambda: index_states() == {IndexState.INDEXED: number},
+            RECOVERY_SECONDS,
+            "every entry to be indexed",
         )
         recovered_in = time.monotonic() - back_at
     finally:

@@ -5,11 +5,7 @@ history, and each version supersedes the one before it; a new server serves at o
 
 from __future__ import annotations
 
-import contextlib
 import itertools
-import os
-import signal
-import subprocess
 import sys
 import threading
 import time
@@ -17,13 +13,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-from django.conf import settings
 
 from memories.models import Memory
 from teams.services import create_team, create_token
 from tests.conftest import operator_view
 from tests.drill.record import record
 from tests.search.conftest import free_port
+from tests.web_server import WebServer, server_env
 from tests.worker import database_url, wait_for
 
 pytestmark = [pytest.mark.drill, pytest.mark.django_db(transaction=True)]
@@ -36,45 +32,9 @@ MAX_WRITES = 200  # each writer's bound
 SERVER_START_SECONDS = 90.0  # hang detectors, not speed targets
 
 
-def start_server(port: int, log: Path) -> subprocess.Popen[bytes]:
-    env = {
-        **{k: v for k, v in os.environ.items() if k != "REDIS_URL"},
-        "DJANGO_SETTINGS_MODULE": "memoryhub.settings",
-        "DATABASE_URL": database_url(),
-        "MEMORYHUB_DATA_DIR": str(settings.DATA_DIR),
-        "MEMORYHUB_PLAIN_HTTP": "true",
-        "MEMORYHUB_EMBEDDING_PROFILE": "none",
-        "MEMORYHUB_THROTTLE_WRITE": "100000/min",
-    }
-    with log.open("ab") as handle:
-        server = subprocess.Popen(  # noqa: S603
-            [
-                GUNICORN,
-                "memoryhub.wsgi",
-                "-c",
-                "python:memoryhub.gunicorn_conf",
-                "--bind",
-                f"127.0.0.1:{port}",
-                "--workers",
-                "2",
-                "--threads",
-                "4",
-            ],
-            cwd=REPO,
-            env=env,
-            stdout=handle,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own group: the kill takes every worker too
-        )
-
-    def answering() -> bool:
-        with contextlib.suppress(httpx.TransportError):
-            return httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200
-        return server.poll() is not None
-
-    wait_for(answering, SERVER_START_SECONDS, "gunicorn to answer")
-    assert server.poll() is None, log.read_text()
-    return server
+def start_server(port: int, log: Path) -> WebServer:
+    env = server_env(database_url(), MEMORYHUB_THROTTLE_WRITE="100000/min")
+    return WebServer(env, log, "--workers", "2", "--threads", "4", port=port).start()
 
 
 class Superseder(threading.Thread):
@@ -122,8 +82,7 @@ def test_killing_the_web_server_mid_supersede_leaves_one_active_version_per_key(
         for writer in writers:
             writer.start()
         wait_for(lambda: sum(len(w.acknowledged) for w in writers) >= 30, 60, "supersedes before the crash")
-        os.killpg(server.pid, signal.SIGKILL)
-        server.wait(30)
+        server.kill()
         for writer in writers:
             writer.join(60)
         assert not any(writer.is_alive() for writer in writers)
@@ -131,9 +90,7 @@ def test_killing_the_web_server_mid_supersede_leaves_one_active_version_per_key(
             "every writer was still writing when the server died"
         )
     finally:
-        if server.poll() is None:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(30)
+        server.kill()
 
     # Whatever was in flight was rolled back or committed whole.
     with operator_view():
@@ -165,8 +122,7 @@ def test_killing_the_web_server_mid_supersede_leaves_one_active_version_per_key(
             assert after.status_code == 201, after.text
             restarted_in = time.monotonic() - restarting
     finally:
-        os.killpg(server.pid, signal.SIGKILL)
-        server.wait(30)
+        server.kill()
     record(
         "web server killed mid-supersede",
         keys=len(KEYS),

@@ -5,13 +5,9 @@ and under a real gunicorn of two processes, one total for both."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -20,7 +16,6 @@ from typing import Any
 import httpx
 import pytest
 import redis
-from django.conf import settings
 from django.core.cache import cache
 from django.test import Client
 from prometheus_client.multiprocess import MultiProcessCollector
@@ -29,14 +24,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from memoryhub import embedded_redis as embedded
 from search.tasks import reconcile_index_states
 from tests.conftest import Agent, search
-from tests.search.conftest import free_port
+from tests.web_server import REPO, WebServer, server_env
 from tests.worker import TaskRoute, database_url, wait_for
 
-REPO = Path(__file__).resolve().parents[2]
-GUNICORN = str(Path(sys.executable).parent / "gunicorn")
 TOKEN = "metrics-token-9f8e7d6c5b4a"
-SERVER_START_SECONDS = 90.0  # hang detectors, not speed targets
-TASK_SECONDS = 60.0
+TASK_SECONDS = 60.0  # a hang detector, not a speed target
 SECRET_CONTENT = "The launch code for the staging cluster is swordfish-1234."
 SECRET_KEY = "launch-code-staging"
 
@@ -248,61 +240,23 @@ def two_process_server(
     with django_db_blocker.unblock():
         url = database_url()
     metrics = tmp_path / "metrics"
-    env = {
-        **{k: v for k, v in os.environ.items() if k not in {"REDIS_URL", "DATABASE_URL"}},
-        "DJANGO_SETTINGS_MODULE": "memoryhub.settings",
-        "DATABASE_URL": url,
-        "MEMORYHUB_DATA_DIR": str(settings.DATA_DIR),
-        "MEMORYHUB_METRICS_DIR": str(metrics),
-        "MEMORYHUB_METRICS_TOKEN": TOKEN,
-        "MEMORYHUB_PLAIN_HTTP": "true",
-        "MEMORYHUB_EMBEDDING_PROFILE": "none",
-        "MEMORYHUB_DB_POOL_MAX": "2",
-        "MEMORYHUB_THROTTLE_ANONYMOUS": "100000/min",
-        "WEB_CONCURRENCY": "2",
-    }
+    env = server_env(
+        url,
+        MEMORYHUB_METRICS_DIR=str(metrics),
+        MEMORYHUB_METRICS_TOKEN=TOKEN,
+        MEMORYHUB_DB_POOL_MAX="2",
+        MEMORYHUB_THROTTLE_ANONYMOUS="100000/min",
+        WEB_CONCURRENCY="2",
+    )
     # A file left by an earlier run is wiped as the server starts.
     (metrics / "web").mkdir(parents=True)
     (metrics / "web" / "counter_1.db").write_bytes(b"stale")
-    port = free_port()
-    log = tmp_path / "gunicorn.log"
-    with log.open("wb") as handle:
-        process = subprocess.Popen(  # noqa: S603
-            [
-                GUNICORN,
-                "memoryhub.wsgi",
-                "-c",
-                "python:memoryhub.gunicorn_conf",
-                "--bind",
-                f"127.0.0.1:{port}",
-            ],
-            cwd=REPO,
-            env=env,
-            stdout=handle,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    base = f"http://127.0.0.1:{port}"
-
-    def answering() -> bool:
-        assert process.poll() is None, log.read_text(errors="replace")
-        with contextlib.suppress(httpx.TransportError):
-            return httpx.get(
-                f"{base}/metrics", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=5
-            ).is_success
-        return False
-
+    server = WebServer(env, tmp_path / "gunicorn.log")
+    server.start(ready_path="/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
     try:
-        wait_for(answering, SERVER_START_SECONDS, "gunicorn to answer")
-        yield base, metrics / "web"
+        yield server.base, metrics / "web"
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=30)
+        server.stop()
 
 
 def test_under_gunicorn_both_processes_requests_are_summed(two_process_server: tuple[str, Path]) -> None:
