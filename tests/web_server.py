@@ -22,6 +22,21 @@ GUNICORN = str(Path(sys.executable).parent / "gunicorn")
 START_SECONDS = 90.0  # a hang detector, not a speed target
 
 
+def manage(env: dict[str, str], *arguments: str) -> str:
+    """`manage.py ARGUMENTS` in a process of its own with `env`; its output. Fails the
+    test when the command fails."""
+    result = subprocess.run(  # noqa: S603
+        [sys.executable, "manage.py", *arguments],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
 def server_env(database_url: str, **extra: str) -> dict[str, str]:
     """This process's environment with the real settings on `database_url`, plain HTTP,
     no embeddings and no broker (tasks run in the server), then `extra`."""

@@ -28,6 +28,7 @@ from teams.roles import APP_ROLE
 from tests.drill.record import record
 from tests.memoryhub.private_postgres import PrivatePostgres
 from tests.search.conftest import free_port
+from tests.web_server import manage
 from tests.worker import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -40,19 +41,6 @@ BURST_CLIENTS, BURST_REQUESTS = 12, 60
 SERVER_START_SECONDS = 90.0
 RECOVERY_SECONDS = 90.0
 MAX_SAVES = 400  # the background saver's bound
-
-
-def manage(env: dict[str, str], *arguments: str) -> str:
-    result = subprocess.run(  # noqa: S603
-        [sys.executable, "manage.py", *arguments],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    return result.stdout
 
 
 def app_connections(postgres: PrivatePostgres) -> int:

@@ -30,6 +30,7 @@ from django.db import connection
 from memoryhub import embedded_redis as embedded
 from tests.memoryhub.private_postgres import PrivatePostgres
 from tests.search.conftest import free_port
+from tests.web_server import manage
 from tests.worker import CeleryProcess, database_url, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -238,18 +239,6 @@ def test_readyz_names_the_worker_within_5_s_of_it_dying_and_recovers_within_5_s_
 def _forget_probe_migration() -> None:
     with connection.cursor() as cursor:
         cursor.execute("DELETE FROM django_migrations WHERE app = %s", [PROBE_APP])
-
-
-def manage(env: dict[str, str], *arguments: str) -> None:
-    result = subprocess.run(  # noqa: S603
-        [sys.executable, "manage.py", *arguments],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_readyz_answers_503_while_a_migration_is_not_applied_and_200_within_5_s_of_migrating(
