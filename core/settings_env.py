@@ -105,6 +105,13 @@ def default_processes(*, at_least: int = 1) -> int:
     return max(at_least, min(machine_cores(), MAX_DEFAULT_PROCESSES))
 
 
+def metrics_enabled() -> bool:
+    """Whether /metrics is on (MEMORYHUB_METRICS_TOKEN set). Only then do the processes
+    keep their values in shared files: the files are memory-mapped, and a process that
+    grows one on a full disk dies of SIGBUS (the disk-full drill's web server did)."""
+    return bool(os.environ.get("MEMORYHUB_METRICS_TOKEN", "").strip())
+
+
 def metrics_dir() -> Path:
     """Where the web and worker processes keep their Prometheus values (docs/operations.md,
     "Metrics"): MEMORYHUB_METRICS_DIR, else `metrics` in the data directory. Read from the

@@ -13,7 +13,7 @@ master, before any worker loads prometheus_client (each reads the variable at im
 import os
 from typing import Any
 
-from core.settings_env import default_processes, metrics_dir, reset_metrics_dir
+from core.settings_env import default_processes, metrics_dir, metrics_enabled, reset_metrics_dir
 
 workers = int(os.environ.get("WEB_CONCURRENCY") or default_processes(at_least=2))
 worker_class = "gthread"
@@ -26,16 +26,19 @@ keepalive = int(os.environ.get("MEMORYHUB_WEB_KEEPALIVE_SECONDS", "75"))
 accesslog = "-"
 
 WEB_METRICS_DIR = metrics_dir() / "web"
-os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(WEB_METRICS_DIR)
+if metrics_enabled():
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(WEB_METRICS_DIR)
 
 
 def on_starting(server: Any) -> None:
-    reset_metrics_dir(WEB_METRICS_DIR)
+    if metrics_enabled():
+        reset_metrics_dir(WEB_METRICS_DIR)
 
 
 def child_exit(server: Any, worker: Any) -> None:
     """A worker that died or was replaced leaves its counters (still summed) but not its
     live gauges (the pool's connections)."""
-    from prometheus_client import multiprocess
+    if metrics_enabled():
+        from prometheus_client import multiprocess
 
-    multiprocess.mark_process_dead(worker.pid, str(WEB_METRICS_DIR))
+        multiprocess.mark_process_dead(worker.pid, str(WEB_METRICS_DIR))

@@ -9,7 +9,7 @@ import os
 import time
 from typing import Any
 
-from core.settings_env import metrics_dir, reset_metrics_dir
+from core.settings_env import metrics_dir, metrics_enabled, reset_metrics_dir
 
 _task_started: dict[str, float] = {}
 
@@ -17,7 +17,9 @@ _task_started: dict[str, float] = {}
 def keep_metrics_in_files(**_: object) -> None:
     """celeryd_init: the worker's values go to the `worker` folder of the metrics
     directory, which the web server's `/metrics` also reads. Runs as the worker starts,
-    before its pool's processes are forked (they inherit it)."""
+    before its pool's processes are forked (they inherit it). Only with /metrics on."""
+    if not metrics_enabled():
+        return
     folder = metrics_dir() / "worker"
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(folder)
     reset_metrics_dir(folder)

@@ -205,7 +205,7 @@ def test_the_workers_task_and_beat_outcomes_reach_the_metrics_files(
     """A real worker (prefork) writes its values to the `worker` folder that `/metrics`
     reads with the web server's: a task's outcome and duration, and a beat job's."""
     metrics = tmp_path / "metrics"
-    start_worker(MEMORYHUB_METRICS_DIR=str(metrics))
+    start_worker(MEMORYHUB_METRICS_DIR=str(metrics), MEMORYHUB_METRICS_TOKEN=TOKEN)
     reconcile_index_states.delay()
     reconcile_index_states.apply_async(headers={"periodic_task_name": "reconcile index states"})
     task = "search.reconcile_index_states"
