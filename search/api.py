@@ -76,10 +76,14 @@ class ExplainSerializer(serializers.Serializer):
     vector = serializers.FloatField(help_text="Cosine similarity of the best chunk, 0..1.")
     keyword = serializers.FloatField(help_text="Full-text rank divided by this query's best rank, 0..1.")
     merged = serializers.FloatField(help_text="w_vec * vector + w_kw * keyword (one part in single modes).")
+    entity = serializers.FloatField(
+        help_text="0.05 per name or short quoted phrase of the query found exactly (case-sensitive, whole "
+        "words) in the entry, at most 0.15; hybrid mode only, 0 otherwise."
+    )
     decay = serializers.FloatField(help_text="0.5 ** (age / half-life); 1 for identity and lesson.")
     rating = serializers.FloatField(
         help_text="1 + 0.05 * clamp(upvotes - downvotes, -5, 5): 0.75..1.25, 1 when unrated. "
-        "score = merged * decay * rating."
+        "score = (merged + entity) * decay * rating."
     )
     mmr = serializers.FloatField(
         allow_null=True, help_text="λ * score - (1 - λ) * similarity to results above."

@@ -32,6 +32,7 @@ from search.retrieval.candidates import (
     gather_candidates,
     vector_matches,
 )
+from search.retrieval.entities import query_entities
 from search.retrieval.mmr import diversify as diversify_top
 from search.retrieval.results import SearchOutcome, chunk_snippets, scored_results
 from search.retrieval.scoring import Weights, score_candidates
@@ -72,9 +73,12 @@ def search_memories(
     mode: SearchMode = "hybrid",
     diversify: bool = True,
     decay: bool = True,
+    entity_boost: bool = True,
 ) -> SearchOutcome:
     """Search the team's memories with the query's `embedding` (None: keyword only,
-    search_mode "keyword"). The caller is inside the team's scope."""
+    search_mode "keyword"). `entity_boost`: the query's names and quoted phrases found
+    exactly in an entry raise it (hybrid only, search.retrieval.entities). The caller is
+    inside the team's scope."""
     query = check_search_input(query=query, max_results=max_results)
     vector = embedding if mode != "keyword" else None
     search_mode: SearchMode = mode if vector is not None else "keyword"
@@ -108,6 +112,7 @@ def search_memories(
             now=timezone.now(),
             decay=decay,
             min_score=min_score,
+            entities=query_entities(query) if entity_boost else (),
         )
         if diversify:
             ranked = diversify_top(ranked, {m.id: m.content for m in read.memories.values()}, max_results)

@@ -5,23 +5,26 @@ functions of the candidates and their memories; no database, no clock of their o
   the best keyword match; vector score = cosine similarity (0 when not found);
 - merged = w_vec * vector + w_kw * keyword in hybrid mode (the team's weights, 0.7 /
   0.3 by default), one of them alone in a single mode;
+- entity = ENTITY_BOOST (0.05) per name or short quoted phrase of the query found
+  exactly in the entry, at most 3 (search.retrieval.entities), hybrid mode only;
 - decay = 0.5 ** (age_days / half_life), identity and lesson exempt;
 - rating = 1 + 0.05 * clamp(upvotes - downvotes, -5, 5): a version's net rating moves
   it by at most ±25% (0.75..1.25); unrated entries are unchanged;
-- score = merged * decay * rating, rounded to 6 places; below `min_score` it is out.
+- score = (merged + entity) * decay * rating, rounded to 6 places; below `min_score` it is out.
 """
 
 from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from memories.models import Memory
 from memories.types import MemoryType
 from search.retrieval.candidates import Candidate, SearchMode
+from search.retrieval.entities import entity_bonus, entity_patterns
 
 DECAY_EXEMPT_TYPES = frozenset({MemoryType.IDENTITY, MemoryType.LESSON})
 RATING_STEP = 0.05
@@ -57,10 +60,13 @@ def score_candidates(
     now: datetime,
     decay: bool = True,
     min_score: float | None = None,
+    entities: Sequence[str] = (),
 ) -> list[Scored]:
     """The candidates that have a memory in `memories` and reach `min_score`, best
-    first (ties by memory id, so the order never depends on how they were found)."""
+    first (ties by memory id, so the order never depends on how they were found).
+    `entities` (the query's, search.retrieval.entities) boost in hybrid mode only."""
     candidates = list(candidates)
+    patterns = entity_patterns(entities) if mode == "hybrid" else []
     best_rank = max((c.keyword_rank for c in candidates), default=0.0) or 1.0
     scored: list[Scored] = []
     for c in candidates:
@@ -70,6 +76,7 @@ def score_candidates(
         keyword = c.keyword_rank / best_rank
         vector = c.similarity or 0.0
         merged = merge_scores(vector=vector, keyword=keyword, mode=mode, weights=weights)
+        entity = entity_bonus(patterns, memory.content) if patterns else 0.0
         factor = (
             decay_factor(
                 memory_type=memory.type, created_at=memory.created_at, now=now, half_life_days=half_life_days
@@ -78,10 +85,17 @@ def score_candidates(
             else 1.0
         )
         boost = rating_factor(memory.rating)
-        score = round(merged * factor * boost, 6)
+        score = round((merged + entity) * factor * boost, 6)
         if min_score is not None and score < min_score:
             continue
-        parts = {"vector": vector, "keyword": keyword, "merged": merged, "decay": factor, "rating": boost}
+        parts = {
+            "vector": vector,
+            "keyword": keyword,
+            "merged": merged,
+            "entity": entity,
+            "decay": factor,
+            "rating": boost,
+        }
         scored.append(Scored(score=score, candidate=c, parts=parts))
     scored.sort(key=lambda item: (-item.score, str(item.candidate.memory_id)))
     return scored

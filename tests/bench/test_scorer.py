@@ -111,3 +111,57 @@ def test_query_keeps_only_the_lines_before_the_first_test_turn() -> None:
     ]
 
     assert quality.dialogue_query(lines, 3) == '"hello"\n"hi"'
+
+
+def test_the_split_is_pinned_to_the_dialogue_id_so_it_never_moves() -> None:
+    # Pinned values: a changed hash, salt or rule would silently move dialogues between
+    # the halves and let tuning leak into the held-out figures.
+    assert [quality.split_of(i) for i in range(10)] == [
+        "tune",
+        "tune",
+        "held-out",
+        "held-out",
+        "held-out",
+        "tune",
+        "tune",
+        "held-out",
+        "held-out",
+        "held-out",
+    ]
+    assert [quality.split_of(i) for i in range(160)] == [quality.split_of(i) for i in range(160)]
+
+
+def test_the_split_puts_every_dialogue_in_exactly_one_half_and_both_halves_are_usable() -> None:
+    tune = {i for i in range(160) if quality.split_of(i) == quality.TUNE}
+    held_out = {i for i in range(160) if quality.split_of(i) == quality.HELD_OUT}
+
+    assert tune.isdisjoint(held_out)
+    assert tune | held_out == set(range(160))
+    assert (len(tune), len(held_out)) == (86, 74)
+
+
+def test_the_sample_dialogues_are_split_by_their_line_number() -> None:
+    dialogues = quality.load_dialogues(SAMPLE)
+
+    assert [quality.split_of(d.index) for d in dialogues] == ["tune", "tune", "held-out"]
+
+
+def test_the_bootstrap_interval_is_deterministic_for_a_seed_and_brackets_the_mean() -> None:
+    values = [((i * 7919) % 101) / 100 for i in range(30)]
+    mean = sum(values) / len(values)
+
+    first = quality.bootstrap_interval(values, resamples=500, seed=7)
+
+    assert quality.bootstrap_interval(values, resamples=500, seed=7) == first
+    assert quality.bootstrap_interval(values, resamples=500, seed=8) != first
+    assert first[0] < mean < first[1]
+    # Every resample of a constant is that constant.
+    assert quality.bootstrap_interval([0.5] * 20) == (0.5, 0.5)
+    with pytest.raises(ValueError, match="no values"):
+        quality.bootstrap_interval([])
+
+
+def test_the_default_bootstrap_uses_the_documented_seed_and_resample_count() -> None:
+    values = [float(i % 3 == 0) for i in range(40)]
+
+    assert quality.bootstrap_interval(values) == quality.bootstrap_interval(values, resamples=2000, seed=15)

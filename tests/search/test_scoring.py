@@ -124,9 +124,9 @@ def test_score_is_merged_times_decay_times_rating_with_its_parts() -> None:
     )
 
     assert scored.parts == pytest.approx(
-        {"vector": 0.5, "keyword": 1.0, "merged": 0.65, "decay": 0.5, "rating": 1.1}
+        {"vector": 0.5, "keyword": 1.0, "merged": 0.65, "entity": 0.0, "decay": 0.5, "rating": 1.1}
     )
-    assert list(scored.parts) == ["vector", "keyword", "merged", "decay", "rating"]
+    assert list(scored.parts) == ["vector", "keyword", "merged", "entity", "decay", "rating"]
     assert scored.score == round(0.65 * 0.5 * 1.1, 6)
     assert scored.mmr is None
 
@@ -183,3 +183,39 @@ def test_a_candidate_without_its_memory_is_skipped_but_still_sets_the_best_rank(
 
 def test_no_candidates_score_nothing() -> None:
     assert score_candidates([], {}, mode="hybrid", weights=DEFAULT_WEIGHTS, half_life_days=30, now=NOW) == []
+
+
+def test_an_entry_holding_the_querys_names_gains_the_entity_bonus_in_hybrid_mode_only() -> None:
+    named = memory()
+    named.content = "Ada brewed a porter with Bob"
+    plain = memory()
+    plain.content = "someone brewed a porter"
+    candidates = [candidate(named, rank=0.2, similarity=0.5), candidate(plain, rank=0.2, similarity=0.6)]
+    entries = {named.id: named, plain.id: plain}
+
+    hybrid = score_candidates(
+        candidates,
+        entries,
+        mode="hybrid",
+        weights=DEFAULT_WEIGHTS,
+        half_life_days=0,
+        now=NOW,
+        entities=("Ada", "Bob"),
+    )
+    vector = score_candidates(
+        candidates,
+        entries,
+        mode="vector",
+        weights=DEFAULT_WEIGHTS,
+        half_life_days=0,
+        now=NOW,
+        entities=("Ada", "Bob"),
+    )
+
+    # 0.65 + 2 * 0.05 beats 0.72 + 0: the names lift the first above the second.
+    assert [(s.candidate.memory_id, s.parts["entity"], s.score) for s in hybrid] == [
+        (named.id, pytest.approx(0.1), pytest.approx(0.75)),
+        (plain.id, 0.0, pytest.approx(0.72)),
+    ]
+    assert [s.candidate.memory_id for s in vector] == [plain.id, named.id]
+    assert all(s.parts["entity"] == 0.0 for s in vector)

@@ -132,6 +132,22 @@ def test_each_result_carries_its_fields_with_real_values(
         assert result["score"] < top["score"]
 
 
+def test_explain_shows_the_bonus_of_a_name_in_the_query(
+    corpus: dict[str, dict[str, Any]], member: Agent
+) -> None:
+    body = search(member, "what does Ada brew in winter", explain=True)
+
+    by_key = {r["key"]: r for r in body["results"]}
+    brewing = by_key["brewing"]
+    assert body["results"][0]["key"] == "brewing"
+    assert brewing["explain"]["entity"] == 0.05  # "Ada" in "Ada's hobby is zymurgy"
+    assert brewing["score"] == pytest.approx(
+        (brewing["explain"]["merged"] + 0.05) * brewing["explain"]["decay"] * brewing["explain"]["rating"],
+        abs=1e-5,
+    )
+    assert all(r["explain"]["entity"] == 0.0 for key, r in by_key.items() if key != "brewing")
+
+
 def test_paraphrase_is_found_by_the_vector_path(corpus: dict[str, dict[str, Any]], member: Agent) -> None:
     body = search(member, PARAPHRASE, explain=True)
 
