@@ -12,11 +12,7 @@ applies and rolls it back with `manage.py migrate`.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -29,12 +25,9 @@ from django.db import connection
 
 from memoryhub import embedded_redis as embedded
 from tests.memoryhub.private_postgres import PrivatePostgres
-from tests.search.conftest import free_port
-from tests.web_server import manage
+from tests.web_server import WebServer, manage
 from tests.worker import CeleryProcess, database_url, wait_for
 
-REPO = Path(__file__).resolve().parents[2]
-GUNICORN = str(Path(sys.executable).parent / "gunicorn")
 # The acceptance requirement: how long /readyz may take to notice a failure or a recovery.
 FLIP_SECONDS = 5.0
 # Hang detectors, not speed targets.
@@ -67,60 +60,15 @@ def server_env(**extra: str) -> dict[str, str]:
     }
 
 
-class Server:
-    """One gunicorn process (one worker, threaded) and its log."""
+class Server(WebServer):
+    """One gunicorn process (one worker, threaded) with the deployment's config."""
 
     def __init__(self, env: dict[str, str], log: Path) -> None:
-        self.env, self.log = env, log
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> Server:
-        with self.log.open("ab") as handle:
-            self.process = subprocess.Popen(  # noqa: S603
-                [
-                    GUNICORN,
-                    "memoryhub.wsgi",
-                    "--bind",
-                    f"127.0.0.1:{self.port}",
-                    "--workers",
-                    "1",
-                    "--threads",
-                    "4",
-                ],
-                cwd=REPO,
-                env=self.env,
-                stdout=handle,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-
-        def answers() -> bool:
-            with contextlib.suppress(httpx.TransportError):
-                return httpx.get(f"{self.base}/healthz", timeout=5).status_code == 200
-            return not self.running()
-
-        wait_for(answers, START_SECONDS, "gunicorn to answer /healthz")
-        assert self.running(), self.log.read_text()
-        return self
-
-    def running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
+        super().__init__(env, log, "--workers", "1", "--threads", "4")
 
     def readyz(self) -> httpx.Response:
         # Never follows a redirect: an http -> https one would be a failure here.
         return httpx.get(f"{self.base}/readyz", timeout=15)
-
-    def stop(self) -> None:
-        if self.running():
-            assert self.process is not None
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(10)
 
 
 def statuses(response: httpx.Response) -> dict[str, str]:

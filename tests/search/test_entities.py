@@ -3,6 +3,8 @@ and how much an entry that holds them gains. Pure functions: no database."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from search.retrieval.entities import ENTITY_BOOST, entity_bonus, entity_patterns, query_entities
@@ -47,3 +49,18 @@ def test_a_long_query_is_handled_in_linear_time_and_bounded() -> None:
 
     assert entities == ("Namex",)
     assert len(query_entities(" ".join(f"met Zed{chr(97 + i % 26)}{i}" for i in range(100)))) == 16
+
+
+@pytest.mark.parametrize(
+    "text",
+    [". " * 32768, '"' * 65536, "“" * 65536, "Ada " * 16384, "Ada" + " " * 65533, "A'" * 32768, "(" * 65536],
+    ids=["dot-space", "quotes", "curly-quotes", "name-repeated", "name-then-spaces", "apostrophes", "parens"],
+)
+def test_64_kib_of_repeated_separators_completes_as_query_and_as_content(text: str) -> None:
+    # A hang detector, not a speed target: each call is linear in the text.
+    started = time.monotonic()
+    entities = query_entities(text)
+    bonus = entity_bonus(entity_patterns(["Ada Lovelace", "Ada", "Bart"]), text)
+    assert time.monotonic() - started < 10
+    assert len(entities) <= 16
+    assert 0 <= bonus <= 0.15
