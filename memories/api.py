@@ -502,6 +502,7 @@ class MemoryViewSet(TeamScopedViewSet):
         """One version with where the truth moved to and the notes of its key. A read
         that hands the entry to an agent counts as an access (one UPDATE)."""
         team = self.get_team()
+        memory.team = team  # the row the view holds: the serializer reads the team's windows from it
         if count_access:
             # Show this read in the answer too.
             memory.last_accessed_at = feedback.record_access(team=team, memory_ids=[memory.id])

@@ -372,6 +372,11 @@ MEMORYHUB_WORKER_HEARTBEAT_TTL_SECONDS = env.float("MEMORYHUB_WORKER_HEARTBEAT_T
 # Workers embed whole memories while the web server answers agents on the same cores:
 # they run at a lower CPU priority (a nice value, 0 to leave it) so requests come first.
 MEMORYHUB_WORKER_NICENESS = env.int("MEMORYHUB_WORKER_NICENESS", default=10)
+# Indexing yields to other teams' requests (core/foreground.py): a worker embedding team A's
+# entries waits, before each batch, while a request of another team started within the
+# window, at most INDEX_YIELD_MAX_MS a batch (0 turns yielding and the notes off).
+MEMORYHUB_FOREGROUND_WINDOW_MS = env.int("MEMORYHUB_FOREGROUND_WINDOW_MS", default=100)
+MEMORYHUB_INDEX_YIELD_MAX_MS = env.int("MEMORYHUB_INDEX_YIELD_MAX_MS", default=250)
 
 # Search and embeddings: the deployment's default profile (a team may name its own),
 # and a YAML file of more profiles (see docs/operations.md).

@@ -21,6 +21,7 @@ from django.db.models import DurationField, Exists, ExpressionWrapper, F, FloatF
 from django.db.models.functions import Now, Power
 
 from core.errors import InvalidInput
+from core.foreground import yield_to_other_teams
 from memories.models import IndexState, Memory
 from search import hooks, near_check, tasks
 from search.chunking import TextChunk, chunk_text
@@ -103,11 +104,7 @@ def index_memory(*, team_id: int, memory_id: uuid.UUID | str, announce: bool = T
     for _ in range(MAX_PROFILE_SWITCHES_PER_INDEXING):
         try:
             provider = provider_for(profile)
-            vectors = (
-                cached_embeddings(provider, [(p.content_hash, p.text) for p in pieces], team_id=team_id)
-                if provider is not None
-                else {}
-            )
+            vectors = _embed_yielding(provider, pieces, team_id=team_id) if provider is not None else {}
         except EmbeddingUnavailable as exc:
             logger.warning("embedding memory %s of team %s failed: %s", memory.key, team.slug, exc)
             _record_failure(team_id, memory.id, exc)
@@ -182,6 +179,8 @@ def embed_ahead(*, team_id: int, memory_ids: list[str]) -> int:
 # How many times one indexing follows a team to a new embedding profile before leaving
 # the entry to the reconcile job.
 MAX_PROFILE_SWITCHES_PER_INDEXING = 3
+# Chunks embedded between two looks at other teams' requests (the local model's batch).
+INDEX_YIELD_EVERY_CHUNKS = 8
 
 
 def _announce_indexed(entry: IndexedEntry) -> None:
@@ -299,6 +298,20 @@ def _ensure_index_once(provider: EmbeddingProvider) -> None:
     if provider.model not in _indexed_models:
         ensure_index(provider.model, provider.dimensions)
         _indexed_models.add(provider.model)
+
+
+def _embed_yielding(
+    provider: EmbeddingProvider, pieces: list[TextChunk], *, team_id: int
+) -> dict[str, list[float]]:
+    """cached_embeddings of an entry's chunks, a batch at a time, each batch after other
+    teams' requests being served (core.foreground): one team's flood of saves never has
+    the worker compete with another team's reads for more than a batch at a time."""
+    vectors: dict[str, list[float]] = {}
+    for start in range(0, len(pieces), INDEX_YIELD_EVERY_CHUNKS):
+        yield_to_other_teams(team_id)
+        batch = [(p.content_hash, p.text) for p in pieces[start : start + INDEX_YIELD_EVERY_CHUNKS]]
+        vectors.update(cached_embeddings(provider, batch, team_id=team_id))
+    return vectors
 
 
 def cached_embeddings(

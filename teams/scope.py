@@ -23,6 +23,7 @@ from typing import Any
 
 from django.db import connection, transaction
 
+from core.foreground import note_team_request
 from teams.roles import OPERATOR_ROLE
 
 logger = logging.getLogger("memoryhub.audit")
@@ -150,11 +151,14 @@ class TeamBoundTransaction:
     def bind(self, team_id: int) -> None:
         self.team_id = team_id
         self._previous_binding = set_request_team(team_id)
+        # Workers indexing other teams' entries wait while this team is being served.
+        note_team_request(team_id)
 
     def unbind(self) -> None:
         """Restore the binding found at `bind`: it matters only when an outer transaction
-        (a test's) goes on after this one."""
-        if self.team_id is not None:
+        (a test's) goes on after this one. The request's own transaction ends right
+        after, and its COMMIT or ROLLBACK clears the setting without a round trip."""
+        if self.team_id is not None and self._depth > 1:
             reset_request_team(self._previous_binding)
 
     @contextmanager

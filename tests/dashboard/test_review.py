@@ -320,7 +320,7 @@ def test_a_closed_nudge_is_not_resolved_twice(cast: Cast, queue: Queue) -> None:
 
 
 @pytest.mark.parametrize(
-    "nudge_id", ["not-a-uuid", "00000000-0000-0000-0000-000000000000", str(uuid.uuid4())]
+    "nudge_id", ["not-a-uuid", "00000000-0000-0000-0000-000000000000", "7a9e4c2d-1b3f-4e58-8c6d-2f0a9b1e3d75"]
 )
 def test_bad_nudge_ids_are_404(cast: Cast, queue: Queue, nudge_id: str) -> None:
     response = cast.client("member").post(resolve_url(nudge_id), {"action": "confirm"})

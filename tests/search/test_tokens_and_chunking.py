@@ -6,7 +6,9 @@ import hashlib
 import itertools
 import random
 import re
+import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -209,3 +211,36 @@ def test_abbreviations_and_decimals_do_not_end_a_sentence() -> None:
 def test_chunk_text_rejects_impossible_sizes(max_tokens: int, overlap_tokens: int) -> None:
     with pytest.raises(ValueError):
         chunk_text("some text", max_tokens=max_tokens, overlap_tokens=overlap_tokens)
+
+
+@pytest.mark.parametrize("tokenize", [count_tokens, token_offsets])
+def test_tokenizing_a_long_text_lets_the_processes_other_threads_run(
+    tokenize: Callable[[str], object],
+) -> None:
+    """A web process serves several requests with threads: tokenizing a 64 KiB save must
+    not hold the GIL for its whole run (issue 10, the noisy neighbour). A second thread
+    ticks all along; during a call that held the GIL it could not tick at all. Three
+    tries, as the operating system may itself pause the ticking thread once."""
+    text = "The billing service pages its owner and keeps its alert rules. " * 4000
+    tokenize("warm up")
+
+    def ticks_during_one_call() -> int:
+        ticks: list[float] = []
+        stop = threading.Event()
+
+        def tick() -> None:
+            while not stop.is_set():
+                ticks.append(time.perf_counter())
+
+        ticker = threading.Thread(target=tick)
+        ticker.start()
+        time.sleep(0.01)
+        started = time.perf_counter()
+        tokenize(text)
+        ended = time.perf_counter()
+        stop.set()
+        ticker.join()
+        middle = (started + (ended - started) / 4, ended - (ended - started) / 4)
+        return sum(1 for moment in ticks if middle[0] < moment < middle[1])
+
+    assert any(ticks_during_one_call() > 0 for _ in range(3))

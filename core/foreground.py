@@ -1,0 +1,118 @@
+"""Background work yields to other teams' requests (docs/decisions.md, "The noisy-neighbour
+target").
+
+The web and the workers share the cores. A request notes its team when it starts
+(`note_team_request`): one ZADD to the Redis the service already runs, of the team id
+with the time, into one sorted set with a member per team, so its size is the number of
+teams. A worker indexing team A's entries asks between embedding batches whether a
+request of another team started within the last MEMORYHUB_FOREGROUND_WINDOW_MS, and
+waits while one has, at most MEMORYHUB_INDEX_YIELD_MAX_MS per batch, so indexing
+always goes on (`yield_to_other_teams`). A team's own requests never pause its own
+indexing: one team flooding the service slows its own indexing, not the others' reads.
+
+Both sides fail open and fast: without Redis (the tests' in-process tasks) or while it
+does not answer (a short timeout, then no attempt for a few seconds) nothing is noted
+and nothing waits.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import redis
+from django.conf import settings
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+logger = logging.getLogger(__name__)
+
+KEY = "memoryhub:foreground-teams"
+TIMEOUT_SECONDS = 0.05
+# After a failure, neither side tries Redis again for this long: a request never pays
+# the timeout twice in a row while Redis is down.
+RETRY_AFTER_SECONDS = 5.0
+POLL_SECONDS = 0.01
+
+_lock = threading.Lock()
+_client: redis.Redis | None = None
+_client_url = ""
+_down_until = 0.0
+
+
+def _redis() -> redis.Redis | None:
+    global _client, _client_url
+    url = settings.REDIS_URL
+    if not url or time.monotonic() < _down_until:
+        return None
+    with _lock:
+        if _client is None or _client_url != url:
+            _client = redis.Redis.from_url(
+                # kombu spells a unix socket redis+socket://, redis-py unix://.
+                url.replace("redis+socket://", "unix://", 1),
+                socket_connect_timeout=TIMEOUT_SECONDS,
+                socket_timeout=TIMEOUT_SECONDS,
+                retry=Retry(NoBackoff(), 0),
+            )
+            _client_url = url
+        return _client
+
+
+def _failed(error: Exception) -> None:
+    global _down_until
+    if time.monotonic() >= _down_until:
+        logger.warning("foreground notes: Redis does not answer (%s)", type(error).__name__)
+    _down_until = time.monotonic() + RETRY_AFTER_SECONDS
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def note_team_request(team_id: int) -> None:
+    """A request of `team_id` is being served."""
+    if settings.MEMORYHUB_INDEX_YIELD_MAX_MS <= 0:
+        return
+    client = _redis()
+    if client is None:
+        return
+    try:
+        client.zadd(KEY, {str(team_id): _now_ms()})
+    except (redis.RedisError, OSError) as error:
+        _failed(error)
+
+
+def other_teams_active(team_id: int) -> bool:
+    """Whether a request of another team than `team_id` started within the window."""
+    client = _redis()
+    if client is None:
+        return False
+    since = _now_ms() - settings.MEMORYHUB_FOREGROUND_WINDOW_MS
+    try:
+        # Members older than the window are of no use to anyone: dropped here, so the
+        # set holds at most the teams of the last window.
+        pipeline = client.pipeline(transaction=False)
+        pipeline.zremrangebyscore(KEY, "-inf", f"({since}")
+        pipeline.zrange(KEY, 0, -1)
+        _, active = pipeline.execute()
+    except (redis.RedisError, OSError) as error:
+        _failed(error)
+        return False
+    own = str(team_id).encode()
+    return any(member != own for member in active)
+
+
+def yield_to_other_teams(team_id: int) -> float:
+    """Wait while other teams' requests are being served, at most
+    MEMORYHUB_INDEX_YIELD_MAX_MS; returns the seconds waited."""
+    budget = settings.MEMORYHUB_INDEX_YIELD_MAX_MS / 1000
+    if budget <= 0:
+        return 0.0
+    started = time.monotonic()
+    deadline = started + budget
+    waited = False
+    while time.monotonic() < deadline and other_teams_active(team_id):
+        time.sleep(POLL_SECONDS)
+        waited = True
+    return time.monotonic() - started if waited else 0.0

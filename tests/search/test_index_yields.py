@@ -1,0 +1,169 @@
+"""Issue 10, the noisy neighbour: indexing one team's entries waits while other teams'
+requests are being served (core.foreground), so a team flooding the service with saves
+does not have the worker compete with another team's reads.
+
+Against the run's own Redis (tests.worker's embedded_redis): an API request notes its
+team; the indexing of team A's long entry looks before every batch of chunks, waits
+while team B is noted, never longer than the budget per batch, and does not wait for
+A's own requests; with Redis gone, nothing waits."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+from django.conf import settings
+
+from core import foreground
+from memories import services as memory_services
+from memoryhub import embedded_redis as embedded
+from search import services as search_services
+from search.chunking import chunk_text
+from teams.models import Team
+from teams.scope import team_scope
+from tests.conftest import Agent
+
+pytestmark = pytest.mark.django_db
+
+LONG_TEXT = "\n\n".join(
+    f"Runbook part {n}: the {word} service pages its owner, keeps its alert rules in the "
+    f"repository and is reviewed every quarter by the {word} team. " * 14
+    for n, word in enumerate(["billing", "search", "auth", "storage", "mail", "queue", "cache", "maps"])
+)
+BUDGET_MS = 150
+
+
+@pytest.fixture
+def notes(embedded_redis: embedded.EmbeddedRedis, settings: Any) -> Iterator[redis.Redis]:
+    """Foreground notes in the run's Redis, with a short per-batch budget."""
+    settings.REDIS_URL = embedded_redis.url
+    settings.MEMORYHUB_INDEX_YIELD_MAX_MS = BUDGET_MS
+    settings.MEMORYHUB_FOREGROUND_WINDOW_MS = 100
+    client = redis.Redis(unix_socket_path=str(embedded.socket_path(embedded_redis.folder)))
+    client.delete(foreground.KEY)
+    foreground._down_until = 0.0
+    yield client
+    client.delete(foreground.KEY)
+    client.close()
+
+
+@pytest.fixture
+def keep_noting() -> Iterator[Any]:
+    """note(team_id): a team's requests keep arriving, every 20 ms, until the test ends."""
+    stop = threading.Event()
+    threads: list[threading.Thread] = []
+
+    def note(team_id: int) -> None:
+        def run() -> None:
+            while not stop.is_set():
+                foreground.note_team_request(team_id)
+                stop.wait(0.02)
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        threads.append(thread)
+
+    yield note
+    stop.set()
+    for thread in threads:
+        thread.join(5)
+
+
+def test_an_api_request_notes_its_team(notes: redis.Redis, member: Agent, other_team: Team) -> None:
+    before = time.time() * 1000
+    assert member.client.get(member.url("memories/")).status_code == 200
+    noted = notes.zscore(foreground.KEY, str(member.team.id))
+    assert noted is not None and noted >= before - 1
+    assert notes.zscore(foreground.KEY, str(other_team.id)) is None
+    # One member per team, not one per request.
+    member.client.get(member.url("memories/"))
+    assert notes.zcard(foreground.KEY) == 1
+
+
+def test_only_other_teams_requests_count_and_only_within_the_window(
+    notes: redis.Redis, team: Team, other_team: Team
+) -> None:
+    foreground.note_team_request(team.id)
+    assert not foreground.other_teams_active(team.id)
+    assert foreground.other_teams_active(other_team.id)
+    time.sleep(settings.MEMORYHUB_FOREGROUND_WINDOW_MS / 1000 + 0.05)
+    assert not foreground.other_teams_active(other_team.id)
+    # Looking drops what is older than the window: the set stays as small as the
+    # number of teams served within it.
+    assert notes.zcard(foreground.KEY) == 0
+
+
+def _index_long_entry(team: Team, monkeypatch: pytest.MonkeyPatch) -> tuple[list[tuple[str, float]], str]:
+    """Index a long entry of `team`, recording each wait and each batch embedded, in order."""
+    with team_scope(team.id):
+        memory = memory_services.save_memory(
+            team=team, key="runbooks", content=LONG_TEXT, updated_by="test", allow_duplicate=True
+        ).memory
+    steps: list[tuple[str, float]] = []
+    wait, embed = search_services.yield_to_other_teams, search_services.cached_embeddings
+
+    def recorded_wait(team_id: int) -> float:
+        waited = wait(team_id)
+        steps.append(("wait", waited))
+        return waited
+
+    def recorded_embed(provider: Any, items: Any, *, team_id: int) -> dict[str, list[float]]:
+        items = list(items)
+        steps.append(("embed", len(items)))
+        return embed(provider, items, team_id=team_id)
+
+    monkeypatch.setattr(search_services, "yield_to_other_teams", recorded_wait)
+    monkeypatch.setattr(search_services, "cached_embeddings", recorded_embed)
+    outcome = search_services.index_memory(team_id=team.id, memory_id=memory.id)
+    return steps, outcome
+
+
+def test_indexing_waits_before_every_batch_while_another_team_is_served(
+    notes: redis.Redis, team: Team, other_team: Team, keep_noting: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chunks = len(chunk_text(LONG_TEXT))
+    assert chunks > search_services.INDEX_YIELD_EVERY_CHUNKS  # two batches at least
+    keep_noting(other_team.id)
+    time.sleep(0.05)
+
+    steps, outcome = _index_long_entry(team, monkeypatch)
+
+    assert outcome == search_services.IndexOutcome.INDEXED
+    assert [kind for kind, _ in steps] == ["wait", "embed"] * (len(steps) // 2)
+    assert sum(size for kind, size in steps if kind == "embed") == chunks
+    waits = [seconds for kind, seconds in steps if kind == "wait"]
+    # The other team never stopped: every batch waited out its whole budget, and no more
+    # than that (a hang detector's margin, not a speed target).
+    assert all(BUDGET_MS / 1000 <= seconds < BUDGET_MS / 1000 + 2.0 for seconds in waits)
+
+
+def test_a_teams_own_requests_never_pause_its_indexing(
+    notes: redis.Redis, team: Team, keep_noting: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    keep_noting(team.id)
+    time.sleep(0.05)
+
+    steps, outcome = _index_long_entry(team, monkeypatch)
+
+    assert outcome == search_services.IndexOutcome.INDEXED
+    waits = [seconds for kind, seconds in steps if kind == "wait"]
+    assert len(waits) >= 2
+    assert all(seconds < BUDGET_MS / 1000 for seconds in waits)
+
+
+def test_without_redis_nothing_is_noted_and_nothing_waits(
+    settings: Any, team: Team, other_team: Team, tmp_path: Any
+) -> None:
+    settings.REDIS_URL = f"unix://{tmp_path / 'no-redis.sock'}"
+    settings.MEMORYHUB_INDEX_YIELD_MAX_MS = BUDGET_MS
+    foreground._down_until = 0.0
+    foreground.note_team_request(other_team.id)
+    # The failure is remembered: the next calls do not try Redis again for a while.
+    assert foreground._down_until > time.monotonic()
+    assert foreground.yield_to_other_teams(team.id) == 0.0
+    assert not foreground.other_teams_active(team.id)
+    foreground._down_until = 0.0
