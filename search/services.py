@@ -169,7 +169,7 @@ def embed_ahead(*, team_id: int, memory_ids: list[str]) -> int:
         if provider is None:
             return 0
         pieces = [piece for content in contents for piece in chunk_text(content)]
-        cached_embeddings(provider, [(p.content_hash, p.text) for p in pieces], team_id=team_id)
+        _embed_yielding(provider, pieces, team_id=team_id)
     except EmbeddingUnavailable as exc:
         logger.warning("embedding %d memories of team %s at once failed: %s", len(contents), team.slug, exc)
         return 0
@@ -179,8 +179,6 @@ def embed_ahead(*, team_id: int, memory_ids: list[str]) -> int:
 # How many times one indexing follows a team to a new embedding profile before leaving
 # the entry to the reconcile job.
 MAX_PROFILE_SWITCHES_PER_INDEXING = 3
-# Chunks embedded between two looks at other teams' requests (the local model's batch).
-INDEX_YIELD_EVERY_CHUNKS = 8
 
 
 def _announce_indexed(entry: IndexedEntry) -> None:
@@ -303,13 +301,14 @@ def _ensure_index_once(provider: EmbeddingProvider) -> None:
 def _embed_yielding(
     provider: EmbeddingProvider, pieces: list[TextChunk], *, team_id: int
 ) -> dict[str, list[float]]:
-    """cached_embeddings of an entry's chunks, a batch at a time, each batch after other
+    """cached_embeddings of chunks, one provider batch at a time, each batch after other
     teams' requests being served (core.foreground): one team's flood of saves never has
     the worker compete with another team's reads for more than a batch at a time."""
     vectors: dict[str, list[float]] = {}
-    for start in range(0, len(pieces), INDEX_YIELD_EVERY_CHUNKS):
+    size = max(1, provider.batch_size)
+    for start in range(0, len(pieces), size):
         yield_to_other_teams(team_id)
-        batch = [(p.content_hash, p.text) for p in pieces[start : start + INDEX_YIELD_EVERY_CHUNKS]]
+        batch = [(p.content_hash, p.text) for p in pieces[start : start + size]]
         vectors.update(cached_embeddings(provider, batch, team_id=team_id))
     return vectors
 

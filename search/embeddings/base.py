@@ -64,6 +64,9 @@ class EmbeddingProvider(ABC):
     profile: str
     model: str
     dimensions: int
+    # Texts per call to the model or the endpoint; background indexing looks at other
+    # teams' requests between batches (core.foreground).
+    batch_size: int
 
     @abstractmethod
     def embed_documents(self, texts: list[str]) -> list[list[float]]:

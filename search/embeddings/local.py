@@ -178,7 +178,7 @@ class LocalOnnxProvider(EmbeddingProvider):
             Path(profile.tokenizer_path) if profile.tokenizer_path else VENDORED_TOKENIZER_PATH
         )
         self._max_seq_length = profile.max_seq_length or DEFAULT_MAX_SEQ_LENGTH
-        self._batch_size = profile.batch_size or DEFAULT_BATCH_SIZE
+        self.batch_size = profile.batch_size or DEFAULT_BATCH_SIZE
         self._threads = profile.threads or DEFAULT_THREADS
         self._loaded: _LoadedModel | None = None
         self._load_error: EmbeddingUnavailable | None = None
@@ -218,8 +218,8 @@ class LocalOnnxProvider(EmbeddingProvider):
         # Batch texts of similar length together so little compute goes to padding.
         order = sorted(range(len(texts)), key=lambda position: len(texts[position]))
         vectors: list[list[float]] = [[] for _ in texts]
-        for batch_start in range(0, len(order), self._batch_size):
-            positions = order[batch_start : batch_start + self._batch_size]
+        for batch_start in range(0, len(order), self.batch_size):
+            positions = order[batch_start : batch_start + self.batch_size]
             batch = _embed_batch(model, [texts[position] for position in positions])
             for position, vector in zip(positions, batch, strict=True):
                 vectors[position] = vector.tolist()

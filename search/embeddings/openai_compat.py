@@ -82,7 +82,7 @@ class OpenAICompatibleProvider(EmbeddingProvider):
         self.dimensions = profile.dimensions
         self._settings = profile
         self._url = profile.base_url.rstrip("/") + "/embeddings"
-        self._batch_size = profile.batch_size or DEFAULT_BATCH_SIZE
+        self.batch_size = profile.batch_size or DEFAULT_BATCH_SIZE
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         self._client = httpx.Client(
             headers=headers,
@@ -104,8 +104,8 @@ class OpenAICompatibleProvider(EmbeddingProvider):
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         vectors: list[list[float]] = []
-        for start in range(0, len(texts), self._batch_size):
-            vectors.extend(self._embed_batch(texts[start : start + self._batch_size]))
+        for start in range(0, len(texts), self.batch_size):
+            vectors.extend(self._embed_batch(texts[start : start + self.batch_size]))
         return vectors
 
     def _embed_batch(self, batch: list[str]) -> list[list[float]]:

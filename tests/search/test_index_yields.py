@@ -97,12 +97,8 @@ def test_only_other_teams_requests_count_and_only_within_the_window(
     assert notes.zcard(foreground.KEY) == 0
 
 
-def _index_long_entry(team: Team, monkeypatch: pytest.MonkeyPatch) -> tuple[list[tuple[str, float]], str]:
-    """Index a long entry of `team`, recording each wait and each batch embedded, in order."""
-    with team_scope(team.id):
-        memory = memory_services.save_memory(
-            team=team, key="runbooks", content=LONG_TEXT, updated_by="test", allow_duplicate=True
-        ).memory
+def _record_steps(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, float]]:
+    """Each wait and each batch embedded by search.services, in order, from now on."""
     steps: list[tuple[str, float]] = []
     wait, embed = search_services.yield_to_other_teams, search_services.cached_embeddings
 
@@ -118,7 +114,23 @@ def _index_long_entry(team: Team, monkeypatch: pytest.MonkeyPatch) -> tuple[list
 
     monkeypatch.setattr(search_services, "yield_to_other_teams", recorded_wait)
     monkeypatch.setattr(search_services, "cached_embeddings", recorded_embed)
-    outcome = search_services.index_memory(team_id=team.id, memory_id=memory.id)
+    return steps
+
+
+def _save(team: Team, key: str, content: str) -> str:
+    with team_scope(team.id):
+        return str(
+            memory_services.save_memory(
+                team=team, key=key, content=content, updated_by="test", allow_duplicate=True
+            ).memory.id
+        )
+
+
+def _index_long_entry(team: Team, monkeypatch: pytest.MonkeyPatch) -> tuple[list[tuple[str, float]], str]:
+    """Index a long entry of `team`, recording each wait and each batch embedded, in order."""
+    memory_id = _save(team, "runbooks", LONG_TEXT)
+    steps = _record_steps(monkeypatch)
+    outcome = search_services.index_memory(team_id=team.id, memory_id=memory_id)
     return steps, outcome
 
 
@@ -126,7 +138,8 @@ def test_indexing_waits_before_every_batch_while_another_team_is_served(
     notes: redis.Redis, team: Team, other_team: Team, keep_noting: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     chunks = len(chunk_text(LONG_TEXT))
-    assert chunks > search_services.INDEX_YIELD_EVERY_CHUNKS  # two batches at least
+    provider = search_services.team_provider(team)
+    assert provider is not None and chunks > provider.batch_size  # two batches at least
     keep_noting(other_team.id)
     time.sleep(0.05)
 
@@ -139,6 +152,25 @@ def test_indexing_waits_before_every_batch_while_another_team_is_served(
     # The other team never stopped: every batch waited out its whole budget, and no more
     # than that (a hang detector's margin, not a speed target).
     assert all(BUDGET_MS / 1000 <= seconds < BUDGET_MS / 1000 + 2.0 for seconds in waits)
+
+
+def test_a_batchs_chunks_embedded_ahead_wait_before_every_batch_too(
+    notes: redis.Redis, team: Team, other_team: Team, keep_noting: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The batch path (memories/batch, imports) embeds a whole message's chunks ahead of
+    indexing them: in provider batches, each after the same look."""
+    ids = [_save(team, f"runbook-{n}", f"{n}: {LONG_TEXT}") for n in range(2)]
+    keep_noting(other_team.id)
+    time.sleep(0.05)
+    steps = _record_steps(monkeypatch)
+
+    embedded = search_services.embed_ahead(team_id=team.id, memory_ids=ids)
+
+    assert embedded == sum(len(chunk_text(f"{n}: {LONG_TEXT}")) for n in range(2))
+    assert [kind for kind, _ in steps] == ["wait", "embed"] * (len(steps) // 2)
+    assert len(steps) // 2 >= 3
+    assert sum(size for kind, size in steps if kind == "embed") == embedded
+    assert all(seconds >= BUDGET_MS / 1000 for kind, seconds in steps if kind == "wait")
 
 
 def test_a_teams_own_requests_never_pause_its_indexing(
