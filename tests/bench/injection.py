@@ -102,6 +102,7 @@ def _time(call: Callable[[], Any], calls: int, *, before: Callable[[], None] | N
 
 
 def run(*, quick: bool = False) -> dict[str, Any]:
+    from django.test import override_settings
     from rest_framework.test import APIClient
 
     from agents import injection
@@ -144,6 +145,10 @@ def run(*, quick: bool = False) -> dict[str, Any]:
     silent = logging.NullHandler()  # without a handler, logging's last resort would print
     log.addHandler(silent)
     log.propagate = False
+    # What is measured is the injection's cost, not the read budget: 600 calls in a minute
+    # are over the default one (the other benches' servers raise it too).
+    unthrottled = override_settings(MEMORYHUB_THROTTLE_READ="1000000/min")
+    unthrottled.enable()
     try:
         rows = {
             "selector, warm": _time(selector, calls),
@@ -154,6 +159,7 @@ def run(*, quick: bool = False) -> dict[str, Any]:
             "API markdown, project=web": _time(api(project="web"), calls),
         }
     finally:
+        unthrottled.disable()
         log.propagate = True
         log.removeHandler(silent)
 
