@@ -13,7 +13,8 @@ export MEMORYHUB_DATA_DIR := $(abspath $(or $(MEMORYHUB_DATA_DIR),.memoryhub))
 RUN_PID := $(MEMORYHUB_DATA_DIR)/run.pid
 # pytest processes for `make test` (pytest-xdist). Most tests wait on the servers, workers
 # and database they start, so two halve the wall time even on two cores; each process
-# has its own test database, Redis and worker on the one embedded PostgreSQL.
+# has its own test database, Redis and worker on the one embedded PostgreSQL. worksteal: an
+# idle process takes queued tests from the other, so the slow ones do not end on one.
 TEST_PROCESSES ?= 2
 
 .PHONY: run stop test lint format migrate shell bench drill install system-deps browser-deps db-stop clean
@@ -107,7 +108,7 @@ test: install browser-deps
 	$(BIN)/python manage.py spectacular --validate --fail-on-warn --file /dev/null
 	$(BIN)/lint-imports
 	$(BIN)/mypy
-	$(BIN)/pytest -n $(TEST_PROCESSES)
+	$(BIN)/pytest -n $(TEST_PROCESSES) --dist worksteal
 
 lint: install
 	$(BIN)/ruff check .
