@@ -29,7 +29,7 @@ from core.errors import InvalidInput, NotFound
 from core.locks import advisory_xact_lock
 from teams import memberships, services
 from teams.models import Membership, Team
-from teams.scope import team_scope
+from teams.scope import dangerously_bypass_team_scope, team_scope
 
 FIRST_TOKEN_NAME = "first-agent"  # noqa: S105 (a name, not a secret)
 
@@ -109,16 +109,18 @@ def bootstrap(
 
 
 def _teams_with_owners() -> list[tuple[Team, list[str]]]:
-    found = []
-    for team in Team.objects.order_by("slug"):
-        with team_scope(team.id):
-            owners = list(
-                Membership.objects.filter(team=team, role=Membership.Role.OWNER)
-                .order_by("user__username")
-                .values_list("user__username", flat=True)
-            )
-        found.append((team, owners))
-    return found
+    """Every team with its owners' usernames: two queries, not a scope per team (this runs
+    on every `make run`), as the operator path it is (manage.py bootstrap)."""
+    with dangerously_bypass_team_scope(reason="bootstrap: list the teams and owners", actor="manage.py"):
+        teams = list(Team.objects.order_by("slug"))
+        owners: dict[int, list[str]] = {team.id: [] for team in teams}
+        for team_id, username in (
+            Membership.objects.filter(role=Membership.Role.OWNER)
+            .order_by("user__username")
+            .values_list("team_id", "user__username")
+        ):
+            owners[team_id].append(username)
+    return [(team, owners[team.id]) for team in teams]
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,7 @@ class NoSuchUser(InvalidInput):
 
 def add_member(*, team: Team, username: str, role: str, by: Membership | None) -> Membership:
     """Give an existing user a role in the team. Only owners grant the owner role."""
-    _check_role(role)
-    if role == Role.OWNER and not _is_owner(by):
-        raise NotAllowed("only an owner can make someone an owner", field="role")
+    _check_grant(role, by)
     user = get_user_model().objects.filter(username=username.strip()).first()
     if user is None:
         raise NoSuchUser(f"no user named '{username.strip()}'", field="username")
@@ -37,9 +35,7 @@ def add_new_member(*, team: Team, username: str, email: str, role: str, by: Memb
     link, teams.accounts.password_set_link) and make it a member, in one transaction:
     a refused add leaves no account behind. The username's unique constraint decides
     between two creates of one name."""
-    _check_role(role)
-    if role == Role.OWNER and not _is_owner(by):
-        raise NotAllowed("only an owner can make someone an owner", field="role")
+    _check_grant(role, by)
     username = username.strip()
     if not username or len(username) > 150:
         raise InvalidInput("a username is 1-150 characters", field="username")
@@ -150,6 +146,13 @@ def _keep_an_owner(team: Team, *, leaving: Membership) -> None:
 def _check_role(role: str) -> None:
     if role not in Role.values:
         raise InvalidInput(f"role is one of {', '.join(Role.values)}", field="role")
+
+
+def _check_grant(role: str, by: Membership | None) -> None:
+    """A role that exists, and the owner role granted only by an owner."""
+    _check_role(role)
+    if role == Role.OWNER and not _is_owner(by):
+        raise NotAllowed("only an owner can make someone an owner", field="role")
 
 
 def _is_owner(by: Membership | None) -> bool:
