@@ -371,6 +371,8 @@ MEMORYHUB_READYZ_TIMEOUT_SECONDS = env.float("MEMORYHUB_READYZ_TIMEOUT_SECONDS",
 MEMORYHUB_WORKER_HEARTBEAT_TTL_SECONDS = env.float("MEMORYHUB_WORKER_HEARTBEAT_TTL_SECONDS", default=3.0)
 # Workers embed whole memories while the web server answers agents on the same cores:
 # they run at a lower CPU priority (a nice value, 0 to leave it) so requests come first.
+# A save's own near-duplicate embedding in the web process runs at the same niceness
+# (core/priority.py).
 MEMORYHUB_WORKER_NICENESS = env.int("MEMORYHUB_WORKER_NICENESS", default=10)
 # Indexing yields to other teams' requests (core/foreground.py): a worker embedding team A's
 # entries waits, before each batch, while a request of another team started within the

@@ -97,6 +97,9 @@ def _near_duplicates(team: Team, texts: list[str]) -> list[DuplicateMatch | None
                 provider,
                 [(p.content_hash, p.text) for pieces in openings for p in pieces],
                 team_id=team.id,
+                # The new text's opening, embedded for the save's own check: other
+                # teams' requests come first on shared cores.
+                at_background_priority=True,
             )
     except EmbeddingUnavailable as exc:
         logger.warning("team %s: duplicate check by similarity skipped: %s", team.slug, exc)

@@ -22,6 +22,7 @@ from django.db.models.functions import Now, Power
 
 from core.errors import InvalidInput
 from core.foreground import yield_to_other_teams
+from core.priority import run_at_background_priority
 from memories.models import IndexState, Memory
 from search import hooks, near_check, tasks
 from search.chunking import TextChunk, chunk_text
@@ -314,10 +315,15 @@ def _embed_yielding(
 
 
 def cached_embeddings(
-    provider: EmbeddingProvider, items: Iterable[tuple[str, str]], *, team_id: int
+    provider: EmbeddingProvider,
+    items: Iterable[tuple[str, str]],
+    *,
+    team_id: int,
+    at_background_priority: bool = False,
 ) -> dict[str, list[float]]:
     """Vectors by content hash for (content_hash, text) pairs; only hashes the team's
     cache does not hold for this model are sent to the provider, each once.
+    `at_background_priority`: a request embeds for its own sake (core.priority).
 
     The cache is the team's own (search.models.EmbeddingCache): another team having
     embedded the same text never spares this team the provider's round trip, so the
@@ -333,7 +339,11 @@ def cached_embeddings(
         }
     missing = [h for h in texts if h not in vectors]
     if missing:
-        fresh = provider.embed_documents([texts[h] for h in missing])
+        documents = [texts[h] for h in missing]
+        if at_background_priority:
+            fresh = run_at_background_priority(provider.embed_documents, documents)
+        else:
+            fresh = provider.embed_documents(documents)
         with team_scope(team_id):
             EmbeddingCache.objects.bulk_create(
                 [

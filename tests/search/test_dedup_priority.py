@@ -1,0 +1,73 @@
+"""Issue 10, the noisy neighbour: a save's near-duplicate embedding runs on a thread at
+the workers' niceness (core.priority), so one team's long saves take the CPU that
+serving other teams' requests leaves over; the request's own thread keeps its priority.
+
+Nice values are per thread on Linux; this reads them with getpriority(2) on the thread
+that runs the model."""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+import pytest
+from django.conf import settings
+
+from core.priority import run_at_background_priority
+from memories import services as memory_services
+from search import services as search_services
+from search.embeddings.local import LocalOnnxProvider
+from teams.models import Team
+from teams.scope import team_scope
+
+
+def thread_niceness() -> int:
+    return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+
+def test_the_function_runs_lowered_and_the_caller_keeps_its_priority() -> None:
+    assert settings.MEMORYHUB_WORKER_NICENESS > 0
+    before = thread_niceness()
+
+    ran_at = run_at_background_priority(thread_niceness)
+
+    assert ran_at == min(19, before + settings.MEMORYHUB_WORKER_NICENESS)
+    assert thread_niceness() == before
+    assert run_at_background_priority(threading.get_native_id) != threading.get_native_id()
+
+
+def test_the_functions_exception_reaches_the_caller() -> None:
+    def fails() -> None:
+        raise ValueError("provider said no")
+
+    with pytest.raises(ValueError, match="provider said no"):
+        run_at_background_priority(fails)
+
+
+@pytest.mark.django_db
+def test_a_saves_near_duplicate_embedding_runs_at_background_priority(
+    team: Team, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with team_scope(team.id):
+        first = memory_services.save_memory(
+            team=team, key="deploys", content="Deploys happen on Tuesdays.", updated_by="test"
+        ).memory
+    search_services.index_memory(team_id=team.id, memory_id=first.id)  # the team has vectors now
+    request_niceness = thread_niceness()
+    embedded_at: list[int] = []
+    original = LocalOnnxProvider.embed_documents
+
+    def observed(self: LocalOnnxProvider, texts: list[str]) -> Any:
+        embedded_at.append(thread_niceness())
+        return original(self, texts)
+
+    monkeypatch.setattr(LocalOnnxProvider, "embed_documents", observed)
+
+    with team_scope(team.id):
+        memory_services.save_memory(
+            team=team, key="backups", content="Backups run nightly at two.", updated_by="test"
+        )
+
+    assert embedded_at == [min(19, request_niceness + settings.MEMORYHUB_WORKER_NICENESS)]
+    assert thread_niceness() == request_niceness
