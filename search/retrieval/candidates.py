@@ -317,10 +317,11 @@ def vector_matches(
     names the memories; through the HNSW index otherwise."""
     with read_connection().cursor() as cursor:
         if memory_ids is not None or _vector_count(cursor, filters.team_id, vector.model) < EXACT_SCAN_BELOW:
-            _exact_scan(cursor, vector, filters, limit=limit, memory_ids=memory_ids)
+            found = _exact_scan(cursor, vector, filters, limit=limit, memory_ids=memory_ids)
         else:
             _index_scan(cursor, vector, filters, limit=limit)
-        rows = [(row[0], max(0.0, 1.0 - float(row[1])), row[2]) for row in cursor.fetchall()]
+            found = cursor.fetchall()
+        rows = [(row[0], max(0.0, 1.0 - float(row[1])), row[2]) for row in found]
     rows.sort(key=lambda row: (-row[1], str(row[0])))
     return rows[:limit]
 
@@ -332,7 +333,7 @@ def _exact_scan(
     *,
     limit: int,
     memory_ids: list[uuid.UUID] | None,
-) -> None:
+) -> list[tuple[Any, ...]]:
     where, params = _where(filters, memory_ids)
     # No cast to vector(n): this expression does not match the HNSW index, so
     # the planner scans the team's rows exactly.
@@ -347,7 +348,22 @@ def _exact_scan(
                     ORDER BY c.memory_id, distance
                 ) best ORDER BY distance, memory_id LIMIT %s
             """  # noqa: S608
+    whole_team = memory_ids is None
+    if whole_team:
+        # Hash joins only, for this statement. Row-level security turns the team
+        # condition into `team_id = <team>` on every joined table; for a team that grew
+        # since the last ANALYZE the planner believes the team has a row or two and joins
+        # each vector to the team's chunks through the team index, filtering: quadratic
+        # in the team's size (280 ms for 1,300 vectors, against 2 ms hashed). The whole
+        # team is read anyway, at most EXACT_SCAN_BELOW vectors, so hashing is linear
+        # whatever the statistics say. (Named memories keep their index lookups.)
+        # Transaction-local; a failed statement rolls it back with the transaction.
+        cursor.execute("SELECT set_config('enable_nestloop', 'off', true)")
     cursor.execute(sql, [_vector_literal(vector.values), filters.team_id, vector.model, *params, limit])
+    rows = cursor.fetchall()
+    if whole_team:
+        cursor.execute("RESET enable_nestloop")
+    return rows
 
 
 def _index_scan(cursor: Any, vector: QueryVector, filters: SearchFilters, *, limit: int) -> None:

@@ -162,3 +162,39 @@ def test_large_team_behind_another_teams_rows_gets_k_results_of_its_own(
     assert all(r.key.startswith("far-") for r in results)
     # The 5 identity entries are far's nearest: they come first.
     assert {r.key for r in results[:5]} == {f"far-identity-{n}" for n in range(1, 6)}
+
+
+def plan_nodes(plan: dict[str, Any]) -> list[str]:
+    return [plan["Node Type"], *(node for child in plan.get("Plans", []) for node in plan_nodes(child))]
+
+
+def test_a_team_grown_since_the_last_analyze_is_scanned_in_one_pass(db: None) -> None:
+    """Issue 10: the planner's statistics lag behind a team that has just grown (a
+    flood of saves, an import). Believing the team holds a row or two, PostgreSQL joined
+    each of its vectors to its chunks through the team index, a pass over the team's
+    chunks per vector: quadratic in the team's size, paid by each save's duplicate check
+    and each search. The exact scan joins by hashing, one pass over each table."""
+    grown = TeamFactory(slug="grown", name="Grown")
+    with connection.cursor() as cursor:  # statistics from before the team's rows
+        cursor.execute("ANALYZE memories_memory, search_chunk, search_chunkembedding")
+    add_memories(grown, "grown", 600, "context", centre=None, spread=1.0)
+    query, _warnings = embed_query(team=grown, query=QUERY)
+    assert query is not None
+    plans: list[dict[str, Any]] = []
+
+    def explain_exact_scan(
+        execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any
+    ) -> Any:
+        if "DISTINCT ON (c.memory_id)" in sql:
+            raw = context["cursor"].cursor  # psycopg's own: not through this wrapper again
+            raw.execute("EXPLAIN (FORMAT JSON) " + sql, params)
+            plans.append(raw.fetchone()[0][0]["Plan"])
+        return execute(sql, params, many, context)
+
+    filters = candidates.SearchFilters(team_id=grown.id, types=None, project=None, include_superseded=False)
+    with team_scope(grown.id), connection.execute_wrapper(explain_exact_scan):
+        matches = candidates.vector_matches(query, filters, limit=5)
+
+    assert len(matches) == 5
+    assert len(plans) == 1
+    assert "Nested Loop" not in plan_nodes(plans[0])
