@@ -341,6 +341,7 @@ def cached_embeddings(
     if missing:
         documents = [texts[h] for h in missing]
         if at_background_priority:
+            yield_to_other_teams(team_id)
             fresh = run_at_background_priority(provider.embed_documents, documents)
         else:
             fresh = provider.embed_documents(documents)

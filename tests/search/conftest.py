@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import socket
+import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+import redis
 
+from core import foreground
+from memoryhub import embedded_redis as embedded
 from search.embeddings.profiles import provider_for
 from tests.search.embedding_server import EmbeddingServer
+
+# The foreground notes' budget per wait in these tests (MEMORYHUB_INDEX_YIELD_MAX_MS).
+YIELD_BUDGET_MS = 150
 
 
 def free_port() -> int:
@@ -27,3 +35,39 @@ def server() -> Iterator[EmbeddingServer]:
     embedding_server = EmbeddingServer(local, port=free_port())  # type: ignore[arg-type]
     yield embedding_server
     embedding_server.stop()
+
+
+@pytest.fixture
+def notes(embedded_redis: embedded.EmbeddedRedis, settings: Any) -> Iterator[redis.Redis]:
+    """Foreground notes in the run's Redis, with a short per-batch budget."""
+    settings.REDIS_URL = embedded_redis.url
+    settings.MEMORYHUB_INDEX_YIELD_MAX_MS = YIELD_BUDGET_MS
+    settings.MEMORYHUB_FOREGROUND_WINDOW_MS = 100
+    client = redis.Redis(unix_socket_path=str(embedded.socket_path(embedded_redis.folder)))
+    client.delete(foreground.KEY)
+    foreground._down_until = 0.0
+    yield client
+    client.delete(foreground.KEY)
+    client.close()
+
+
+@pytest.fixture
+def keep_noting() -> Iterator[Any]:
+    """note(team_id): a team's requests keep arriving, every 20 ms, until the test ends."""
+    stop = threading.Event()
+    threads: list[threading.Thread] = []
+
+    def note(team_id: int) -> None:
+        def run() -> None:
+            while not stop.is_set():
+                foreground.note_team_request(team_id)
+                stop.wait(0.02)
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        threads.append(thread)
+
+    yield note
+    stop.set()
+    for thread in threads:
+        thread.join(5)

@@ -20,6 +20,7 @@ from search import services as search_services
 from search.embeddings.local import LocalOnnxProvider
 from teams.models import Team
 from teams.scope import team_scope
+from tests.search.conftest import YIELD_BUDGET_MS
 
 
 def thread_niceness() -> int:
@@ -71,3 +72,44 @@ def test_a_saves_near_duplicate_embedding_runs_at_background_priority(
 
     assert embedded_at == [min(19, request_niceness + settings.MEMORYHUB_WORKER_NICENESS)]
     assert thread_niceness() == request_niceness
+
+
+def _record_waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    waits: list[float] = []
+    wait = search_services.yield_to_other_teams
+
+    def recorded(team_id: int) -> float:
+        waits.append(wait(team_id))
+        return waits[-1]
+
+    monkeypatch.setattr(search_services, "yield_to_other_teams", recorded)
+    return waits
+
+
+@pytest.mark.django_db
+def test_a_saves_near_duplicate_embedding_waits_while_another_team_is_served(
+    notes: Any, team: Team, other_team: Team, keep_noting: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As indexing does (tests/search/test_index_yields.py): one wait of at most the
+    budget before the save's embedding, and only for other teams' requests."""
+    with team_scope(team.id):
+        first = memory_services.save_memory(
+            team=team, key="deploys", content="Deploys happen on Tuesdays.", updated_by="test"
+        ).memory
+    search_services.index_memory(team_id=team.id, memory_id=first.id)
+    waits = _record_waits(monkeypatch)
+
+    keep_noting(team.id)  # the team's own requests do not hold back its saves
+    with team_scope(team.id):
+        memory_services.save_memory(
+            team=team, key="backups", content="Backups run nightly.", updated_by="test"
+        )
+    keep_noting(other_team.id)
+    with team_scope(team.id):
+        memory_services.save_memory(
+            team=team, key="alerts", content="Alerts page the owner.", updated_by="test"
+        )
+
+    assert len(waits) == 2
+    assert waits[0] < YIELD_BUDGET_MS / 1000
+    assert YIELD_BUDGET_MS / 1000 <= waits[1] < YIELD_BUDGET_MS / 1000 + 2.0

@@ -9,9 +9,7 @@ A's own requests; with Redis gone, nothing waits."""
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -20,12 +18,12 @@ from django.conf import settings
 
 from core import foreground
 from memories import services as memory_services
-from memoryhub import embedded_redis as embedded
 from search import services as search_services
 from search.chunking import chunk_text
 from teams.models import Team
 from teams.scope import team_scope
 from tests.conftest import Agent
+from tests.search.conftest import YIELD_BUDGET_MS as BUDGET_MS
 
 pytestmark = pytest.mark.django_db
 
@@ -34,43 +32,6 @@ LONG_TEXT = "\n\n".join(
     f"repository and is reviewed every quarter by the {word} team. " * 14
     for n, word in enumerate(["billing", "search", "auth", "storage", "mail", "queue", "cache", "maps"])
 )
-BUDGET_MS = 150
-
-
-@pytest.fixture
-def notes(embedded_redis: embedded.EmbeddedRedis, settings: Any) -> Iterator[redis.Redis]:
-    """Foreground notes in the run's Redis, with a short per-batch budget."""
-    settings.REDIS_URL = embedded_redis.url
-    settings.MEMORYHUB_INDEX_YIELD_MAX_MS = BUDGET_MS
-    settings.MEMORYHUB_FOREGROUND_WINDOW_MS = 100
-    client = redis.Redis(unix_socket_path=str(embedded.socket_path(embedded_redis.folder)))
-    client.delete(foreground.KEY)
-    foreground._down_until = 0.0
-    yield client
-    client.delete(foreground.KEY)
-    client.close()
-
-
-@pytest.fixture
-def keep_noting() -> Iterator[Any]:
-    """note(team_id): a team's requests keep arriving, every 20 ms, until the test ends."""
-    stop = threading.Event()
-    threads: list[threading.Thread] = []
-
-    def note(team_id: int) -> None:
-        def run() -> None:
-            while not stop.is_set():
-                foreground.note_team_request(team_id)
-                stop.wait(0.02)
-
-        thread = threading.Thread(target=run, daemon=True)
-        thread.start()
-        threads.append(thread)
-
-    yield note
-    stop.set()
-    for thread in threads:
-        thread.join(5)
 
 
 def test_an_api_request_notes_its_team(notes: redis.Redis, member: Agent, other_team: Team) -> None:
