@@ -376,7 +376,8 @@ MEMORYHUB_WORKER_HEARTBEAT_TTL_SECONDS = env.float("MEMORYHUB_WORKER_HEARTBEAT_T
 MEMORYHUB_WORKER_NICENESS = env.int("MEMORYHUB_WORKER_NICENESS", default=10)
 # Indexing yields to other teams' requests (core/foreground.py): a worker embedding team A's
 # entries waits, before each batch, while a request of another team started within the
-# window, at most INDEX_YIELD_MAX_MS a batch (0 turns yielding and the notes off).
+# window, at most INDEX_YIELD_MAX_MS a batch (0 turns yielding and the notes off). A save's
+# near-duplicate embedding (search/dedup.py) waits the same way, once.
 MEMORYHUB_FOREGROUND_WINDOW_MS = env.int("MEMORYHUB_FOREGROUND_WINDOW_MS", default=100)
 MEMORYHUB_INDEX_YIELD_MAX_MS = env.int("MEMORYHUB_INDEX_YIELD_MAX_MS", default=250)
 

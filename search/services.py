@@ -323,7 +323,9 @@ def cached_embeddings(
 ) -> dict[str, list[float]]:
     """Vectors by content hash for (content_hash, text) pairs; only hashes the team's
     cache does not hold for this model are sent to the provider, each once.
-    `at_background_priority`: a request embeds for its own sake (core.priority).
+    `at_background_priority`: a request embeds for its own sake: it first waits while
+    other teams are being served (core.foreground), then embeds on a lowered thread
+    (core.priority).
 
     The cache is the team's own (search.models.EmbeddingCache): another team having
     embedded the same text never spares this team the provider's round trip, so the
