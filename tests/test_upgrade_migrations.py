@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -39,6 +40,8 @@ FILLED_BY_MIGRATE = {"django_migrations", "django_content_type", "auth_permissio
 SECURED_SINCE = {"search_embeddingcache"}
 # A hang detector for the migrate process, not a speed target.
 MIGRATE_TIMEOUT_SECONDS = 300
+# How long a scratch database waits for the sessions that have just left it (teardown).
+SESSIONS_END_SECONDS = 10
 
 ALPHA, BRAVO = 1, 2
 T0 = "2026-01-05 09:00:00+00"
@@ -176,6 +179,14 @@ def _scratch_database(purpose: str) -> Iterator[str]:
         yield name
     finally:
         with _connect("postgres", owner=True, autocommit=True) as admin:
+            # A session of the application role that has just disconnected (a
+            # manage.py child that exited) may still be ending; FORCE would have to
+            # terminate it, which the owner role may not do. Wait for it first.
+            deadline = time.monotonic() + SESSIONS_END_SECONDS
+            while time.monotonic() < deadline and admin.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = %s", [name]
+            ).fetchone() != (0,):
+                time.sleep(0.1)
             admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 

@@ -11,8 +11,12 @@ import pytest
 import redis
 
 from core import foreground
+from memories import services as memory_services
 from memoryhub import embedded_redis as embedded
+from search import services as search_services
 from search.embeddings.profiles import provider_for
+from teams.models import Team
+from teams.scope import team_scope
 from tests.search.embedding_server import EmbeddingServer
 
 # The foreground notes' budget per wait in these tests (MEMORYHUB_INDEX_YIELD_MAX_MS).
@@ -71,3 +75,15 @@ def keep_noting() -> Iterator[Any]:
     stop.set()
     for thread in threads:
         thread.join(5)
+
+
+@pytest.fixture
+def team_with_vectors(team: Team) -> Team:
+    """`team` with one indexed entry: a save's near-duplicate check embeds only once the
+    team has vectors to compare with."""
+    with team_scope(team.id):
+        saved = memory_services.save_memory(
+            team=team, key="deploys", content="Deploys happen on Tuesdays.", updated_by="test"
+        ).memory
+    search_services.index_memory(team_id=team.id, memory_id=saved.id)
+    return team

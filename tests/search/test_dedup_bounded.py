@@ -25,13 +25,9 @@ LONG_TEXT = "\n\n".join(
 
 @pytest.mark.django_db
 def test_only_the_opening_of_a_long_text_is_chunked_and_embedded_on_save(
-    team: Team, monkeypatch: pytest.MonkeyPatch
+    team_with_vectors: Team, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with team_scope(team.id):
-        saved = services.save_memory(
-            team=team, key="short", content="Deploys happen on Tuesdays.", updated_by="test"
-        ).memory
-    search_services.index_memory(team_id=team.id, memory_id=saved.id)  # the team has vectors now
+    team = team_with_vectors
     assert len(chunk_text(LONG_TEXT)) > settings.MEMORYHUB_DEDUP_MAX_CHUNKS + 2
     chunked: list[int] = []
 

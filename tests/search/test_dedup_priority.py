@@ -48,13 +48,9 @@ def test_the_functions_exception_reaches_the_caller() -> None:
 
 @pytest.mark.django_db
 def test_a_saves_near_duplicate_embedding_runs_at_background_priority(
-    team: Team, monkeypatch: pytest.MonkeyPatch
+    team_with_vectors: Team, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with team_scope(team.id):
-        first = memory_services.save_memory(
-            team=team, key="deploys", content="Deploys happen on Tuesdays.", updated_by="test"
-        ).memory
-    search_services.index_memory(team_id=team.id, memory_id=first.id)  # the team has vectors now
+    team = team_with_vectors
     request_niceness = thread_niceness()
     embedded_at: list[int] = []
     original = LocalOnnxProvider.embed_documents
@@ -88,15 +84,11 @@ def _record_waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
 
 @pytest.mark.django_db
 def test_a_saves_near_duplicate_embedding_waits_while_another_team_is_served(
-    notes: Any, team: Team, other_team: Team, keep_noting: Any, monkeypatch: pytest.MonkeyPatch
+    notes: Any, team_with_vectors: Team, other_team: Team, keep_noting: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """As indexing does (tests/search/test_index_yields.py): one wait of at most the
     budget before the save's embedding, and only for other teams' requests."""
-    with team_scope(team.id):
-        first = memory_services.save_memory(
-            team=team, key="deploys", content="Deploys happen on Tuesdays.", updated_by="test"
-        ).memory
-    search_services.index_memory(team_id=team.id, memory_id=first.id)
+    team = team_with_vectors
     waits = _record_waits(monkeypatch)
 
     keep_noting(team.id)  # the team's own requests do not hold back its saves
