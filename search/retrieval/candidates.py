@@ -212,10 +212,15 @@ def plan_keyword_query(query: str, team_id: int, *, bound: int | None = None) ->
         summed += df
     return KeywordPlan(
         lexemes=[lexeme for _, lexeme in found],
-        idf=[math.log(1 + (max(count, df) - df + 0.5) / (df + 0.5)) for df, _ in found],
+        idf=[bm25_idf(chunks=count, df=df) for df, _ in found],
         picked=picked,
         avg_length=max(float(length) / count, 1.0),
     )
+
+
+def bm25_idf(*, chunks: int, df: int) -> float:
+    """A lexeme's BM25 idf in a team of `chunks` chunks, `df` of which hold it."""
+    return math.log(1 + (max(chunks, df) - df + 0.5) / (df + 0.5))
 
 
 def _or_query(lexemes: list[str]) -> str:
@@ -226,7 +231,7 @@ def _or_query(lexemes: list[str]) -> str:
 # A lexeme's frequency in a chunk, from the stored tsvector's positions (a lexeme
 # without positions counts once). A chunk's length is its number of distinct lexemes
 # (`length(tsvector)`, as in KeywordStat): read without unnesting the chunk twice.
-_OCCURRENCES = "coalesce(array_length(u.positions, 1), 1)::float8"
+LEXEME_OCCURRENCES = "coalesce(array_length(u.positions, 1), 1)::float8"
 
 
 def keyword_sql(
@@ -265,7 +270,7 @@ def keyword_sql(
             SELECT candidate.id, candidate.memory_id, (
                 SELECT coalesce(sum(q.idf * t.tf * ({BM25_K1} + 1)
                     / (t.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * d.length / %s))), 0)
-                FROM (SELECT u.lexeme, {_OCCURRENCES} AS tf FROM unnest(candidate.search_vector) u) t
+                FROM (SELECT u.lexeme, {LEXEME_OCCURRENCES} AS tf FROM unnest(candidate.search_vector) u) t
                 JOIN q ON q.lexeme = t.lexeme
             ) AS rank
             FROM candidate, LATERAL (SELECT length(candidate.search_vector)::float8 AS length) d

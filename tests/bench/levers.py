@@ -13,7 +13,6 @@ A lever moves into the product only when the held-out half agrees (docs/decision
 
 from __future__ import annotations
 
-import math
 import re
 import uuid
 from collections.abc import Callable, Mapping
@@ -234,21 +233,23 @@ def _chunk_lexemes(team_id: int, chunk_ids: list[int]) -> list[tuple[int, str, i
     """(chunk id, lexeme, tf, BM25 idf in the team) of the chunks' lexemes. One query."""
     from django.db import connection
 
+    from search.retrieval.candidates import LEXEME_OCCURRENCES, bm25_idf
+
     with connection.cursor() as cursor:
         cursor.execute(
-            """
-            SELECT c.id, u.lexeme, coalesce(array_length(u.positions, 1), 1), coalesce(s.chunks, 0),
+            f"""
+            SELECT c.id, u.lexeme, {LEXEME_OCCURRENCES}, coalesce(s.chunks, 0),
                    (SELECT t.chunks FROM search_keywordstat t WHERE t.team_id = %s AND t.lexeme = '')
             FROM search_chunk c CROSS JOIN LATERAL unnest(c.search_vector) u
             LEFT JOIN search_keywordstat s ON s.team_id = c.team_id AND s.lexeme = u.lexeme
             WHERE c.team_id = %s AND c.id = ANY(%s)
-            """,
+            """,  # noqa: S608 (a constant fragment; values are parameters)
             [team_id, team_id, chunk_ids],
         )
         rows = cursor.fetchall()
     # The keyword path's idf (search.retrieval.candidates.plan_keyword_query).
     return [
-        (chunk_id, lexeme, int(tf), math.log(1 + (max(count or 1, df) - df + 0.5) / (df + 0.5)))
+        (chunk_id, lexeme, int(tf), bm25_idf(chunks=count or 1, df=df))
         for chunk_id, lexeme, tf, df, count in rows
     ]
 
