@@ -74,8 +74,20 @@ class SearchInputSerializer(StrictInputSerializer):
 
 class ExplainSerializer(serializers.Serializer):
     vector = serializers.FloatField(help_text="Cosine similarity of the best chunk, 0..1.")
+    vector_relative = serializers.FloatField(
+        required=False,
+        help_text="Hybrid mode: the cosine placed in this query's band of cosines, 1 for the highest, 0 for "
+        "the lowest (a band narrower than 0.25 counts as 0.25 wide).",
+    )
+    evidence = serializers.FloatField(
+        required=False,
+        help_text="Hybrid mode: this query's best w_vec * vector + w_kw * keyword (one value per query).",
+    )
     keyword = serializers.FloatField(help_text="Full-text rank divided by this query's best rank, 0..1.")
-    merged = serializers.FloatField(help_text="w_vec * vector + w_kw * keyword (one part in single modes).")
+    merged = serializers.FloatField(
+        help_text="Hybrid mode: (w_vec * vector_relative + w_kw * keyword) * evidence; a single mode: that "
+        "path's part."
+    )
     entity = serializers.FloatField(
         help_text="0.05 per name or short quoted phrase of the query found exactly (case-sensitive, whole "
         "words) in the entry, at most 0.15; hybrid mode only, 0 otherwise."

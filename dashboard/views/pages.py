@@ -85,10 +85,14 @@ def reindex(request: HttpRequest, access: TeamAccess) -> HttpResponse:
 
 # --- search playground -----------------------------------------------------------
 
+# Hybrid results have every part; a single mode has no vector_relative or evidence.
 EXPLAIN_PARTS = [
     ("vector", "Vector", "cosine similarity of the query and the best chunk"),
+    ("vector_relative", "Vector, relative", "the cosine within this query's band: 1 for its highest"),
     ("keyword", "Keyword", "full-text rank, relative to the best keyword match"),
-    ("merged", "Merged", "vector and keyword weighted by the team's hybrid weights"),
+    ("evidence", "Evidence", "this query's best weighted sum; it scales every result alike"),
+    ("merged", "Merged", "relative vector and keyword, by the team's hybrid weights, times the evidence"),
+    ("entity", "Names", "0.05 per name or quoted phrase of the query found exactly, at most 0.15"),
     ("decay", "Decay", "halves every half-life; identity and lesson are exempt"),
     ("rating", "Rating", "1 + 0.05 per net vote, within 0.75..1.25"),
     ("mmr", "MMR", "relevance minus redundancy with results above it"),

@@ -3,8 +3,18 @@ functions of the candidates and their memories; no database, no clock of their o
 
 - keyword score = rank / best rank among this query's candidates, so 0..1 with 1 for
   the best keyword match; vector score = cosine similarity (0 when not found);
-- merged = w_vec * vector + w_kw * keyword in hybrid mode (the team's weights, 0.7 /
-  0.3 by default), one of them alone in a single mode;
+- merged, in a single mode: that path's score alone. In hybrid mode the two paths are
+  put on one scale first (issue 15, "relative fusion"): cosines of one query sit in a
+  narrow band (0.2-0.5 for the local model) while keyword scores span 0..1, so a raw
+  weighted sum lets the keyword path decide far more than its weight says. So
+  vector_relative = (cosine - lowest) / (highest - lowest) over the query's candidates
+  (the band at least RELATIVE_MIN_BAND wide),
+  relative = w_vec * vector_relative + w_kw * keyword (the team's weights, 0.7 / 0.3 by
+  default), and merged = relative * evidence, where evidence is the query's best
+  absolute weighted sum (w_vec * cosine + w_kw * keyword). Evidence is one number per
+  query, so it leaves the order alone and keeps `min_score` absolute: a query that
+  matches nothing well still scores low everywhere. `fusion="absolute"` is the raw
+  weighted sum (before issue 15);
 - entity = ENTITY_BOOST (0.05) per name or short quoted phrase of the query found
   exactly in the entry, at most 3 (search.retrieval.entities), hybrid mode only;
 - decay = 0.5 ** (age_days / half_life), identity and lesson exempt;
@@ -20,6 +30,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Literal
 
 from memories.models import Memory
 from memories.types import MemoryType
@@ -29,6 +40,14 @@ from search.retrieval.entities import entity_bonus, entity_patterns
 DECAY_EXEMPT_TYPES = frozenset({MemoryType.IDENTITY, MemoryType.LESSON})
 RATING_STEP = 0.05
 RATING_CAP = 5
+
+Fusion = Literal["relative", "absolute"]
+# Relative fusion stretches the candidates' cosines to 0..1, but a few candidates a
+# hair apart (near-duplicates, a tiny team) must not become 0 and 1: a band narrower
+# than this is stretched only as if it were this wide. A whole-conversation query over
+# 40 or more candidates spans a wider band (MADial: median 0.35, 10th percentile 0.26),
+# so there it changes nothing.
+RELATIVE_MIN_BAND = 0.25
 
 
 @dataclass(frozen=True)
@@ -61,13 +80,20 @@ def score_candidates(
     decay: bool = True,
     min_score: float | None = None,
     entities: Sequence[str] = (),
+    fusion: Fusion = "relative",
 ) -> list[Scored]:
     """The candidates that have a memory in `memories` and reach `min_score`, best
     first (ties by memory id, so the order never depends on how they were found).
-    `entities` (the query's, search.retrieval.entities) boost in hybrid mode only."""
+    `entities` (the query's, search.retrieval.entities) boost in hybrid mode only;
+    `fusion` is how hybrid mode merges the paths (module docstring)."""
     candidates = list(candidates)
     patterns = entity_patterns(entities) if mode == "hybrid" else []
     best_rank = max((c.keyword_rank for c in candidates), default=0.0) or 1.0
+    scale = (
+        RelativeScale.of(candidates, best_rank=best_rank, weights=weights)
+        if mode == "hybrid" and fusion == "relative"
+        else None
+    )
     scored: list[Scored] = []
     for c in candidates:
         memory = memories.get(c.memory_id)
@@ -75,7 +101,15 @@ def score_candidates(
             continue
         keyword = c.keyword_rank / best_rank
         vector = c.similarity or 0.0
-        merged = merge_scores(vector=vector, keyword=keyword, mode=mode, weights=weights)
+        relative: dict[str, float] = {}
+        if scale is None:
+            merged = merge_scores(vector=vector, keyword=keyword, mode=mode, weights=weights)
+        else:
+            relative = {"vector_relative": scale.vector(vector), "evidence": scale.evidence}
+            merged = (
+                merge_scores(vector=relative["vector_relative"], keyword=keyword, mode=mode, weights=weights)
+                * scale.evidence
+            )
         entity = entity_bonus(patterns, memory.content) if patterns else 0.0
         factor = (
             decay_factor(
@@ -90,6 +124,7 @@ def score_candidates(
             continue
         parts = {
             "vector": vector,
+            **relative,
             "keyword": keyword,
             "merged": merged,
             "entity": entity,
@@ -99,6 +134,36 @@ def score_candidates(
         scored.append(Scored(score=score, candidate=c, parts=parts))
     scored.sort(key=lambda item: (-item.score, str(item.candidate.memory_id)))
     return scored
+
+
+@dataclass(frozen=True)
+class RelativeScale:
+    """One hybrid query's relative fusion (module docstring): the band of its
+    candidates' cosines and its evidence."""
+
+    lowest: float
+    highest: float
+    evidence: float
+
+    @classmethod
+    def of(cls, candidates: Sequence[Candidate], *, best_rank: float, weights: Weights) -> RelativeScale:
+        """Over all `candidates`, like the keyword path's best rank. Linear."""
+        similarities = [c.similarity or 0.0 for c in candidates]
+        evidence = max(
+            (
+                weights.vector * (c.similarity or 0.0) + weights.keyword * c.keyword_rank / best_rank
+                for c in candidates
+            ),
+            default=0.0,
+        )
+        return cls(
+            lowest=min(similarities, default=0.0), highest=max(similarities, default=0.0), evidence=evidence
+        )
+
+    def vector(self, similarity: float) -> float:
+        """1 for the query's highest cosine, 0 for its lowest; a band narrower than
+        RELATIVE_MIN_BAND is not stretched to the whole 0..1."""
+        return 1.0 - (self.highest - similarity) / max(self.highest - self.lowest, RELATIVE_MIN_BAND)
 
 
 def merge_scores(*, vector: float, keyword: float, mode: SearchMode, weights: Weights) -> float:

@@ -286,7 +286,9 @@ def refine_with_feedback(
 class Lever:
     name: str
     keyword_query: Callable[[str], str] | None = None  # rewrites the keyword path's query
-    fusion: str = "weighted"  # or "rrf"
+    # "absolute": the raw weighted sum (the default before relative fusion), "relative"
+    # (search.retrieval.scoring), or "rrf".
+    fusion: str = "absolute"
     entity_boost: bool = False
     query_windows: bool = False
     feedback: bool = False
@@ -295,6 +297,12 @@ class Lever:
 
 
 _ENTITIES = Lever("entity/name boosting (+0.05 per exact name or quoted phrase, max 3)", entity_boost=True)
+_RELATIVE = Lever(
+    "relative fusion (the vector path min-max scaled over the candidates, times the evidence)",
+    fusion="relative",
+    entity_boost=True,
+    against=_ENTITIES,
+)
 LEVERS = (
     Lever("question-phrase removal (keyword path)", keyword_query=strip_question_phrases),
     Lever("reciprocal rank fusion (k=60) instead of weighted sum", fusion="rrf"),
@@ -319,11 +327,12 @@ LEVERS = (
         feedback=True,
         against=_ENTITIES,
     ),
+    _RELATIVE,
 )
 # The first levers are measured against the default hybrid ranking without the levers.
 BASELINE = Lever("default hybrid (hybrid + MMR) without the levers")
 # The kept levers together: what embed_and_search does by default.
-PRODUCT_DEFAULT = _ENTITIES
+PRODUCT_DEFAULT = _RELATIVE
 
 
 def ranked_keys(
@@ -389,6 +398,7 @@ def ranked_keys(
             now=now,
             decay=False,
             entities=query_entities(query) if lever.entity_boost else (),
+            fusion="relative" if lever.fusion == "relative" else "absolute",
         )
     picked = diversify(scored, {m.id: m.content for m in memories.values()}, max_results)
     keys = [memories[item.candidate.memory_id].key for item in picked]

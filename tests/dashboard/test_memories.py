@@ -267,3 +267,37 @@ def test_a_text_the_team_already_holds_is_not_saved_twice_unless_asked(mia: Clie
 
     assert forced.status_code == 302
     assert active(team, "deploy-copy").content == "Never deploy on Fridays."
+
+
+def test_search_playground_shows_every_part_of_a_hybrid_score(
+    mia: Client, team: Team, django_capture_on_commit_callbacks: Any
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        save(team, "deploy:friday", "Ada says: never deploy to production on Fridays.")
+        save(team, "lunch", "The team has lunch at noon.")
+
+    response = mia.get(url("search"), {"q": "Did Ada say when to deploy?", "mode": "hybrid"})
+
+    assert response.status_code == 200
+    assert response.context["outcome"].search_mode == "hybrid"
+    first = response.context["rows"][0]
+    assert first["result"].key == "deploy:friday"
+    bars = {bar["name"]: bar["value"] for bar in first["bars"]}
+    assert list(bars) == [
+        "vector",
+        "vector_relative",
+        "keyword",
+        "evidence",
+        "merged",
+        "entity",
+        "decay",
+        "rating",
+        "mmr",
+    ]
+    assert bars["entity"] == pytest.approx(0.05)
+    assert bars["merged"] == pytest.approx(
+        (team.hybrid_vector_weight * bars["vector_relative"] + team.hybrid_keyword_weight * bars["keyword"])
+        * bars["evidence"],
+        abs=1e-5,
+    )
+    assert "Vector, relative" in response.content.decode()

@@ -11,6 +11,7 @@ import pytest
 from memories.models import Memory
 from search.retrieval.candidates import Candidate
 from search.retrieval.scoring import (
+    RELATIVE_MIN_BAND,
     Weights,
     decay_factor,
     merge_scores,
@@ -123,12 +124,104 @@ def test_score_is_merged_times_decay_times_rating_with_its_parts() -> None:
         now=NOW,
     )
 
+    # Alone, it is the top of its query's band and its own evidence: (0.7 + 0.3) * 0.65.
     assert scored.parts == pytest.approx(
-        {"vector": 0.5, "keyword": 1.0, "merged": 0.65, "entity": 0.0, "decay": 0.5, "rating": 1.1}
+        {
+            "vector": 0.5,
+            "vector_relative": 1.0,
+            "evidence": 0.65,
+            "keyword": 1.0,
+            "merged": 0.65,
+            "entity": 0.0,
+            "decay": 0.5,
+            "rating": 1.1,
+        }
     )
-    assert list(scored.parts) == ["vector", "keyword", "merged", "entity", "decay", "rating"]
+    assert list(scored.parts) == [
+        "vector",
+        "vector_relative",
+        "evidence",
+        "keyword",
+        "merged",
+        "entity",
+        "decay",
+        "rating",
+    ]
     assert scored.score == round(0.65 * 0.5 * 1.1, 6)
     assert scored.mmr is None
+
+
+def test_relative_fusion_stretches_the_querys_band_of_cosines_and_scales_by_its_evidence() -> None:
+    low, middle, high = memory(), memory(), memory()
+    found = [
+        candidate(low, similarity=0.2, rank=0.3),
+        candidate(middle, similarity=0.35),
+        candidate(high, similarity=0.5, rank=0.1),
+    ]
+
+    scored = score_candidates(
+        found,
+        {e.id: e for e in (low, middle, high)},
+        mode="hybrid",
+        weights=DEFAULT_WEIGHTS,
+        half_life_days=0,
+        now=NOW,
+    )
+
+    # evidence = the best absolute sum: max(0.14 + 0.3, 0.245, 0.35 + 0.1) = 0.45.
+    parts = {s.candidate.memory_id: s.parts for s in scored}
+    assert [parts[e.id]["vector_relative"] for e in (low, middle, high)] == pytest.approx([0.0, 0.5, 1.0])
+    assert [p["evidence"] for p in parts.values()] == pytest.approx([0.45] * 3)
+    assert [parts[e.id]["merged"] for e in (low, middle, high)] == pytest.approx(
+        [0.3 * 0.45, 0.35 * 0.45, (0.7 + 0.1) * 0.45]
+    )
+    # The raw sum would put `low` (0.44) second; on one scale its keyword lead is worth less.
+    assert [s.candidate.memory_id for s in scored] == [high.id, middle.id, low.id]
+    absolute = score_candidates(
+        found,
+        {e.id: e for e in (low, middle, high)},
+        mode="hybrid",
+        weights=DEFAULT_WEIGHTS,
+        half_life_days=0,
+        now=NOW,
+        fusion="absolute",
+    )
+    assert [s.candidate.memory_id for s in absolute] == [high.id, low.id, middle.id]
+    assert "vector_relative" not in absolute[0].parts
+
+
+def test_cosines_a_hair_apart_are_not_stretched_to_zero_and_one() -> None:
+    first, second = memory(), memory()
+
+    scored = score_candidates(
+        [candidate(first, similarity=0.6), candidate(second, similarity=0.59)],
+        {first.id: first, second.id: second},
+        mode="hybrid",
+        weights=DEFAULT_WEIGHTS,
+        half_life_days=0,
+        now=NOW,
+    )
+
+    assert [s.parts["vector_relative"] for s in scored] == pytest.approx([1.0, 1 - 0.01 / RELATIVE_MIN_BAND])
+
+
+def test_min_score_stays_absolute_under_relative_fusion() -> None:
+    # Nothing matches well: the best of the query is 1 on the relative scale, but its
+    # evidence is small, so a min_score meant for good matches keeps none of them.
+    weak = [memory() for _ in range(3)]
+    found = [candidate(e, similarity=s) for e, s in zip(weak, (0.05, 0.1, 0.12), strict=True)]
+
+    kept = score_candidates(
+        found,
+        {e.id: e for e in weak},
+        mode="hybrid",
+        weights=DEFAULT_WEIGHTS,
+        half_life_days=0,
+        now=NOW,
+        min_score=0.2,
+    )
+
+    assert kept == []
 
 
 def test_without_decay_old_entries_keep_their_score() -> None:
@@ -190,7 +283,7 @@ def test_an_entry_holding_the_querys_names_gains_the_entity_bonus_in_hybrid_mode
     named.content = "Ada brewed a porter with Bob"
     plain = memory()
     plain.content = "someone brewed a porter"
-    candidates = [candidate(named, rank=0.2, similarity=0.5), candidate(plain, rank=0.2, similarity=0.6)]
+    candidates = [candidate(named, rank=0.2, similarity=0.58), candidate(plain, rank=0.2, similarity=0.6)]
     entries = {named.id: named, plain.id: plain}
 
     hybrid = score_candidates(
@@ -212,9 +305,9 @@ def test_an_entry_holding_the_querys_names_gains_the_entity_bonus_in_hybrid_mode
         entities=("Ada", "Bob"),
     )
 
-    # 0.65 + 2 * 0.05 beats 0.72 + 0: the names lift the first above the second.
+    # (0.7 * 0.92 + 0.3) * 0.72 + 2 * 0.05 beats 0.72 + 0: the names lift the first above the second.
     assert [(s.candidate.memory_id, s.parts["entity"], s.score) for s in hybrid] == [
-        (named.id, pytest.approx(0.1), pytest.approx(0.75)),
+        (named.id, pytest.approx(0.1), pytest.approx((0.7 * 0.92 + 0.3) * 0.72 + 0.1, abs=1e-6)),
         (plain.id, 0.0, pytest.approx(0.72)),
     ]
     assert [s.candidate.memory_id for s in vector] == [plain.id, named.id]

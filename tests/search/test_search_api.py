@@ -187,26 +187,47 @@ def test_keyword_and_vector_modes_run_one_path(corpus: dict[str, dict[str, Any]]
     assert all(r["explain"]["keyword"] == 0 and r["source"] == "vector" for r in vector["results"])
 
 
-def test_merged_score_is_the_weighted_sum_times_decay(
+def test_merged_score_is_the_relative_weighted_sum_times_evidence_times_decay(
     corpus: dict[str, dict[str, Any]], member: Agent
 ) -> None:
     body = search(member, "staging database port", explain=True, max_results=5)
 
     assert len(body["results"]) == 5
-    for result in body["results"]:
-        parts = result["explain"]
-        assert parts["merged"] == pytest.approx(0.7 * parts["vector"] + 0.3 * parts["keyword"], abs=1e-5)
-        assert result["score"] == pytest.approx(parts["merged"] * parts["decay"], abs=1e-5)
+    parts = [result["explain"] for result in body["results"]]
+    [evidence] = {p["evidence"] for p in parts}  # one value per query
+    assert evidence == pytest.approx(max(0.7 * p["vector"] + 0.3 * p["keyword"] for p in parts), abs=1e-5)
+    for result, p in zip(body["results"], parts, strict=True):
+        assert p["merged"] == pytest.approx(
+            (0.7 * p["vector_relative"] + 0.3 * p["keyword"]) * evidence, abs=1e-5
+        )
+        assert result["score"] == pytest.approx(p["merged"] * p["decay"], abs=1e-5)
+    # The highest cosine of the query is 1 on the relative scale; lower ones are below it.
+    best_vector = max(p["vector"] for p in parts)
+    assert all((p["vector_relative"] == 1.0) == (p["vector"] == best_vector) for p in parts)
     assert body["results"][0]["key"] == "db-host"
+
+
+def test_single_modes_explain_no_relative_parts(corpus: dict[str, dict[str, Any]], member: Agent) -> None:
+    for mode in ("vector", "keyword"):
+        parts = search(member, "staging database port", explain=True, mode=mode)["results"][0]["explain"]
+
+        assert "vector_relative" not in parts and "evidence" not in parts
+        assert parts["merged"] == parts[mode]
 
 
 def test_team_weights_change_the_merge(corpus: dict[str, dict[str, Any]], member: Agent) -> None:
     member.team.hybrid_vector_weight, member.team.hybrid_keyword_weight = 0.2, 0.8
     member.team.save()
 
-    parts = search(member, "staging database port", explain=True)["results"][0]["explain"]
+    results = search(member, "staging database port", explain=True, max_results=5)["results"]
 
-    assert parts["merged"] == pytest.approx(0.2 * parts["vector"] + 0.8 * parts["keyword"], abs=1e-5)
+    for p in (result["explain"] for result in results):
+        assert p["merged"] == pytest.approx(
+            (0.2 * p["vector_relative"] + 0.8 * p["keyword"]) * p["evidence"], abs=1e-5
+        )
+        assert p["evidence"] == pytest.approx(
+            max(0.2 * r["explain"]["vector"] + 0.8 * r["explain"]["keyword"] for r in results), abs=1e-5
+        )
 
 
 def test_decay_halves_every_half_life_except_identity_and_lesson(member: Agent, save) -> None:  # type: ignore[no-untyped-def]
@@ -249,7 +270,7 @@ def test_mmr_lets_a_different_answer_past_near_duplicates(member: Agent, save) -
         "To roll back a bad release, redeploy the previous tag and restore the release notes."
     )
 
-    results = search(member, "release checklist tag announce", max_results=4, explain=True)["results"]
+    results = search(member, "release checklist tag", max_results=4, explain=True)["results"]
 
     order = [r["key"] for r in results]
     assert order[0].startswith("checklist-")
