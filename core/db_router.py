@@ -91,6 +91,28 @@ def read_connection() -> BaseDatabaseWrapper:
     return connections[read_alias()]
 
 
+@contextmanager
+def statements_limited_to(milliseconds: int) -> Iterator[None]:
+    """Inside a transaction on the read connection: each statement of the block may run
+    `milliseconds` (0 or less: the server's limit), then PostgreSQL cancels it
+    (QueryCanceled, an OperationalError: the request answers 503 with Retry-After).
+    Transaction-local and put back after the block, so the rest of the transaction keeps
+    the limit it had; a failure rolls the setting back with the transaction."""
+    if milliseconds <= 0:
+        yield
+        return
+    with read_connection().cursor() as cursor:
+        # The subquery runs first (an InitPlan), so it reads the limit before the change.
+        cursor.execute(
+            "SELECT (SELECT current_setting('statement_timeout')), set_config('statement_timeout', %s, true)",
+            [f"{int(milliseconds)}ms"],
+        )
+        previous = cursor.fetchone()[0]
+    yield
+    with read_connection().cursor() as cursor:
+        cursor.execute("SELECT set_config('statement_timeout', %s, true)", [previous])
+
+
 def pin_to_primary() -> None:
     state = _current.get()
     if state is not None:

@@ -445,6 +445,11 @@ MEMORYHUB_INDEX_RETRY_MAX_SECONDS = env.float("MEMORYHUB_INDEX_RETRY_MAX_SECONDS
 MEMORYHUB_EMBEDDING_THREADS = env.int("MEMORYHUB_EMBEDDING_THREADS", default=1)
 # Skills a search query fires, listed above its results and not counted in max_results.
 MEMORYHUB_SKILLS_PER_SEARCH = env.int("MEMORYHUB_SKILLS_PER_SEARCH", default=5)
+# Each statement of a search's read may run this long (0: no limit of its own). A search
+# takes tens of milliseconds; this bounds a bad plan (docs/decisions.md, "Search
+# statement timeout"), which then answers 503 with Retry-After instead of holding a
+# connection for minutes.
+MEMORYHUB_SEARCH_STATEMENT_TIMEOUT_MS = env.int("MEMORYHUB_SEARCH_STATEMENT_TIMEOUT_MS", default=10_000)
 
 # Agent sessions: live while the last heartbeat is younger than this.
 MEMORYHUB_SESSION_TTL_SECONDS = env.int("MEMORYHUB_SESSION_TTL_SECONDS", default=300)

@@ -14,10 +14,11 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from core.db_router import read_connection
+from core.db_router import read_connection, statements_limited_to
 from core.errors import InvalidInput
 from core.metrics import observe_search, timed
 from memories.extraction import metadata_filter_document
@@ -156,7 +157,10 @@ def _read_candidates(
     """The fired skills (in the filters' project and types, with the tags and people)
     and the candidates, a fired skill not being a candidate too, with their memories,
     snippets and successors. In a replica block, on the replica (core.db_router)."""
-    with transaction.atomic(using=read_connection().alias):
+    with (
+        transaction.atomic(using=read_connection().alias),
+        statements_limited_to(settings.MEMORYHUB_SEARCH_STATEMENT_TIMEOUT_MS),
+    ):
         fired = fire_skills(
             team_id=team.id,
             query=query,
