@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -12,6 +13,7 @@ from memories.models import Memory
 from search.retrieval.candidates import Candidate
 from search.retrieval.scoring import (
     RELATIVE_MIN_BAND,
+    Scored,
     Weights,
     decay_factor,
     merge_scores,
@@ -42,6 +44,19 @@ def candidate(entry: Memory, *, rank: float = 0.0, similarity: float | None = No
     if similarity is not None:
         found_by.add("vector")
     return Candidate(entry.id, keyword_rank=rank, similarity=similarity, found_by=found_by)
+
+
+def hybrid(found: list[Candidate], entries: list[Memory], **options: Any) -> list[Scored]:
+    """score_candidates in hybrid mode with the default weights and no decay."""
+    return score_candidates(
+        found,
+        {e.id: e for e in entries},
+        mode="hybrid",
+        weights=DEFAULT_WEIGHTS,
+        half_life_days=0,
+        now=NOW,
+        **options,
+    )
 
 
 @pytest.mark.parametrize(
@@ -159,14 +174,7 @@ def test_relative_fusion_stretches_the_querys_band_of_cosines_and_scales_by_its_
         candidate(high, similarity=0.5, rank=0.1),
     ]
 
-    scored = score_candidates(
-        found,
-        {e.id: e for e in (low, middle, high)},
-        mode="hybrid",
-        weights=DEFAULT_WEIGHTS,
-        half_life_days=0,
-        now=NOW,
-    )
+    scored = hybrid(found, [low, middle, high])
 
     # evidence = the best absolute sum: max(0.14 + 0.3, 0.245, 0.35 + 0.1) = 0.45.
     parts = {s.candidate.memory_id: s.parts for s in scored}
@@ -177,15 +185,7 @@ def test_relative_fusion_stretches_the_querys_band_of_cosines_and_scales_by_its_
     )
     # The raw sum would put `low` (0.44) second; on one scale its keyword lead is worth less.
     assert [s.candidate.memory_id for s in scored] == [high.id, middle.id, low.id]
-    absolute = score_candidates(
-        found,
-        {e.id: e for e in (low, middle, high)},
-        mode="hybrid",
-        weights=DEFAULT_WEIGHTS,
-        half_life_days=0,
-        now=NOW,
-        fusion="absolute",
-    )
+    absolute = hybrid(found, [low, middle, high], fusion="absolute")
     assert [s.candidate.memory_id for s in absolute] == [high.id, low.id, middle.id]
     assert "vector_relative" not in absolute[0].parts
 
@@ -193,14 +193,7 @@ def test_relative_fusion_stretches_the_querys_band_of_cosines_and_scales_by_its_
 def test_cosines_a_hair_apart_are_not_stretched_to_zero_and_one() -> None:
     first, second = memory(), memory()
 
-    scored = score_candidates(
-        [candidate(first, similarity=0.6), candidate(second, similarity=0.59)],
-        {first.id: first, second.id: second},
-        mode="hybrid",
-        weights=DEFAULT_WEIGHTS,
-        half_life_days=0,
-        now=NOW,
-    )
+    scored = hybrid([candidate(first, similarity=0.6), candidate(second, similarity=0.59)], [first, second])
 
     assert [s.parts["vector_relative"] for s in scored] == pytest.approx([1.0, 1 - 0.01 / RELATIVE_MIN_BAND])
 
@@ -211,16 +204,11 @@ def test_min_score_stays_absolute_under_relative_fusion() -> None:
     weak = [memory() for _ in range(3)]
     found = [candidate(e, similarity=s) for e, s in zip(weak, (0.05, 0.1, 0.12), strict=True)]
 
-    kept = score_candidates(
-        found,
-        {e.id: e for e in weak},
-        mode="hybrid",
-        weights=DEFAULT_WEIGHTS,
-        half_life_days=0,
-        now=NOW,
-        min_score=0.2,
-    )
+    everything = hybrid(found, weak)
+    kept = hybrid(found, weak, min_score=0.2)
 
+    assert everything[0].parts["vector_relative"] == 1.0
+    assert everything[0].score == pytest.approx(0.7 * 0.7 * 0.12)
     assert kept == []
 
 
