@@ -14,7 +14,8 @@ back short."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from django.test.utils import CaptureQueriesContext
 from memories.models import Memory
 from search.querying import embed_and_search, embed_query
 from search.retrieval import candidates
+from search.retrieval.candidates import QueryVector
 from teams.models import Team
 from teams.scope import dangerously_bypass_team_scope, team_scope
 from tests.conftest import Agent
@@ -171,31 +173,48 @@ def plan_nodes(plan: dict[str, Any]) -> list[str]:
     return [plan["Node Type"], *(node for child in plan.get("Plans", []) for node in plan_nodes(child))]
 
 
-def test_a_team_grown_since_the_last_analyze_is_scanned_in_one_pass(db: None) -> None:
+GROWN_SIZE = 600
+
+
+@pytest.fixture
+def grown(db: None) -> tuple[Team, QueryVector]:
+    """A team of GROWN_SIZE memories added after the planner's statistics were taken
+    (as after a flood of saves or an import), and the test query's vector."""
+    team = TeamFactory(slug="grown", name="Grown")
+    with connection.cursor() as cursor:  # statistics from before the team's rows
+        cursor.execute("ANALYZE memories_memory, search_chunk, search_chunkembedding")
+    add_memories(team, "grown", GROWN_SIZE, "context", centre=None, spread=1.0)
+    query, _warnings = embed_query(team=team, query=QUERY)
+    assert query is not None
+    return team, query
+
+
+@contextmanager
+def exact_scan_plans(*, analyze: bool = False) -> Iterator[list[dict[str, Any]]]:
+    """The plans of the exact vector scans run in the block (run too when `analyze`)."""
+    plans: list[dict[str, Any]] = []
+    options = "ANALYZE, FORMAT JSON" if analyze else "FORMAT JSON"
+
+    def explain(execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
+        if "DISTINCT ON (c.memory_id)" in sql:
+            raw = context["cursor"].cursor  # psycopg's own: not through this wrapper again
+            raw.execute(f"EXPLAIN ({options}) " + sql, params)
+            plans.append(raw.fetchone()[0][0]["Plan"])
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(explain):
+        yield plans
+
+
+def test_a_team_grown_since_the_last_analyze_is_scanned_in_one_pass(grown: tuple[Team, QueryVector]) -> None:
     """Issue 10: the planner's statistics lag behind a team that has just grown (a
     flood of saves, an import). Believing the team holds a row or two, PostgreSQL joined
     each of its vectors to its chunks through the team index, a pass over the team's
     chunks per vector: quadratic in the team's size, paid by each save's duplicate check
     and each search. The exact scan joins by hashing, one pass over each table."""
-    grown = TeamFactory(slug="grown", name="Grown")
-    with connection.cursor() as cursor:  # statistics from before the team's rows
-        cursor.execute("ANALYZE memories_memory, search_chunk, search_chunkembedding")
-    add_memories(grown, "grown", 600, "context", centre=None, spread=1.0)
-    query, _warnings = embed_query(team=grown, query=QUERY)
-    assert query is not None
-    plans: list[dict[str, Any]] = []
-
-    def explain_exact_scan(
-        execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any
-    ) -> Any:
-        if "DISTINCT ON (c.memory_id)" in sql:
-            raw = context["cursor"].cursor  # psycopg's own: not through this wrapper again
-            raw.execute("EXPLAIN (FORMAT JSON) " + sql, params)
-            plans.append(raw.fetchone()[0][0]["Plan"])
-        return execute(sql, params, many, context)
-
-    filters = candidates.SearchFilters(team_id=grown.id, types=None, project=None, include_superseded=False)
-    with team_scope(grown.id), connection.execute_wrapper(explain_exact_scan):
+    team, query = grown
+    filters = candidates.SearchFilters(team_id=team.id, types=None, project=None, include_superseded=False)
+    with team_scope(team.id), exact_scan_plans() as plans:
         matches = candidates.vector_matches(query, filters, limit=5)
 
     assert len(matches) == 5
@@ -203,33 +222,18 @@ def test_a_team_grown_since_the_last_analyze_is_scanned_in_one_pass(db: None) ->
     assert "Nested Loop" not in plan_nodes(plans[0])
 
 
-def test_named_memories_of_a_team_grown_since_the_last_analyze_are_read_once(db: None) -> None:
+def test_named_memories_of_a_team_grown_since_the_last_analyze_are_read_once(
+    grown: tuple[Team, QueryVector],
+) -> None:
     """The hybrid completion's scan of named memories, under the same stale statistics:
     as one join, PostgreSQL paired the team's vectors with its memories before filtering
     by name (quadratic; 3,000 memories ran for 23 minutes). Each table is now read on
     its own, by the names, so no row of the team is read more than a few times."""
-    grown = TeamFactory(slug="grown", name="Grown")
-    with connection.cursor() as cursor:  # statistics from before the team's rows
-        cursor.execute("ANALYZE memories_memory, search_chunk, search_chunkembedding")
-    size = 600
-    add_memories(grown, "grown", size, "context", centre=None, spread=1.0)
-    query, _warnings = embed_query(team=grown, query=QUERY)
-    assert query is not None
-    plans: list[dict[str, Any]] = []
-
-    def explain_named_scan(
-        execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any
-    ) -> Any:
-        if "DISTINCT ON (c.memory_id)" in sql:
-            raw = context["cursor"].cursor  # psycopg's own: not through this wrapper again
-            raw.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)
-            plans.append(raw.fetchone()[0][0]["Plan"])
-        return execute(sql, params, many, context)
-
-    filters = candidates.SearchFilters(team_id=grown.id, types=None, project=None, include_superseded=False)
-    with team_scope(grown.id):
-        named = list(Memory.objects.filter(team_id=grown.id).values_list("id", flat=True)[:40])
-        with connection.execute_wrapper(explain_named_scan):
+    team, query = grown
+    filters = candidates.SearchFilters(team_id=team.id, types=None, project=None, include_superseded=False)
+    with team_scope(team.id):
+        named = list(Memory.objects.filter(team_id=team.id).values_list("id", flat=True)[:40])
+        with exact_scan_plans(analyze=True) as plans:
             matches = candidates.vector_matches(query, filters, limit=len(named), memory_ids=named)
 
     assert {memory_id for memory_id, _, _ in matches} == set(named)
@@ -243,4 +247,4 @@ def test_named_memories_of_a_team_grown_since_the_last_analyze_are_read_once(db:
         "search_chunk",
         "search_chunkembedding",
     }
-    assert rows_read(table_scans) <= 10 * size
+    assert rows_read(table_scans) <= 10 * GROWN_SIZE
