@@ -151,7 +151,12 @@ class RelativeScale:
         similarities = [c.similarity or 0.0 for c in candidates]
         evidence = max(
             (
-                weights.vector * (c.similarity or 0.0) + weights.keyword * c.keyword_rank / best_rank
+                merge_scores(
+                    vector=c.similarity or 0.0,
+                    keyword=c.keyword_rank / best_rank,
+                    mode="hybrid",
+                    weights=weights,
+                )
                 for c in candidates
             ),
             default=0.0,
