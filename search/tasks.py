@@ -39,7 +39,7 @@ def publish(task: Task[Any, Any], args: tuple[Any, ...]) -> None:
     down nothing is tried (BrokerSkipped). Without a broker the task runs in-process."""
     app = task.app
     if app.conf.task_always_eager:
-        task.apply_async(args)
+        task.apply_async(args, retry=False)
         return
     if redis_skipped():
         raise BrokerSkipped
@@ -66,9 +66,9 @@ def index_memory(team_id: int, memory_id: str) -> str:
 
 @shared_task(name="search.reindex_team", ignore_result=True)
 def reindex_team(team_id: int, profile: str | None = None) -> dict[str, object]:
-    from search import services
+    from search import reindexing
 
-    report = services.reindex_team(team_id=team_id, profile=profile)
+    report = reindexing.reindex_team(team_id=team_id, profile=profile)
     return {"memories": report.memories, "chunks_embedded": report.chunks_embedded, "model": report.model}
 
 
