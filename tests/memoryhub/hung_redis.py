@@ -35,8 +35,16 @@ class HungRedisStack:
     redis: embedded.EmbeddedRedis
     server: WebServer
     worker: CeleryProcess
+    base_url: str
+    token: str
     agent: httpx.Client
     hung: bool = False
+
+    def new_agent(self) -> httpx.Client:
+        """Another client of the same agent (a client per thread)."""
+        return httpx.Client(
+            base_url=self.base_url, headers={"Authorization": f"Bearer {self.token}"}, timeout=REQUEST_SECONDS
+        )
 
     def hang(self) -> None:
         os.kill(self.redis.process.pid, signal.SIGSTOP)
@@ -47,15 +55,20 @@ class HungRedisStack:
             os.kill(self.redis.process.pid, signal.SIGCONT)
             self.hung = False
 
-    def timed(self, method: str, path: str, **kwargs: Any) -> tuple[httpx.Response, float]:
-        """The agent's request and the seconds it took."""
+    def timed(
+        self, method: str, path: str, client: httpx.Client | None = None, **kwargs: Any
+    ) -> tuple[httpx.Response, float]:
+        """The agent's request (through `client`, else the stack's) and the seconds it took."""
         started = time.perf_counter()
-        response = self.agent.request(method, path, **kwargs)
+        response = (client or self.agent).request(method, path, **kwargs)
         return response, time.perf_counter() - started
 
-    def save(self, key: str, content: str) -> tuple[httpx.Response, float]:
+    def save(
+        self, key: str, content: str, client: httpx.Client | None = None
+    ) -> tuple[httpx.Response, float]:
         # allow_duplicate: the texts of a run are alike, and none may be answered with another.
-        return self.timed("POST", "memories/", json={"key": key, "content": content, "allow_duplicate": True})
+        body = {"key": key, "content": content, "allow_duplicate": True}
+        return self.timed("POST", "memories/", client, json=body)
 
 
 @contextmanager
@@ -81,12 +94,13 @@ def hung_redis_stack(
             server_env(database_url(), **server_settings), tmp_path / "gunicorn.log", "--workers", "1"
         ).start()
         token = make_agent(team, "hung-redis-bot", ["read", "write"]).token
+        base_url = f"{server.base}/api/v1/teams/{team.slug}/"
         agent = httpx.Client(
-            base_url=f"{server.base}/api/v1/teams/{team.slug}/",
-            headers={"Authorization": f"Bearer {token}"},
-            timeout=REQUEST_SECONDS,
+            base_url=base_url, headers={"Authorization": f"Bearer {token}"}, timeout=REQUEST_SECONDS
         )
-        stack = HungRedisStack(redis=redis, server=server, worker=worker, agent=agent)
+        stack = HungRedisStack(
+            redis=redis, server=server, worker=worker, base_url=base_url, token=token, agent=agent
+        )
         yield stack
     finally:
         if stack is not None:

@@ -11,9 +11,12 @@ kombu's 5 s answer timeouts made a save take 10 s and a list 5 s."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 
+import httpx
 import pytest
 
 from memories.models import Memory
@@ -23,6 +26,13 @@ from tests.memoryhub.hung_redis import hung_redis_stack
 from tests.worker import CeleryProcess, index_state, schedule_every_second, wait_for, wait_for_index_state
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def queued_at(team: Team, saved: httpx.Response) -> datetime | None:
+    assert saved.status_code == 201, saved.text
+    with operator_view():
+        return Memory.objects.get(team=team, id=saved.json()["id"]).index_queued_at
+
 
 # Generous, to stay robust on a loaded machine: the bound is MEMORYHUB_REDIS_REQUEST_TIMEOUT_SECONDS
 # (0.25 s) per step, and `make drill` measures what requests really take.
@@ -75,4 +85,13 @@ def test_while_redis_hangs_saves_and_reads_answer_within_the_bound_and_the_entry
             lambda: index_state(team.id, "during") == index_state(team.id, "during-again") == "indexed",
             RECOVERY_SECONDS,
             "the reconcile job to have the entries saved during the hang indexed",
+        )
+        # And the server publishes again by itself: a save keeps its lease (it was handed over).
+        after = itertools.count()
+        wait_for(
+            lambda: (
+                queued_at(team, stack.save(f"after-{next(after)}", "Saved after the hang.")[0]) is not None
+            ),
+            RECOVERY_SECONDS,
+            "a save to be handed to the broker again",
         )
