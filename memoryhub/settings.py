@@ -193,6 +193,17 @@ WHITENOISE_USE_FINDERS = True
 # Bodies larger than this answer 413; memory content itself is capped at 64 KiB.
 MAX_REQUEST_BODY_BYTES = env.int("MEMORYHUB_MAX_BODY_BYTES", default=1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BODY_BYTES
+# The guard in front of every request (memoryhub.request_guard; docs/decisions.md, "Web
+# server and worker priority"): requests one client (a token, or an address for bodies
+# without one) may have in flight in one process, by default half its threads; how long a
+# body may take to arrive (this, plus its size at the minimum rate) before a 408; how long
+# one write of an answer may take.
+MEMORYHUB_IN_FLIGHT_PER_CLIENT = env.int(
+    "MEMORYHUB_IN_FLIGHT_PER_CLIENT", default=max(1, env.int("MEMORYHUB_WEB_THREADS", default=4) // 2)
+)
+MEMORYHUB_BODY_TIMEOUT_SECONDS = env.float("MEMORYHUB_BODY_TIMEOUT_SECONDS", default=10.0)
+MEMORYHUB_BODY_MIN_BYTES_PER_SECOND = env.int("MEMORYHUB_BODY_MIN_BYTES_PER_SECOND", default=64 * 1024)
+MEMORYHUB_SEND_TIMEOUT_SECONDS = env.float("MEMORYHUB_SEND_TIMEOUT_SECONDS", default=30.0)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["teams.authentication.AgentTokenAuthentication"],
@@ -308,6 +319,7 @@ LOGGING: dict[str, Any] = {
     "filters": {
         "scrub_credentials": {"()": "teams.scrubber.CredentialScrubbingFilter"},
         "request_id": {"()": "core.request_id.RequestIdLogFilter"},
+        "token_links": {"()": "memoryhub.log_redaction.TokenLinkFilter"},
     },
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
@@ -321,7 +333,7 @@ LOGGING: dict[str, Any] = {
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
-            "filters": ["request_id", "scrub_credentials"],
+            "filters": ["request_id", "token_links", "scrub_credentials"],
             "formatter": LOG_FORMAT,
         }
     },
