@@ -20,6 +20,7 @@ from memories import services as memory_services
 from memories.models import Memory
 from teams.models import Team
 from teams.scope import team_scope
+from teams.services import shutdown_team
 from tests.conftest import operator_view
 from tests.freshness.anchor_site import Site
 
@@ -166,3 +167,31 @@ def test_the_reported_anchor_no_longer_stops_the_other_teams_checks(
     ]
     assert [ok for ok, _ in checks_of(bravo)] == [True]
     assert JobRun.objects.get(job="freshness.check_anchors").succeeded
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(**JOB_SETTINGS)
+def test_a_team_shut_down_while_its_anchors_are_fetched_costs_only_its_own_recording(
+    site: Site, team: Team, other_team: Team
+) -> None:
+    """The recording step: an operator shuts a team down while the run fetches its anchor
+    (the site's answer waits for it), so its results can no longer be recorded; they are
+    logged and counted, and the other team's are recorded in the same run."""
+
+    def shut_down() -> None:
+        try:
+            shutdown_team(team=Team.objects.get(id=team.id), actor="operator")
+        finally:
+            connection.close()  # this server thread's own connection
+
+    site.serve("/alpha", body=b"alpha")
+    site.serve("/bravo", body=b"bravo")
+    site.before["/alpha"] = shut_down
+    anchored(team, "alpha", {"type": "url", "value": site.url("/alpha")})
+    bravo = anchored(other_team, "bravo", {"type": "url", "value": site.url("/bravo")})
+
+    run = anchor_checks.check_anchors()
+
+    assert (run.checked, run.ok, run.errors) == (2, 2, 1)
+    assert not Team.objects.filter(id=team.id).exists()
+    assert checks_of(bravo) == [(True, "")]
