@@ -97,7 +97,8 @@ class AnchorRun(TeamSweep):
 @dataclass(frozen=True)
 class Candidate:
     """A due anchor: its URL and `host` (host:port) once the anchor rule took it, or
-    `refused`, what a check of it records when the rule refuses it."""
+    `refused`, what a check of it records when it is not fetched: the rule refused it,
+    or (`error`) reading it raised."""
 
     team_id: int
     memory_id: uuid.UUID
@@ -105,6 +106,7 @@ class Candidate:
     expect: int | str | None
     host: str
     refused: str = ""
+    error: bool = False
 
 
 @dataclass
@@ -154,7 +156,8 @@ def check_anchors(
         run.checked += 1
         run.ok += result.ok
         run.broken += not result.ok
-        run.invalid += bool(candidate.refused)
+        run.invalid += bool(candidate.refused) and not candidate.error
+        run.errors += candidate.error
     for team_id in sorted(by_team):
         _record_team(team_id, by_team[team_id], now=now, run=run)
     logger.info("anchor job: %s", run.as_dict())
@@ -228,8 +231,12 @@ def _candidate(team_id: int, memory_id: uuid.UUID, stored: Any, policy: FetchPol
         assert anchor is not None  # noqa: S101 (the query selected rows with an anchor type)
         url = vetted_anchor_url(anchor["value"], allowed_networks=policy.allowed_networks)
     except InvalidAnchor as refused:
-        value = stored.get("value") if isinstance(stored, dict) else None
-        return Candidate(team_id, memory_id, str(value)[:300], None, "", refused=refused.check_detail)
+        return Candidate(team_id, memory_id, "", None, "", refused=refused.check_detail)
+    except Exception as exc:
+        logger.exception("anchor job: reading the anchor of entry %s of team %s failed", memory_id, team_id)
+        return Candidate(
+            team_id, memory_id, "", None, "", refused=f"check error ({type(exc).__name__})", error=True
+        )
     return Candidate(team_id, memory_id, anchor["value"], anchor.get("expect"), host_and_port(url))
 
 
