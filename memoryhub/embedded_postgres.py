@@ -220,6 +220,9 @@ def serve(data_dir: Path) -> int:
     while not stopping.is_set():
         try:
             postmaster = _start(server, data_dir)
+        except PostmasterNotGone as exc:
+            logger.warning("%s", exc)
+            failures += 1
         except Exception:  # a supervisor outlives a failed start and tries again
             logger.exception("the embedded PostgreSQL did not start")
             failures += 1
@@ -250,6 +253,11 @@ def serve(data_dir: Path) -> int:
     return 0
 
 
+class PostmasterNotGone(RuntimeError):
+    """The killed postmaster is a zombie its parent has not reaped yet: pgserver takes it
+    for a running server, and PostgreSQL refuses to start while its pid exists."""
+
+
 def _start(server: PostgresServer, data_dir: Path) -> psutil.Process:
     """Start the server (initdb first on a new folder), or adopt the one running; then
     the roles and the database, as ensure_running does. Returns its postmaster."""
@@ -257,10 +265,12 @@ def _start(server: PostgresServer, data_dir: Path) -> psutil.Process:
     with server._lock:
         server.ensure_pgdata_inited()
         server.ensure_postgres_running()
-    _set_up(server, data_dir)
     process = server.get_postmaster_info().process
     if process is None:
         raise RuntimeError("the embedded PostgreSQL reported no postmaster")
+    if not _alive(process):
+        raise PostmasterNotGone(f"the dead postmaster (pid {process.pid}) is not reaped yet; waiting")
+    _set_up(server, data_dir)
     return process
 
 
