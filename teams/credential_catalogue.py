@@ -54,18 +54,68 @@ class Allowlist:
     """One of gitleaks' allowlists, as it applies to a text with no file path."""
 
     target: str  # "secret", "match" or "line"
-    regex: Any  # one RE2 alternation of the list's regexes, or None
-    stopwords: Any  # one case-insensitive RE2 literal alternation, or None
+    regexes: tuple[str, ...]
+    stopwords: tuple[str, ...]
     require_all: bool  # condition = "AND"
 
-    def allows(self, *, secret: bytes, match: bytes, line: bytes) -> bool:
-        target = {"secret": secret, "match": match, "line": line}[self.target]
-        checks = []
-        if self.regex is not None:
-            checks.append(self.regex.search(target) is not None)
-        if self.stopwords is not None:
-            checks.append(self.stopwords.search(secret) is not None)
-        return all(checks) if self.require_all else any(checks)
+
+@dataclass(frozen=True)
+class FindingFilter:
+    """A rule's allowlists and the global one, merged so a finding costs at most four
+    RE2 searches: the stopwords and the regexes of the lists whose condition is OR,
+    one alternation per target. AND lists (rare) are checked one by one."""
+
+    stopwords: Any  # case-insensitive literal alternation, searched in the secret
+    on_secret: Any
+    on_match: Any
+    on_line: Any
+    and_lists: tuple[tuple[Allowlist, Any, Any], ...]  # (list, its regex, its stopwords)
+
+    @classmethod
+    def of(cls, lists: list[Allowlist]) -> FindingFilter:
+        either = [a for a in lists if not a.require_all]
+        by_target = {t: [r for a in either if a.target == t for r in a.regexes] for t in ("secret", "match", "line")}
+        return cls(
+            stopwords=_literals([w for a in either for w in a.stopwords]),
+            on_secret=_alternation(by_target["secret"]),
+            on_match=_alternation(by_target["match"]),
+            on_line=_alternation(by_target["line"]),
+            and_lists=tuple(
+                (a, _alternation(list(a.regexes)), _literals(list(a.stopwords))) for a in lists if a.require_all
+            ),
+        )
+
+    def allows(self, data: bytes, spans: Any, secret: bytes, lead_run_removed: bool) -> bool:
+        if self.stopwords is not None and self.stopwords.search(secret) is not None:
+            return True
+        if self.on_secret is not None and self.on_secret.search(secret) is not None:
+            return True
+        if self.on_match is not None and self.on_match.search(_match(data, spans, lead_run_removed)) is not None:
+            return True
+        if self.on_line is not None and self.on_line.search(_line(data, spans)) is not None:
+            return True
+        for allowlist, regex, stopwords in self.and_lists:
+            target = {"secret": secret, "match": b"", "line": b""}[allowlist.target]
+            if allowlist.target == "match":
+                target = _match(data, spans, lead_run_removed)
+            elif allowlist.target == "line":
+                target = _line(data, spans)
+            checks = [regex.search(target) is not None] if regex is not None else []
+            checks += [stopwords.search(secret) is not None] if stopwords is not None else []
+            if checks and all(checks):
+                return True
+        return False
+
+
+def _match(data: bytes, spans: Any, lead_run_removed: bool) -> bytes:
+    start, end = spans[0]
+    return data[_with_lead_run(data, start) if lead_run_removed else start : end]
+
+
+def _line(data: bytes, spans: Any) -> bytes:
+    start, end = spans[0]
+    line_end = data.find(b"\n", end)
+    return data[data.rfind(b"\n", 0, start) + 1 : line_end if line_end >= 0 else len(data)]
 
 
 @dataclass(frozen=True)
@@ -75,7 +125,7 @@ class CatalogueRule:
     secret_group: int  # 0: the first non-empty group (or the whole match without groups)
     entropy: float  # 0: no entropy check
     keywords: tuple[str, ...]
-    allowlists: tuple[Allowlist, ...]
+    allowed: FindingFilter  # its allowlists and the global one
     lead_run_removed: bool
 
     def secret_span(self, spans: Any) -> tuple[int, int]:
@@ -88,13 +138,21 @@ class CatalogueRule:
         start, end = spans[0]
         return start, end
 
+    def is_allowed(
+        self, data: bytes, spans: Any, secret: tuple[int, int], *, consult_allowlists: bool = True
+    ) -> bool:
+        """gitleaks' rule for dropping a finding: too little entropy, or an allowlist."""
+        value = data[secret[0] : secret[1]]
+        if self.entropy and shannon_entropy(value) <= self.entropy:
+            return True
+        return consult_allowlists and self.allowed.allows(data, spans, value, self.lead_run_removed)
+
 
 @dataclass
 class Catalogue:
     version: str
     sha256: str
     rules: tuple[CatalogueRule, ...]
-    global_allowlist: Allowlist | None
     keyword_set: Any  # re2.Set of every rule's keywords, for the prefilter
     keyword_rules: dict[int, tuple[int, ...]]  # keyword index -> indices of the rules it enables
     keywordless_rules: tuple[int, ...]
@@ -109,28 +167,14 @@ class Catalogue:
             indices.update(self.keyword_rules[keyword])
         return [self.rules[i] for i in sorted(indices)]
 
-    def is_allowed(self, rule: CatalogueRule, data: bytes, spans: Any, secret: tuple[int, int]) -> bool:
-        value = data[secret[0] : secret[1]]
-        if rule.entropy and shannon_entropy(value) <= rule.entropy:
-            return True
-        lists = ((self.global_allowlist,) if self.global_allowlist else ()) + rule.allowlists
-        if not lists:
-            return False
-        start, end = spans[0]
-        if rule.lead_run_removed:
-            start = _with_lead_run(data, start)
-        line_start = data.rfind(b"\n", 0, start) + 1
-        line_end = data.find(b"\n", end)
-        line = data[line_start : line_end if line_end >= 0 else len(data)]
-        return any(a.allows(secret=value, match=data[start:end], line=line) for a in lists)
-
 
 def shannon_entropy(value: bytes) -> float:
     """gitleaks' shannonEntropy: bits per character of the value's own distribution."""
     if not value:
         return 0.0
     size = len(value)
-    return -sum(count / size * math.log2(count / size) for count in Counter(value).values())
+    log2 = math.log2
+    return -sum(count / size * log2(count / size) for count in Counter(value).values())
 
 
 def _with_lead_run(data: bytes, start: int) -> int:
@@ -152,12 +196,21 @@ def _without_lead_run(pattern: str) -> tuple[str, bool]:
 
 
 def _alternation(patterns: list[str]) -> Any:
-    return re2.compile("|".join(f"(?:{p})" for p in patterns).encode(), _OPTIONS) if patterns else None
+    return _compiled_alternation(tuple(patterns)) if patterns else None
 
 
 def _literals(words: list[str]) -> Any:
-    if not words:
-        return None
+    return _compiled_literals(tuple(words)) if words else None
+
+
+@functools.cache
+def _compiled_alternation(patterns: tuple[str, ...]) -> Any:
+    # Shared by every rule whose filter holds the same lists (the global one is in all).
+    return re2.compile("|".join(f"(?:{p})" for p in patterns).encode(), _OPTIONS)
+
+
+@functools.cache
+def _compiled_literals(words: tuple[str, ...]) -> Any:
     return re2.compile(("(?i)" + "|".join(re2.escape(w.lower()) for w in words)).encode(), _OPTIONS)
 
 
@@ -165,13 +218,15 @@ def _allowlist(raw: dict[str, Any]) -> Allowlist | None:
     """None for a list that needs a file path or a commit (never true of a text)."""
     require_all = str(raw.get("condition", "OR")).upper() == "AND"
     needs_path = bool(raw.get("paths") or raw.get("commits"))
-    regexes, stopwords = list(raw.get("regexes", ())), list(raw.get("stopwords", ()))
+    regexes, stopwords = tuple(raw.get("regexes", ())), tuple(raw.get("stopwords", ()))
     if (require_all and needs_path) or not (regexes or stopwords):
         return None
+    for pattern in regexes:
+        re2.compile(pattern.encode(), _OPTIONS)  # raises re2.error: the rule is dropped
     return Allowlist(
         target=str(raw.get("regexTarget", "secret")),
-        regex=_alternation(regexes),
-        stopwords=_literals(stopwords),
+        regexes=regexes,
+        stopwords=stopwords,
         require_all=require_all,
     )
 
@@ -181,6 +236,7 @@ def load_catalogue(path: Path = CATALOGUE_FILE) -> Catalogue:
     config = tomllib.loads(raw_bytes.decode("utf-8"))
     dropped: dict[str, str] = {}
     rewritten: list[str] = []
+    global_lists = [a for a in [_allowlist(config.get("allowlist", {}))] if a is not None]
     compiled: list[CatalogueRule] = []
     for raw in config.get("rules", ()):
         rule_id = str(raw["id"])
@@ -190,7 +246,8 @@ def load_catalogue(path: Path = CATALOGUE_FILE) -> Catalogue:
         pattern, lead_removed = _without_lead_run(str(raw["regex"]))
         try:
             regex = re2.compile(pattern.encode(), _OPTIONS)
-            allowlists = tuple(a for a in map(_allowlist, raw.get("allowlists", ())) if a is not None)
+            allowlists = [a for a in map(_allowlist, raw.get("allowlists", ())) if a is not None]
+            allowed = FindingFilter.of(global_lists + allowlists)
         except re2.error as exc:
             dropped[rule_id] = f"does not compile under RE2: {exc}"
             continue
@@ -203,7 +260,7 @@ def load_catalogue(path: Path = CATALOGUE_FILE) -> Catalogue:
                 secret_group=int(raw.get("secretGroup", 0)),
                 entropy=float(raw.get("entropy", 0.0)),
                 keywords=tuple(str(k).lower() for k in raw.get("keywords", ())),
-                allowlists=allowlists,
+                allowed=allowed,
                 lead_run_removed=lead_removed,
             )
         )
@@ -223,7 +280,6 @@ def load_catalogue(path: Path = CATALOGUE_FILE) -> Catalogue:
         version=_source_field("version"),
         sha256=hashlib.sha256(raw_bytes).hexdigest(),
         rules=tuple(compiled),
-        global_allowlist=_allowlist(config.get("allowlist", {})),
         keyword_set=keyword_set,
         keyword_rules={k: tuple(v) for k, v in keyword_rules.items()},
         keywordless_rules=tuple(i for i, rule in enumerate(compiled) if not rule.keywords),

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import re2
 from detect_secrets.plugins.keyword import DENYLIST as DETECT_SECRETS_KEYWORDS
 
 # A value check: (the whole text, the secret's span, whether the value was quoted) -> keep?
@@ -25,6 +24,9 @@ class CredentialRule:
     pattern: str  # RE2 syntax; groups named s, s2, s3, s4 hold the secret (else the whole match)
     check: ValueCheck | None = None
     quoted_groups: tuple[str, ...] = ()  # secret groups whose value was written in quotes
+    # Lowercase literals one of which every match holds: the rule runs only on a text
+    # holding one (as gitleaks' keywords do), so most texts skip most rules.
+    keywords: tuple[bytes, ...] = ()
 
 
 # --------------------------------------------------------------------------- value checks
@@ -39,20 +41,18 @@ PLACEHOLDERS = frozenset(
     your_api_key api-key apikey api_key n/a na unset default prompt stdin env
     """.split()  # noqa: SIM905 (a word list reads better as text)
 )
-_REFERENCE_STARTS = (b"$", b"%", b"{", b"<", b"!", b"#{", b"@")
-_MASK_CHARACTERS = frozenset(b"*x.-_#\xe2\x80\xa2X")
-_IDENTIFIER = re2.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
-_DOTTED_IDENTIFIER = re2.compile(rb"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
-_CAMEL_CASE = re2.compile(rb"[a-z]+(?:[A-Z][a-z0-9]*)+")
+_REFERENCE_FIRST_BYTES = frozenset(b"$%{<!@")
+_MASK_BYTES = b"*xX.-_#\xe2\x80\xa2"
+_PLACEHOLDER_BYTES = frozenset(word.encode() for word in PLACEHOLDERS)
 
 
 def _is_placeholder(value: bytes) -> bool:
-    lowered = value.strip(b" ,;").lower()
-    if not lowered or lowered.decode("utf-8", "replace") in PLACEHOLDERS:
+    """A stand-in (`changeme`, `<your-token>`, `********`) or a reference to where the
+    secret really is (`$DB_PASSWORD`, `${{ secrets.X }}`, `%PASS%`, `!vault`)."""
+    value = value.strip(b" ,;")
+    if not value or value[0] in _REFERENCE_FIRST_BYTES or value.startswith(b"#{"):
         return True
-    if lowered.startswith(_REFERENCE_STARTS) or set(lowered) <= _MASK_CHARACTERS:
-        return True
-    return lowered.endswith((b"}", b"%", b">")) and lowered[:1] in (b"{", b"%", b"<", b"$")
+    return value.lower() in _PLACEHOLDER_BYTES or not value.strip(_MASK_BYTES)
 
 
 def _looks_like_code(value: bytes) -> bool:
@@ -60,21 +60,21 @@ def _looks_like_code(value: bytes) -> bool:
     naming a variable (`getpass()`, `os.environ[...]`, `self.password`, `db_password`,
     `newPassword`): code that handles a secret, not the secret."""
     value = value.rstrip(b",;")
-    if any(c in value for c in b"()[]"):
+    if b"(" in value or b"[" in value or b")" in value or b"]" in value:
         return True
-    if _DOTTED_IDENTIFIER.fullmatch(value) and not any(48 <= c <= 57 for c in value):
+    if not value.translate(None, b"_.").isalpha():  # digits or symbols: not an identifier
+        return False
+    if b"." in value or b"_" in value.strip(b"_"):
         return True
-    if _IDENTIFIER.fullmatch(value) and not any(48 <= c <= 57 for c in value):
-        return b"_" in value.strip(b"_") or _CAMEL_CASE.fullmatch(value) is not None or len(value) < 6
-    return False
+    camel = not value.islower() and not value.isupper() and not value.istitle()
+    return camel or len(value) < 6
 
 
 def _has_secret_texture(value: bytes) -> bool:
     """Digits, a symbol, or capitals past the first letter: not a plain word."""
-    has_digit = any(48 <= c <= 57 for c in value)
-    has_symbol = any(not chr(c).isalnum() for c in value if c < 128)
-    inner_capital = any(65 <= c <= 90 for c in value[1:]) and any(97 <= c <= 122 for c in value)
-    return has_digit or has_symbol or inner_capital
+    if not value.isalpha():
+        return True
+    return not (value.islower() or value.isupper() or value.istitle())
 
 
 def assigned_value(data: bytes, span: tuple[int, int], quoted: bool) -> bool:
@@ -85,7 +85,7 @@ def assigned_value(data: bytes, span: tuple[int, int], quoted: bool) -> bool:
         return False
     if quoted:
         return len(value) >= 3
-    if value.isdigit() and len(value) < 6:
+    if value.isdigit() and len(value) < 6 or value.startswith((b"/", b"./", b"~/")):  # a number, a path
         return False
     return len(value) >= 4 and not _looks_like_code(value)
 
@@ -102,9 +102,9 @@ def prose_password(data: bytes, span: tuple[int, int], quoted: bool) -> bool:
 def prose_token(data: bytes, span: tuple[int, int], quoted: bool) -> bool:
     """`the API token is …`: long, letters and digits (`the token budget is 2000` stays)."""
     value = data[span[0] : span[1]]
-    has_letter = any(chr(c).isalpha() for c in value if c < 128)
-    has_digit = any(48 <= c <= 57 for c in value)
-    return len(value) >= 16 and has_letter and has_digit and not _is_placeholder(value)
+    if len(value) < 16 or value.isalpha() or value.isdigit():
+        return False
+    return not _is_placeholder(value)
 
 
 def command_value(data: bytes, span: tuple[int, int], quoted: bool) -> bool:
@@ -115,7 +115,8 @@ def command_value(data: bytes, span: tuple[int, int], quoted: bool) -> bool:
 def random_key(data: bytes, span: tuple[int, int], quoted: bool) -> bool:
     """A 40-character AWS secret key: random, so it mixes letters and digits."""
     value = data[span[0] : span[1]]
-    return any(48 <= c <= 57 for c in value) and sum(1 for c in value if chr(c).isalpha()) >= 10
+    without_digits = value.translate(None, b"0123456789")
+    return len(without_digits) < len(value) and len(without_digits.translate(None, b"+/")) >= 10
 
 
 # --------------------------------------------------------------------------- patterns
@@ -147,25 +148,28 @@ _NAMING_WORDS = "|".join(
 )
 # Short words only as a whole segment of the key (`db_pass`, `pw`, not `bypass`).
 _SHORT_WORDS = "pw|pass"
+# The match starts at the naming word: what precedes it in the key (`DB_`, `aws_`)
+# changes nothing, and a run before it would make RE2 carry a counter through every byte.
 _ASSIGNED_KEY = (
-    r"(?i)((?:\b[a-z0-9_.-]{0,40}?(?:" + _NAMING_WORDS + r")|\b(?:[a-z0-9]{1,20}[_.-])?(?:" + _SHORT_WORDS + r"))"
-    r"(?:[_.-]?(?:key|value|token))?[\"'\]]{0,2}[ \t]*(?:=|:=|:|=>|->)[ \t]*)"
+    r"(?i)(?:(?:" + _NAMING_WORDS + r")|(?:\b|[_.-])(?:" + _SHORT_WORDS + r"))"
+    r"(?:[_.-]?(?:key|value|token))?[\"'\]]{0,2}[ \t]*(?:=|:=|:|=>|->)[ \t]*"
 )
 # A quoted value may hold anything but its quote; a bare one runs to whitespace or a
 # quote, so `,` `;` `/` inside a password are redacted with it.
 _ASSIGNED_VALUE = (
-    r"(?:\"(?P<s>[^\"\n]{1,400})\"|'(?P<s2>[^'\n]{1,400})'|\x60(?P<s4>[^\x60\n]{1,400})\x60"
-    r"|(?P<s3>[^\s\"'\x60<>]{1,400}))"
+    r"(?:\"(?P<s>[^\"\n]+)\"|'(?P<s2>[^'\n]+)'|\x60(?P<s4>[^\x60\n]+)\x60|(?P<s3>[^\s\"'\x60<>]+))"
 )
 # What follows a secret word in prose before the verb: "for the staging db", "of root".
 _PROSE_QUALIFIER = r"(?:\s+(?:for|of|on|to|at|in)\s+[\w.@:/-]{1,40}(?:\s+[\w.@:/-]{1,40}){0,3}?)?"
-_PROSE_VERB = r"\s+(?:is|was|are|were|remains|will\s+be|has\s+been|is\s+now|was\s+changed\s+to|is\s+set\s+to)\s+"
-_PROSE_VALUE = (
-    r"(?:[\"'\x60](?P<s>[^\"'\x60\n]{3,200})[\"'\x60]"
-    r"|(?P<s2>[^\s\"'\x60<>]{0,200}[^\s\"'\x60<>.,;:!?)\]]))"
+_PROSE_VERB = (
+    r"\s+(?:is|was|are|were|remains|will\s+be|has\s+been|is\s+now|was\s+changed\s+to|is\s+set\s+to)\s+"
 )
-_OPTION_VALUE = r"(?:\"(?P<s>[^\"\n]{1,400})\"|'(?P<s2>[^'\n]{1,400})'|(?P<s3>[^\s\"'-][^\s\"']{0,400}))"
+_PROSE_VALUE = r"(?:[\"'\x60](?P<s>[^\"'\x60\n]+)[\"'\x60]|(?P<s2>[^\s\"'\x60<>]*[^\s\"'\x60<>.,;:!?)\]]))"
+_OPTION_VALUE = r"(?:\"(?P<s>[^\"\n]+)\"|'(?P<s2>[^'\n]+)'|(?P<s3>[^\s\"'-][^\s\"']*))"
 _COMMAND_TAIL = r"[^\n|;&]{0,200}?"
+_AWS_KEY_ID_KEYWORDS = (b"akia", b"asia", b"abia", b"acca")
+# Every naming word holds one of these (detect-secrets' list included: api_?key, db_?pass, …).
+_ASSIGNMENT_KEYWORDS = (b"pass", b"pw", b"secret", b"token", b"key", b"credential", b"contrase")
 _AWS_KEY_ID = r"(?:\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b|\[REDACTED:aws_access_key\])"
 
 # Shapes that name their provider; run before gitleaks' rule set, so these keep the
@@ -181,46 +185,66 @@ SHAPE_RULES: tuple[CredentialRule, ...] = (
         r"(?:(?:\r?\n[ \t]*(?m:[A-Za-z-]+: [^\n]*|[A-Za-z0-9+/=]*\r?$))+"
         r"|(?:(?:\\r)?\\n(?:[A-Za-z-]+: [^\\\n]*|[A-Za-z0-9+/=]+))+)?"
         r"(?:(?:\r?\n[ \t]*|(?:\\r)?\\n)-----END[ A-Z0-9]{0,40} PRIVATE KEY(?: BLOCK)?-----)?",
+        keywords=(b"private key",),
     ),
-    CredentialRule("memoryhub_token", r"\bmh_[A-Za-z0-9_-]{20,}"),
-    CredentialRule("anthropic_key", r"\bsk-ant-[A-Za-z0-9_-]{20,}"),
-    CredentialRule("openai_key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
+    CredentialRule("memoryhub_token", r"\bmh_[A-Za-z0-9_-]{20,}", keywords=(b"mh_",)),
+    CredentialRule("anthropic_key", r"\bsk-ant-[A-Za-z0-9_-]{20,}", keywords=(b"sk-ant-",)),
+    CredentialRule("openai_key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}", keywords=(b"sk-",)),
     # An AWS secret key written next to its key id, before or after it, with no key
     # name of its own (`AKIA… wJalr…`): 40 characters of base64 within two lines.
     CredentialRule(
         "aws_secret_key",
-        r"(" + _AWS_KEY_ID + r"[^\n]{0,80}(?:\n[^\n]{0,80}){0,2}?[^A-Za-z0-9/+=])"
+        r"(?:" + _AWS_KEY_ID + r"[^\n]{0,80}(?:\n[^\n]{0,80}){0,2}?[^A-Za-z0-9/+=])"
         r"(?P<s>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)",
         check=random_key,
+        keywords=_AWS_KEY_ID_KEYWORDS + (b"[redacted:aws_access_key]",),
     ),
     CredentialRule(
         "aws_secret_key",
-        r"(?:^|[^A-Za-z0-9/+=])(?P<s>[A-Za-z0-9/+]{40})([^A-Za-z0-9/+=][^\n]{0,80}(?:\n[^\n]{0,80}){0,2}?"
+        r"(?:^|[^A-Za-z0-9/+=])(?P<s>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=][^\n]{0,80}(?:\n[^\n]{0,80}){0,2}?"
         + _AWS_KEY_ID
         + r")",
         check=random_key,
+        keywords=_AWS_KEY_ID_KEYWORDS + (b"[redacted:aws_access_key]",),
     ),
-    CredentialRule("aws_access_key", r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b"),
-    CredentialRule("github_token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
-    CredentialRule("gitlab_token", r"\bgl(?:pat|dt|ptt|rt)-[A-Za-z0-9_-]{20,}"),
-    CredentialRule("slack_token", r"\b(?:xox[abeoprs]|xapp)-[A-Za-z0-9-]{10,}"),
+    CredentialRule(
+        "aws_access_key", r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b", keywords=_AWS_KEY_ID_KEYWORDS
+    ),
+    CredentialRule(
+        "github_token",
+        r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
+        keywords=(b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_", b"github_pat_"),
+    ),
+    CredentialRule(
+        "gitlab_token",
+        r"\bgl(?:pat|dt|ptt|rt)-[A-Za-z0-9_-]{20,}",
+        keywords=(b"glpat-", b"gldt-", b"glptt-", b"glrt-"),
+    ),
+    CredentialRule("slack_token", r"\b(?:xox[abeoprs]|xapp)-[A-Za-z0-9-]{10,}", keywords=(b"xox", b"xapp-")),
     CredentialRule(
         "slack_webhook",
-        r"(https://hooks\.slack\.com/)(?P<s>(?:services|workflows|triggers)/[A-Za-z0-9/_+-]{16,})",
+        r"(?:https://hooks\.slack\.com/)(?P<s>(?:services|workflows|triggers)/[A-Za-z0-9/_+-]{16,})",
+        keywords=(b"hooks.slack.com/",),
     ),
-    CredentialRule("google_api_key", r"\bAIza[0-9A-Za-z_-]{35}"),
-    CredentialRule("google_oauth_secret", r"\bGOCSPX-[A-Za-z0-9_-]{20,}"),
-    CredentialRule("stripe_key", r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}"),
-    CredentialRule("stripe_webhook_secret", r"\bwhsec_[A-Za-z0-9+/=]{20,}"),
-    CredentialRule("huggingface_token", r"\bhf_[A-Za-z0-9]{30,}"),
-    CredentialRule("npm_token", r"\bnpm_[A-Za-z0-9]{30,}"),
-    CredentialRule("pypi_token", r"\bpypi-AgE[A-Za-z0-9_-]{50,}"),
-    CredentialRule("sendgrid_key", r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{30,}"),
-    CredentialRule("vault_token", r"\bhv[sbr]\.[A-Za-z0-9_-]{24,}"),
-    CredentialRule("digitalocean_token", r"\bdo[por]_v1_[a-f0-9]{64}\b"),
-    CredentialRule("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+    CredentialRule("google_api_key", r"\bAIza[0-9A-Za-z_-]{35}", keywords=(b"aiza",)),
+    CredentialRule("google_oauth_secret", r"\bGOCSPX-[A-Za-z0-9_-]{20,}", keywords=(b"gocspx-",)),
     CredentialRule(
-        "azure_storage_key", r"(?i)(\b(?:AccountKey|SharedAccessKey)\s*=\s*)(?P<s>[A-Za-z0-9+/]{20,}={0,2})"
+        "stripe_key", r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}", keywords=(b"_live_", b"_test_")
+    ),
+    CredentialRule("stripe_webhook_secret", r"\bwhsec_[A-Za-z0-9+/=]{20,}", keywords=(b"whsec_",)),
+    CredentialRule("huggingface_token", r"\bhf_[A-Za-z0-9]{30,}", keywords=(b"hf_",)),
+    CredentialRule("npm_token", r"\bnpm_[A-Za-z0-9]{30,}", keywords=(b"npm_",)),
+    CredentialRule("pypi_token", r"\bpypi-AgE[A-Za-z0-9_-]{50,}", keywords=(b"pypi-age",)),
+    CredentialRule("sendgrid_key", r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{30,}", keywords=(b"sg.",)),
+    CredentialRule("vault_token", r"\bhv[sbr]\.[A-Za-z0-9_-]{24,}", keywords=(b"hvs.", b"hvb.", b"hvr.")),
+    CredentialRule("digitalocean_token", r"\bdo[por]_v1_[a-f0-9]{64}\b", keywords=(b"_v1_",)),
+    CredentialRule(
+        "jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", keywords=(b"eyj",)
+    ),
+    CredentialRule(
+        "azure_storage_key",
+        r"(?i)(?:\b(?:AccountKey|SharedAccessKey)\s*=\s*)(?P<s>[A-Za-z0-9+/]{20,}={0,2})",
+        keywords=(b"accountkey", b"sharedaccesskey"),
     ),
 )
 
@@ -228,60 +252,84 @@ SHAPE_RULES: tuple[CredentialRule, ...] = (
 # generic rule), each over the text the rules before it left.
 CONTEXT_RULES: tuple[CredentialRule, ...] = (
     CredentialRule(
-        "basic_auth", r"(?i)(\bauthorization[\"']?\s*[:=]\s*[\"']?basic\s+)(?P<s>[A-Za-z0-9+/]{8,}={0,2})"
+        "basic_auth",
+        r"(?i)(?:\bauthorization[\"']?\s*[:=]\s*[\"']?basic\s+)(?P<s>[A-Za-z0-9+/]{8,}={0,2})",
+        keywords=(b"basic",),
     ),
-    CredentialRule("bearer_token", r"(?i)(\bbearer\s+)(?P<s>[A-Za-z0-9._~+/=-]{16,})"),
+    CredentialRule(
+        "bearer_token", r"(?i)(?:\bbearer\s+)(?P<s>[A-Za-z0-9._~+/=-]{16,})", keywords=(b"bearer",)
+    ),
     # scheme://user:password@host; the password may hold `@` (the last `@` before the
     # host ends it) but not `/ ? #`, so a port or a path is never taken for one.
     CredentialRule(
         "url_password",
-        r"(?i)(\b[a-z][a-z0-9+.-]*://[^\s:/@]*:)(?P<s>[^\s/?#]+?)(@[a-z0-9.\[\]_%-]+(?:[:/?#\s\"'<>),;]|$))",
+        r"(?i)(?:\b[a-z][a-z0-9+.-]*://[^\s:/@]*:)(?P<s>[^\s/?#]+?)(?:@[a-z0-9.\[\]_%-]+(?:[:/?#\s\"'<>),;]|$))",
+        keywords=(b"://",),
     ),
     CredentialRule(
         "password_assignment",
         _ASSIGNED_KEY + _ASSIGNED_VALUE,
         check=assigned_value,
         quoted_groups=("s", "s2", "s4"),
+        keywords=_ASSIGNMENT_KEYWORDS,
     ),
     CredentialRule(
         "password_in_prose",
-        r"(?i)(\b(?:pass(?:word|phrase|code)|passwd|pwd|pw)s?\b" + _PROSE_QUALIFIER + _PROSE_VERB + r")"
+        r"(?i)(?:\b(?:pass(?:word|phrase|code)|passwd|pwd|pw)s?\b"
+        + _PROSE_QUALIFIER
+        + _PROSE_VERB
+        + r")"
         + _PROSE_VALUE,
         check=prose_password,
         quoted_groups=("s",),
+        keywords=(b"pass", b"pw"),
     ),
     CredentialRule(
         "token_in_prose",
-        r"(?i)(\b(?:api[ _-]?(?:key|token)|access[ _-]?(?:key|token)|auth[ _-]?token|secret(?:[ _-]?key)?"
+        r"(?i)(?:\b(?:api[ _-]?(?:key|token)|access[ _-]?(?:key|token)|auth[ _-]?token|secret(?:[ _-]?key)?"
         r"|client[ _-]?secret|token)s?\b" + _PROSE_QUALIFIER + _PROSE_VERB + r")" + _PROSE_VALUE,
         check=prose_token,
         quoted_groups=("s",),
+        keywords=(b"key", b"token", b"secret"),
     ),
     # mysql -pPASSWORD (mysql's -p takes its value glued on; ssh/docker -p is a port).
     CredentialRule(
         "command_line_password",
-        r"(?i)(\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mariadb)\b[^\n|;&]*?\s-p)(?P<s>[^\s\"']+)",
+        r"(?i)(?:\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mariadb)\b[^\n|;&]*?\s-p)(?P<s>[^\s\"']+)",
+        keywords=(b"mysql", b"mariadb"),
     ),
     # sshpass -p, mongo -p, redis-cli -a, docker/podman/helm login -p: a separate value.
     CredentialRule(
         "command_line_password",
-        r"(?i)(\b(?:(?:sshpass|mongo|mongosh)\b" + _COMMAND_TAIL + r"\s-p|redis-cli\b" + _COMMAND_TAIL + r"\s-a"
-        r"|(?:docker|podman|buildah|skopeo|helm|oras)\b" + _COMMAND_TAIL + r"\blogin\b" + _COMMAND_TAIL
-        + r"\s-p)\s+)" + _OPTION_VALUE,
+        r"(?i)(?:\b(?:(?:sshpass|mongo|mongosh)\b"
+        + _COMMAND_TAIL
+        + r"\s-p|redis-cli\b"
+        + _COMMAND_TAIL
+        + r"\s-a"
+        r"|(?:docker|podman|buildah|skopeo|helm|oras)\b"
+        + _COMMAND_TAIL
+        + r"\blogin\b"
+        + _COMMAND_TAIL
+        + r"\s-p)\s+)"
+        + _OPTION_VALUE,
         check=command_value,
+        keywords=(b"sshpass", b"mongo", b"redis-cli", b"login"),
     ),
     # --password X, --token=X, …: any command's option that names a secret.
     CredentialRule(
         "command_line_option",
-        r"(?i)((?:^|\s)--(?:password|passwd|pass|passphrase|token|secret|api-?key|api-token|access-token"
+        r"(?i)(?:(?:^|\s)--(?:password|passwd|pass|passphrase|token|secret|api-?key|api-token|access-token"
         r"|auth-token|client-secret|secret-key|private-token)(?:=|\s+))" + _OPTION_VALUE,
         check=command_value,
+        keywords=(b"--",),
     ),
     # -u user:password for HTTP clients (curl is also gitleaks' curl-auth-user).
     CredentialRule(
         "command_line_user_password",
-        r"(?i)(\b(?:curl|wget|http|https|httpie|xh)\b" + _COMMAND_TAIL
+        r"(?i)(?:\b(?:curl|wget|http|https|httpie|xh)\b"
+        + _COMMAND_TAIL
         + r"\s(?:-u|--user|-a|--auth|--proxy-user)(?:=|\s+)[\"']?[^\s:\"']{1,100}:)(?P<s>[^\s\"']+)",
         check=command_value,
+        keywords=(b"curl", b"wget", b"http", b"xh"),
     ),
 )

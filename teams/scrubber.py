@@ -31,6 +31,7 @@ from teams.credential_rules import CONTEXT_RULES, SHAPE_RULES, CredentialRule
 REDACTED = "[REDACTED:{kind}]"
 _REDACTED_PREFIX = b"[REDACTED:"
 _LONGEST_MARKER = 80  # "[REDACTED:" and the longest rule id
+FLOOD_FINDINGS = 256  # findings of one catalogue rule in one text before its allowlists rest
 
 # Secrets shorter than this would redact ordinary words ("true", "1234") everywhere.
 MIN_SECRET_LENGTH = 6
@@ -57,6 +58,10 @@ class _CompiledRule:
     secret_groups: tuple[int, ...]  # indices of the groups named s, s2, s3, s4
     quoted_groups: frozenset[int]
     check: Any  # credential_rules.ValueCheck | None
+    keywords: tuple[bytes, ...]
+
+    def may_match(self, lowered: bytes) -> bool:
+        return not self.keywords or any(keyword in lowered for keyword in self.keywords)
 
 
 def _compiled(rule: CredentialRule) -> _CompiledRule:
@@ -68,6 +73,7 @@ def _compiled(rule: CredentialRule) -> _CompiledRule:
         secret_groups=tuple(groups.values()),
         quoted_groups=frozenset(groups[n.encode()] for n in rule.quoted_groups if n.encode() in groups),
         check=rule.check,
+        keywords=rule.keywords,
     )
 
 
@@ -118,15 +124,18 @@ def scrub(text: str, secret_values: Iterable[str] | SecretMatcher = ()) -> Scrub
     if occurrences:
         counts["vault_secret"] += occurrences
     data = original = text.encode("utf-8", "surrogatepass")
+    lowered = data.lower()  # for the keyword checks; redacting only ever removes keywords
     for rule in _SHAPE_RULES:
-        data = _apply(rule, data, counts)
+        if rule.may_match(lowered):
+            data = _apply(rule, data, counts)
     rules = catalogue().rules_to_run(data)
     generic = [rule for rule in rules if rule.kind == GENERIC_RULE_ID]
     for catalogue_rule in rules:
         if catalogue_rule.kind != GENERIC_RULE_ID:
             data = _apply_catalogue_rule(catalogue_rule, data, counts)
     for rule in _CONTEXT_RULES:
-        data = _apply(rule, data, counts)
+        if rule.may_match(lowered):
+            data = _apply(rule, data, counts)
     for catalogue_rule in generic:
         data = _apply_catalogue_rule(catalogue_rule, data, counts)
     if data is not original:
@@ -156,19 +165,23 @@ def scrub_json(value: Any, secret_values: Iterable[str] | SecretMatcher = ()) ->
 
 def _apply(rule: _CompiledRule, data: bytes, counts: Counter[str]) -> bytes:
     # On UTF-8 bytes: the re2 wrapper then maps no offsets between bytes and
-    # characters, which is most of the cost of a match.
+    # characters, which is most of the cost of a match. A text may be thousands of
+    # matches, so the loop keeps to local names and skips the marker check when no
+    # earlier rule redacted anything.
     marker = REDACTED.format(kind=rule.kind).encode()
+    has_markers = _REDACTED_PREFIX in data
+    groups, quoted, check = rule.secret_groups, rule.quoted_groups, rule.check
     pieces: list[bytes] = []
     end = 0
     for spans in _match_spans(rule.regex, data):
-        found = _secret_span(rule, spans, data)
-        if found is None:
+        group = next((g for g in groups if spans[g][0] >= 0), 0) if groups else 0
+        start, stop = spans[group]
+        if has_markers and _inside_marker(data, start, stop):  # an earlier, more specific rule took it
             continue
-        span, group = found
-        if rule.check is not None and not rule.check(data, span, group in rule.quoted_groups):
+        if check is not None and not check(data, (start, stop), group in quoted):
             continue
-        pieces += (data[end : span[0]], marker)
-        end = span[1]
+        pieces += (data[end:start], marker)
+        end = stop
         counts[rule.kind] += 1
     if not pieces:
         return data
@@ -178,17 +191,22 @@ def _apply(rule: _CompiledRule, data: bytes, counts: Counter[str]) -> bytes:
 
 def _apply_catalogue_rule(rule: CatalogueRule, data: bytes, counts: Counter[str]) -> bytes:
     """gitleaks' rule: its secret, unless its entropy is too low or an allowlist allows
-    it (teams.credential_catalogue)."""
-    rules = catalogue()
+    it (teams.credential_catalogue). Past FLOOD_FINDINGS findings of the rule in one
+    text, its allowlists are no longer consulted (entropy still is): a text of thousands
+    of findings is a credential dump or an attack, and the allowlists' searches would
+    make it cost twice what the matching does."""
     marker = REDACTED.format(kind=rule.kind).encode()
+    has_markers = _REDACTED_PREFIX in data
     pieces: list[bytes] = []
     end = 0
+    found = 0
     for spans in _match_spans(rule.regex, data):
         start, stop = rule.secret_span(spans)
-        if stop <= start or start < end or _inside_marker(data, start, stop):
+        if stop <= start or start < end or (has_markers and _inside_marker(data, start, stop)):
             continue
-        if rules.is_allowed(rule, data, spans, (start, stop)):
+        if rule.is_allowed(data, spans, (start, stop), consult_allowlists=found < FLOOD_FINDINGS):
             continue
+        found += 1
         pieces += (data[end:start], marker)
         end = stop
         counts[rule.kind] += 1
@@ -225,29 +243,12 @@ def _match_spans(regex: Any, data: bytes) -> Iterable[Sequence[tuple[int, int]]]
             return
 
 
-def _secret_span(
-    rule: _CompiledRule, spans: Sequence[tuple[int, int]], data: bytes
-) -> tuple[tuple[int, int], int] | None:
-    """The secret's span and the group that holds it (0: the whole match)."""
-    if not rule.secret_groups:
-        start, end = spans[0]
-        return (start, end), 0
-    for group in rule.secret_groups:
-        start, end = spans[group]
-        if start < 0:
-            continue
-        if _inside_marker(data, start, end):  # an earlier, more specific rule took it
-            return None
-        return (start, end), group
-    return None
-
-
 def _inside_marker(data: bytes, start: int, end: int) -> bool:
     """Whether [start, end) holds or lies inside a redaction marker of an earlier rule."""
-    if _REDACTED_PREFIX in data[start:end]:
+    if data.find(_REDACTED_PREFIX, start, end) >= 0:
         return True
     opening = data.rfind(_REDACTED_PREFIX, max(0, start - _LONGEST_MARKER), start)
-    return opening >= 0 and b"]" not in data[opening:start]
+    return opening >= 0 and data.find(b"]", opening, start) < 0
 
 
 class CredentialScrubbingFilter(logging.Filter):
