@@ -105,6 +105,10 @@ class SecretMatcher:
         alternation = "|".join(re2.escape(form) for form in ordered)
         self._regex = None if self.is_empty else re2.compile(alternation, _OPTIONS)
 
+    def finds(self, text: str) -> bool:
+        """Whether any form of any secret occurs in the text (one pass, no copy)."""
+        return self._regex is not None and self._regex.search(str(text)) is not None
+
     def redact(self, text: str) -> tuple[str, int]:
         if self._regex is None or len(text) < MIN_SECRET_LENGTH:
             return text, 0
