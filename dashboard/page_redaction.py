@@ -117,7 +117,11 @@ class _PageRedactor(HTMLParser):
         changed = False
         rewritten: list[tuple[str, str | None]] = []
         for name, value in attrs:
-            if value is not None and name in USER_CONTENT_ATTRIBUTES and not (is_csrf_input and name == "value"):
+            if (
+                value is not None
+                and name in USER_CONTENT_ATTRIBUTES
+                and not (is_csrf_input and name == "value")
+            ):
                 value, count = self._matcher.redact(value)
                 if count:
                     self.redacted += count

@@ -74,14 +74,18 @@ class FindingFilter:
     @classmethod
     def of(cls, lists: list[Allowlist]) -> FindingFilter:
         either = [a for a in lists if not a.require_all]
-        by_target = {t: [r for a in either if a.target == t for r in a.regexes] for t in ("secret", "match", "line")}
+        by_target = {
+            t: [r for a in either if a.target == t for r in a.regexes] for t in ("secret", "match", "line")
+        }
         return cls(
             stopwords=_literals([w for a in either for w in a.stopwords]),
             on_secret=_alternation(by_target["secret"]),
             on_match=_alternation(by_target["match"]),
             on_line=_alternation(by_target["line"]),
             and_lists=tuple(
-                (a, _alternation(list(a.regexes)), _literals(list(a.stopwords))) for a in lists if a.require_all
+                (a, _alternation(list(a.regexes)), _literals(list(a.stopwords)))
+                for a in lists
+                if a.require_all
             ),
         )
 
@@ -90,7 +94,10 @@ class FindingFilter:
             return True
         if self.on_secret is not None and self.on_secret.search(secret) is not None:
             return True
-        if self.on_match is not None and self.on_match.search(_match(data, spans, lead_run_removed)) is not None:
+        if (
+            self.on_match is not None
+            and self.on_match.search(_match(data, spans, lead_run_removed)) is not None
+        ):
             return True
         if self.on_line is not None and self.on_line.search(_line(data, spans)) is not None:
             return True

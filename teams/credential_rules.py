@@ -85,7 +85,7 @@ def assigned_value(data: bytes, span: tuple[int, int], quoted: bool) -> bool:
         return False
     if quoted:
         return len(value) >= 3
-    if value.isdigit() and len(value) < 6 or value.startswith((b"/", b"./", b"~/")):  # a number, a path
+    if (value.isdigit() and len(value) < 6) or value.startswith((b"/", b"./", b"~/")):  # a number, a path
         return False
     return len(value) >= 4 and not _looks_like_code(value)
 
@@ -168,6 +168,7 @@ _PROSE_VALUE = r"(?:[\"'\x60](?P<s>[^\"'\x60\n]+)[\"'\x60]|(?P<s2>[^\s\"'\x60<>]
 _OPTION_VALUE = r"(?:\"(?P<s>[^\"\n]+)\"|'(?P<s2>[^'\n]+)'|(?P<s3>[^\s\"'-][^\s\"']*))"
 _COMMAND_TAIL = r"[^\n|;&]{0,200}?"
 _AWS_KEY_ID_KEYWORDS = (b"akia", b"asia", b"abia", b"acca")
+_AWS_PAIR_KEYWORDS = (*_AWS_KEY_ID_KEYWORDS, b"[redacted:aws_access_key]")
 # Every naming word holds one of these (detect-secrets' list included: api_?key, db_?pass, …).
 _ASSIGNMENT_KEYWORDS = (b"pass", b"pw", b"secret", b"token", b"key", b"credential", b"contrase")
 _AWS_KEY_ID = r"(?:\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b|\[REDACTED:aws_access_key\])"
@@ -197,7 +198,7 @@ SHAPE_RULES: tuple[CredentialRule, ...] = (
         r"(?:" + _AWS_KEY_ID + r"[^\n]{0,80}(?:\n[^\n]{0,80}){0,2}?[^A-Za-z0-9/+=])"
         r"(?P<s>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)",
         check=random_key,
-        keywords=_AWS_KEY_ID_KEYWORDS + (b"[redacted:aws_access_key]",),
+        keywords=_AWS_PAIR_KEYWORDS,
     ),
     CredentialRule(
         "aws_secret_key",
@@ -205,7 +206,7 @@ SHAPE_RULES: tuple[CredentialRule, ...] = (
         + _AWS_KEY_ID
         + r")",
         check=random_key,
-        keywords=_AWS_KEY_ID_KEYWORDS + (b"[redacted:aws_access_key]",),
+        keywords=_AWS_PAIR_KEYWORDS,
     ),
     CredentialRule(
         "aws_access_key", r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b", keywords=_AWS_KEY_ID_KEYWORDS

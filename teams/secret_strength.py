@@ -16,6 +16,7 @@ import functools
 import re
 import unicodedata
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.template import Context, Template
@@ -79,7 +80,8 @@ def _normalised(value: str) -> str:
 def page_markup() -> str:
     """The dashboard's own markup, case-folded: its templates' sources and the CSRF input
     Django renders into every form."""
-    parts = [Template("{% csrf_token %}").render(Context({"csrf_token": "token"}))]
-    for folder in settings.TEMPLATES[0]["DIRS"]:
+    parts: list[str] = [str(Template("{% csrf_token %}").render(Context({"csrf_token": "token"})))]
+    engine: dict[str, Any] = settings.TEMPLATES[0]
+    for folder in engine["DIRS"]:
         parts += [path.read_text() for path in sorted(Path(folder).glob("dashboard/*.html"))]
     return "\n".join(parts).casefold()

@@ -53,7 +53,10 @@ def scrubber_inputs() -> dict[str, str]:
     mixed: list[str] = []
     while sum(map(len, mixed)) < SIZE:
         mixed += [rng.choice(keywords), rng.choice([" = ", ":", "=", "_", "-", " ", "\n", '="', "': '"])]
-        mixed += ["".join(rng.choice(noise_alphabet) for _ in range(rng.randint(3, 200))), rng.choice(" \n\";")]
+        mixed += [
+            "".join(rng.choice(noise_alphabet) for _ in range(rng.randint(3, 200))),
+            rng.choice(' \n";'),
+        ]
     shapes = adversarial_inputs()
     shapes.update(
         {
@@ -159,12 +162,17 @@ def run(*, quick: bool = False) -> dict[str, Any]:
     figures = timings(repeats)
     harness.print_table(
         ["shape (64 KiB)", "p50 ms", "max ms", "cpu p50 ms"],
-        [[shape, f"{f['p50']:.2f}", f"{f['max']:.2f}", f"{f['cpu_p50']:.2f}"] for shape, f in figures.items()],
+        [
+            [shape, f"{f['p50']:.2f}", f"{f['max']:.2f}", f"{f['cpu_p50']:.2f}"]
+            for shape, f in figures.items()
+        ],
     )
     worst_shape = max(figures, key=lambda shape: figures[shape]["p50"])
     worst = figures[worst_shape]["p50"]
     met = worst <= TARGET_MS
-    print(f"worst p50: {worst:.2f} ms ({worst_shape}; target <= {TARGET_MS:.0f} ms: {'met' if met else 'MISSED'})")
+    print(
+        f"worst p50: {worst:.2f} ms ({worst_shape}; target <= {TARGET_MS:.0f} ms: {'met' if met else 'MISSED'})"
+    )
     return {
         "section": "scrubber",
         "how": {

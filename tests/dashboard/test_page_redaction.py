@@ -25,7 +25,7 @@ def test_text_and_a_user_content_attribute_lose_the_secret() -> None:
 
 def test_markup_names_and_other_attributes_are_never_touched() -> None:
     page = (
-        "<body hx-headers='{\"X-CSRFToken\": \"abc\"}'>"
+        '<body hx-headers=\'{"X-CSRFToken": "abc"}\'>'
         '<form method="post" action="/teams/alpha/vault/s1/delete/">'
         '<input type="hidden" name="csrfmiddlewaretoken" value="tok-csrfmiddlewaretoken">'
         '<button class="hx-headers">Remove</button></form></body>'
@@ -45,7 +45,7 @@ def test_scripts_and_styles_are_the_templates_own() -> None:
     page = '<script>const x = "secret-in-js";</script><style>.secret-in-js{}</style><p>secret-in-js</p>'
 
     assert redacted(page, "secret-in-js") == (
-        '<script>const x = "secret-in-js";</script><style>.secret-in-js{}</style>' f"<p>{MARKER}</p>"
+        f'<script>const x = "secret-in-js";</script><style>.secret-in-js{{}}</style><p>{MARKER}</p>'
     )
 
 
@@ -63,7 +63,9 @@ def test_a_secret_written_with_entities_is_found_and_the_text_stays_escaped(secr
 def test_a_rewritten_tag_keeps_its_other_attributes_and_self_closing_form() -> None:
     page = '<input type="search" name="q" value="find s3cret-value-1" autofocus/>'
 
-    assert redacted(page, "s3cret-value-1") == f'<input type="search" name="q" value="find {MARKER}" autofocus/>'
+    assert (
+        redacted(page, "s3cret-value-1") == f'<input type="search" name="q" value="find {MARKER}" autofocus/>'
+    )
 
 
 def test_a_page_without_any_secret_is_returned_as_it_is() -> None:

@@ -79,7 +79,9 @@ def assert_markup_intact(page: str) -> str:
         assert not any("REDACTED" in name for name in attrs), attrs
     (body,) = [attrs for tag, attrs in found if tag == "body"]
     token = json.loads(body["hx-headers"] or "")["X-CSRFToken"]
-    inputs = [a for t, a in found if t == "input" and a.get("type") == "hidden" and "csrf" in (a.get("name") or "")]
+    inputs = [
+        a for t, a in found if t == "input" and a.get("type") == "hidden" and "csrf" in (a.get("name") or "")
+    ]
     assert inputs, "every team page has the sign-out form"
     for attrs in inputs:
         assert attrs["name"] == "csrfmiddlewaretoken" and attrs["value"] and "REDACTED" not in attrs["value"]
@@ -111,7 +113,9 @@ def test_a_secret_that_matches_page_markup_is_refused_with_a_400(admin_member: A
 
 def test_the_same_value_is_fine_as_a_plain_entry(admin_member: Agent) -> None:
     response = admin_member.client.put(
-        admin_member.url("vault/s1/"), {"value": 'name="csrfmiddlewaretoken"', "is_secret": False}, format="json"
+        admin_member.url("vault/s1/"),
+        {"value": 'name="csrfmiddlewaretoken"', "is_secret": False},
+        format="json",
     )
 
     assert response.status_code == 201

@@ -63,7 +63,12 @@ class _Values:
 
     def password(self, size: int = 14) -> str:
         symbols = "!#%&*+-=?@^_~"
-        value = [self.rng.choice(LOWER), self.rng.choice(UPPER), self.rng.choice(DIGITS), self.rng.choice(symbols)]
+        value = [
+            self.rng.choice(LOWER),
+            self.rng.choice(UPPER),
+            self.rng.choice(DIGITS),
+            self.rng.choice(symbols),
+        ]
         value += [self.rng.choice(ALNUM + symbols) for _ in range(size - 4)]
         self.rng.shuffle(value)
         return "".join(value)
@@ -101,8 +106,14 @@ _SHAPED: list[_Maker] = [
     ("gitlab pat", _token("glpat-", URLSAFE, 20)),
     ("gitlab runner token", _token("glrt-", ALNUM, 20)),
     ("slack bot token", lambda v: (t := f"xoxb-{v.of(DIGITS, 12)}-{v.of(DIGITS, 13)}-{v.of(ALNUM, 24)}", t)),
-    ("slack user token", lambda v: (t := f"xoxp-{v.of(DIGITS, 12)}-{v.of(DIGITS, 12)}-{v.of(DIGITS, 12)}-{v.hex(32)}", t)),
-    ("slack app token", lambda v: (t := f"xapp-1-A{v.of(UPPER + DIGITS, 10)}-{v.of(DIGITS, 13)}-{v.hex(64)}", t)),
+    (
+        "slack user token",
+        lambda v: (t := f"xoxp-{v.of(DIGITS, 12)}-{v.of(DIGITS, 12)}-{v.of(DIGITS, 12)}-{v.hex(32)}", t),
+    ),
+    (
+        "slack app token",
+        lambda v: (t := f"xapp-1-A{v.of(UPPER + DIGITS, 10)}-{v.of(DIGITS, 13)}-{v.hex(64)}", t),
+    ),
     ("stripe live secret", _token("sk_live_", ALNUM, 24)),
     ("stripe test secret", _token("sk_test_", ALNUM, 24)),
     ("stripe restricted key", _token("rk_live_", ALNUM, 24)),
@@ -161,7 +172,8 @@ def _jwt(v: _Values) -> str:
         return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
     header = part('{"alg":"HS256","typ":"JWT"}')
-    claims = part('{"sub":"%s","iat":%d}' % (v.uuid(), v.rng.randint(1_600_000_000, 1_800_000_000)))
+    issued = v.rng.randint(1_600_000_000, 1_800_000_000)
+    claims = part(f'{{"sub":"{v.uuid()}","iat":{issued}}}')
     return f"{header}.{claims}.{v.of(URLSAFE, 43)}"
 
 
@@ -263,7 +275,11 @@ def _assignments_and_prose(v: _Values) -> list[tuple[str, str, str]]:
         p = v.word_password()
         add("sshpass", f"sshpass -p {p} ssh deploy@10.0.0.7", p)
         p = v.word_password().lower()
-        add("prose staging password", f"FYI the staging database password is {p}, rotate it after the demo.", p)
+        add(
+            "prose staging password",
+            f"FYI the staging database password is {p}, rotate it after the demo.",
+            p,
+        )
         p = v.password(10)
         add("prose password for", f"The password for the admin account is {p}.", p)
         p = v.word_password()
@@ -319,7 +335,9 @@ def positives() -> list[Positive]:
     for provider, name, make_value in _KEYWORD:
         for text in range(3):
             value = make_value(v)
-            items.append(Positive(f"{provider} (keyword)", _keyword_contexts(v, provider, name, value)[text], value))
+            items.append(
+                Positive(f"{provider} (keyword)", _keyword_contexts(v, provider, name, value)[text], value)
+            )
     items += [Positive(label, text, secret) for label, text, secret in _assignments_and_prose(v)]
     return items
 
@@ -400,7 +418,7 @@ def negatives() -> list[Negative]:
         "secret = secrets.token_urlsafe(32)",
         "AUTH_PASSWORD_VALIDATORS = [...]",
         'password = request.POST["password"]',
-        "<input type=\"password\" name=\"password\" autocomplete=\"current-password\">",
+        '<input type="password" name="password" autocomplete="current-password">',
         "export DB_PASSWORD=$(vault kv get -field=password secret/db)",
         "password: !vault |\n  $ANSIBLE_VAULT;1.1;AES256",
         "api_key: <your-api-key>",
@@ -423,7 +441,7 @@ def negatives() -> list[Negative]:
         "pip install python-dotenv keyring",
         "mysql -u root -p shop  # prompts for the password",
         "psql --password -h db.internal app  # prompts",
-        "curl -u \"$CI_USER:$CI_PASSWORD\" https://ci.internal/api/json",
+        'curl -u "$CI_USER:$CI_PASSWORD" https://ci.internal/api/json',
         "curl https://api.example.com/v1/items?limit=50&page=2",
         "redis-cli -h cache.internal PING",
         "key = hashlib.sha256(content.encode()).hexdigest()",
@@ -460,19 +478,39 @@ def negatives() -> list[Negative]:
     for _ in range(70):
         kind = v.rng.randrange(8)
         if kind == 0:
-            add("table row", f"| {v.uuid()} | lesson | 2025-0{v.rng.randint(1, 9)}-1{v.rng.randint(0, 9)} | active |")
+            add(
+                "table row",
+                f"| {v.uuid()} | lesson | 2025-0{v.rng.randint(1, 9)}-1{v.rng.randint(0, 9)} | active |",
+            )
         elif kind == 1:
-            add("config without secrets", f"timeout: {v.rng.randint(5, 60)}\nretries: 3\nregion: eu-west-1\nlog_level: info")
+            add(
+                "config without secrets",
+                f"timeout: {v.rng.randint(5, 60)}\nretries: 3\nregion: eu-west-1\nlog_level: info",
+            )
         elif kind == 2:
-            add("json without secrets", f'{{"max_tokens": {v.rng.randint(256, 8192)}, "temperature": 0.2, "model": "small"}}')
+            add(
+                "json without secrets",
+                f'{{"max_tokens": {v.rng.randint(256, 8192)}, "temperature": 0.2, "model": "small"}}',
+            )
         elif kind == 3:
-            add("ids in prose", f"Ticket OPS-{v.rng.randint(100, 9999)} links commit {v.hex(12)} and run {v.rng.randint(10**6, 10**7)}.")
+            add(
+                "ids in prose",
+                f"Ticket OPS-{v.rng.randint(100, 9999)} links commit {v.hex(12)} and run {v.rng.randint(10**6, 10**7)}.",
+            )
         elif kind == 4:
-            add("ip and ports", f"db-0{v.rng.randint(1, 9)} listens on 10.0.{v.rng.randint(0, 255)}.{v.rng.randint(1, 254)}:5432")
+            add(
+                "ip and ports",
+                f"db-0{v.rng.randint(1, 9)} listens on 10.0.{v.rng.randint(0, 255)}.{v.rng.randint(1, 254)}:5432",
+            )
         elif kind == 5:
-            add("email", f"Contact {v.pick(['ana', 'bob', 'chen'])}.{v.pick(['ops', 'dev'])}@example.com about the rollout.")
+            add(
+                "email",
+                f"Contact {v.pick(['ana', 'bob', 'chen'])}.{v.pick(['ops', 'dev'])}@example.com about the rollout.",
+            )
         elif kind == 6:
-            add("markdown", f"## Decision\n\nWe chose Postgres over Mongo ({v.rng.randint(2, 9)} votes to 1).")
+            add(
+                "markdown", f"## Decision\n\nWe chose Postgres over Mongo ({v.rng.randint(2, 9)} votes to 1)."
+            )
         else:
             add("checksum line", f"md5 {v.hex(32)} of the backup taken at 03:00")
     return items

@@ -56,7 +56,9 @@ def test_the_refresh_command_cuts_the_config_out_of_a_binary() -> None:
     assert len(_check(extracted)) == 120
 
 
-@pytest.mark.parametrize("text", [b"title = 'not it'\n", CONFIG_HEADER + b"\n[[rules]]\nid = 1\n", CONFIG_HEADER + b"[["])
+@pytest.mark.parametrize(
+    "text", [b"title = 'not it'\n", CONFIG_HEADER + b"\n[[rules]]\nid = 1\n", CONFIG_HEADER + b"[["]
+)
 def test_the_refresh_command_refuses_what_is_not_gitleaks_rule_set(text: bytes) -> None:
     with pytest.raises(CommandError):
         _check(text)
