@@ -313,9 +313,7 @@ def test_a_vault_secret_in_a_memory_is_never_exported_in_clear(team: Team, admin
     with team_scope(team.id):
         from memories.services import save_memory
 
-        save_memory(
-            team=team, key="db-access", content="The db answers to plumtree-4471-zq.", updated_by="a"
-        )
+        save_memory(team=team, key="db-access", content="The db answers to plumtree-4471-zq.", updated_by="a")
         # Added after the text was written (in words no credential rule reads as one):
         # the stored text still holds it.
         set_vault_entry(team=team, key="db-password", value="plumtree-4471-zq", is_secret=True, actor="a")
