@@ -88,7 +88,9 @@ def test_the_fast_match_loop_finds_what_finditer_finds_with_the_rule_as_written(
     data = text.encode()
     rules = [*scrubber._COMPILED_RULES, *catalogue().rules]
     for rule in rules:
-        fast = [[tuple(s) for s in spans] for spans in scrubber._word_start_spans(rule.regex, rule.exact, data)]
+        fast = [
+            [tuple(s) for s in spans] for spans in scrubber._word_start_spans(rule.regex, rule.exact, data)
+        ]
         expected = _finditer_spans(rule.exact or rule.regex, data)
         assert fast == expected, rule.kind
 
