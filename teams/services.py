@@ -22,6 +22,7 @@ from core.locks import advisory_xact_lock
 from teams import hooks, vault_crypto
 from teams.models import AgentToken, AuditEvent, Membership, Team, VaultEntry
 from teams.scope import team_scope
+from teams.secret_strength import check_secret_strength
 from teams.selectors import get_vault_entry, reveal_vault_value
 from teams.validators import check_key, is_team_slug
 
@@ -257,48 +258,6 @@ def _check_vault_quota(team: Team) -> None:
         limit=settings.MEMORYHUB_QUOTA_VAULT_ENTRIES,
         what="vault entries",
     )
-
-
-# Secrets become redaction patterns for every text the team's responses carry, so a
-# short or common one would mangle ordinary text (or the dashboard's own markup).
-MIN_SECRET_LENGTH = 8
-COMMON_WORDS = frozenset(
-    """
-    password passwords username usernames required disabled readonly checked selected
-    checkbox textarea fieldset function continue document template undefined response
-    redirect register security settings password1 password2 12345678 123456789 1234567890
-    qwertyuiop abcdefgh abcd1234 changeme letmein1 iloveyou sunshine football baseball
-    welcome1 trustno1 superman princess starwars whatever midnight internet computer
-    csrfmiddlewaretoken csrftoken sessionid hx-request x-csrftoken content-type
-    stylesheet javascript text/html text/css application/json utf-8 charset viewport
-    memoryhub dashboard memories memory injection overview history annotation annotations
-    superseded supersede unsupersede identity decision reference historical
-    autocomplete placeholder maxlength minlength novalidate aria-label aria-hidden
-    aria-describedby data-testid tabindex onclick onsubmit accept-charset enctype
-    multipart/form-data application/x-www-form-urlencoded redacted vault_secret
-    """.split()  # noqa: SIM905 (a word list reads better as text)
-)
-# Tags and entities; each match stops at the next < or non-word character, so removing
-# them is linear in the value's length.
-_TAG = re.compile(r"<[^<>]*>")
-_ENTITY = re.compile(r"&#?[A-Za-z0-9]+;")
-_MARKUP_PUNCTUATION = "\"'<>/=&; \t\r\n"
-
-
-def check_secret_strength(value: str) -> None:
-    """Refuse (400, field "value") a secret that is short, a common word or nothing but
-    markup: redacting it everywhere would damage ordinary text and pages."""
-    if len(value) < MIN_SECRET_LENGTH:
-        raise InvalidInput(f"a secret is at least {MIN_SECRET_LENGTH} characters", field="value")
-    word = value.strip(_MARKUP_PUNCTUATION).lower()
-    only_markup = not _ENTITY.sub("", _TAG.sub("", value)).strip(_MARKUP_PUNCTUATION)
-    if word in COMMON_WORDS or only_markup or len(set(value)) < 4:
-        raise InvalidInput(
-            "this value is too common to be a secret (a common word, markup or a repeated "
-            "character); redacting it would damage ordinary text. Store it with is_secret "
-            "false, or choose a real secret.",
-            field="value",
-        )
 
 
 def _lock_vault_entry(team: Team, key: str) -> VaultEntry | None:

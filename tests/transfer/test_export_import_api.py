@@ -437,10 +437,9 @@ def test_a_vault_secret_in_a_memory_is_never_exported_in_clear(team: Team, admin
     with team_scope(team.id):
         from memories.services import save_memory
 
-        save_memory(
-            team=team, key="db-access", content="The db password is plumtree-4471-zq.", updated_by="a"
-        )
-        # Added after the text was written: the stored text still holds it.
+        save_memory(team=team, key="db-access", content="The db answers to plumtree-4471-zq.", updated_by="a")
+        # Added after the text was written (in words no credential rule reads as one):
+        # the stored text still holds it.
         set_vault_entry(team=team, key="db-password", value="plumtree-4471-zq", is_secret=True, actor="a")
         assert "plumtree-4471-zq" in Memory.objects.get(team=team, key="db-access").content
 
@@ -448,7 +447,7 @@ def test_a_vault_secret_in_a_memory_is_never_exported_in_clear(team: Team, admin
 
     assert b"plumtree-4471-zq" not in body
     assert b"db-password" not in body  # the vault itself is not exported
-    assert b"The db password is" in body
+    assert b"The db answers to" in body
 
 
 def test_the_export_is_streamed_from_a_server_side_cursor(team: Team, admin_member: Agent) -> None:
