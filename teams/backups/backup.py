@@ -57,7 +57,7 @@ def make_backup(*, folder: Path, with_keys: bool) -> BackupResult:
 
 
 def _backup_into(folder: Path, *, with_keys: bool) -> BackupResult:
-    login = database.Login.from_settings()
+    login = database.Login.from_settings(as_operator=True)
     dump = folder / DUMP_FILE
     with login.connect() as conn:
         conn.isolation_level = IsolationLevel.REPEATABLE_READ
@@ -71,8 +71,8 @@ def _backup_into(folder: Path, *, with_keys: bool) -> BackupResult:
             needed_extensions = extensions(conn)
             tables = count_rows(conn)
             secrets = vault_secrets(conn)
-            # pg_dump switches to the operator role too: with FORCE ROW LEVEL SECURITY even
-            # the tables' owner would dump only the rows its scope lets through.
+            # pg_dump reads as the operator role too: with FORCE ROW LEVEL SECURITY even the
+            # tables' owner would dump only the rows its scope lets through.
             database.run(
                 "pg_dump",
                 [

@@ -93,12 +93,14 @@ def file_sha256(path: Path) -> str:
 
 def see_every_team(conn: psycopg.Connection[tuple[Any, ...]]) -> None:
     """For the open transaction: the operator role, which row-level security lets see
-    every team (the login may only SET ROLE to it, docs/decisions.md "Database roles")."""
+    every team. The backup logs in as it; the restore logs in as the owner, which may SET
+    ROLE to it (docs/decisions.md "Database roles")."""
     try:
         conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(OPERATOR_ROLE)))
     except psycopg.errors.InsufficientPrivilege:
         raise BackupError(
-            f"this login may not SET ROLE {OPERATOR_ROLE}: grant it as deploy/postgres-roles.sql does"
+            f"this login may not SET ROLE {OPERATOR_ROLE}: the backup logs in as {OPERATOR_ROLE} "
+            "(OPERATOR_DATABASE_URL), the restore as the owner, granted it as deploy/postgres-roles.sql does"
         ) from None
 
 

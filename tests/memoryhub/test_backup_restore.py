@@ -36,6 +36,7 @@ REPO = Path(__file__).resolve().parents[2]
 KEPT_OUT = {
     "REDIS_URL",
     "DATABASE_URL",
+    "OPERATOR_DATABASE_URL",
     "MEMORYHUB_DATABASE_NAME",
     "MEMORYHUB_VAULT_KEY",
     "MEMORYHUB_VAULT_KEY_FILE",
@@ -201,7 +202,7 @@ def test_backup_and_restore_bring_back_every_memory_version_vector_and_secret(tm
         other_data = tmp_path / "other-data"
         other_data.mkdir()
         other_key = Fernet.generate_key().decode()
-        external = embedded(other_data, DATABASE_URL=source.url(OWNER_ROLE))
+        external = embedded(other_data, **source.urls(OWNER_ROLE))
         assert "restore logs in as the owner role" in refused(
             {**external, "DATABASE_URL": source.url(APP_ROLE)}, "restore", str(backup)
         )
