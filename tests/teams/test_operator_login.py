@@ -3,6 +3,9 @@ real processes with the real settings: the web server, workers and commands log 
 application role for everything a team does and as the operator for what spans teams.
 (The test process itself runs both on one connection: memoryhub/settings_test.py.)
 
+- in this process, with a second alias logged in as the operator (the service's layout):
+  the bypass runs its block on that connection, a team's scope inside it narrows there,
+  and it refuses to start inside a transaction of the application's connection;
 - the admin of a real web server shows several teams' rows, and its "Shut down selected
   teams" action (a team's scope inside the operator's transaction) deletes one team;
 - a beat job across teams (the session sweep) runs on a real worker, whose logins are
@@ -12,6 +15,7 @@ application role for everything a team does and as the operator for what spans t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import subprocess
@@ -27,6 +31,7 @@ import psycopg
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import PBKDF2PasswordHasher
+from django.db import connection, connections, transaction
 from django.utils import timezone
 
 from agents.models import AgentSession
@@ -36,17 +41,90 @@ from memoryhub.celery import app as celery_app
 from teams import memberships, services
 from teams.models import AuditEvent, Membership, Team
 from teams.roles import APP_ROLE, OPERATOR_ROLE
-from teams.scope import team_scope
+from teams.scope import dangerously_bypass_team_scope, team_scope
 from tests.conftest import operator_view
-from tests.db_roles import connect_as
+from tests.db_roles import connect_as, service_login
 from tests.web_server import WebServer, manage, server_env
 from tests.worker import CeleryProcess, TaskRoute, database_url, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 REPO = Path(__file__).resolve().parents[2]
+SWITCHED = "operator_in_this_process"
 STAFF_PASSWORD = "a staff password for the test"
 SWEEP_SECONDS = 60.0  # a hang detector
+
+
+@pytest.fixture(scope="module")
+def _operator_alias(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
+    """A second alias of the test database, logged in as the operator, as
+    memoryhub.settings configures OPERATOR_DATABASE (defined before the test starts:
+    Django checks a test's databases then)."""
+    primary = connection.settings_dict
+    user, password = service_login(OPERATOR_ROLE)
+    alias_settings = {**primary, "USER": user, "PASSWORD": password, "TEST": {"MIRROR": "default"}}
+    configured = connections.configure_settings({"default": dict(primary), SWITCHED: alias_settings})
+    connections.settings[SWITCHED] = configured[SWITCHED]
+    try:
+        yield SWITCHED
+    finally:
+        with django_db_blocker.unblock(), contextlib.suppress(Exception):
+            connections[SWITCHED].close()
+        with contextlib.suppress(Exception):
+            del connections[SWITCHED]
+        connections.settings.pop(SWITCHED, None)
+
+
+@pytest.fixture
+def operator_connection(_operator_alias: str, settings: Any) -> str:
+    """The service's layout in this process: `default` runs as the application role, and
+    the bypass switches to the operator's own connection."""
+    settings.OPERATOR_DATABASE = _operator_alias
+    return _operator_alias
+
+
+with_operator_connection = pytest.mark.django_db(transaction=True, databases=["default", SWITCHED])
+
+
+def who() -> tuple[str, str, int]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_user, session_user, pg_backend_pid()")
+        user, session, pid = cursor.fetchone()
+    return str(user), str(session), int(pid)
+
+
+@with_operator_connection
+def test_the_bypass_switches_to_the_operators_connection_for_its_block(
+    operator_connection: str, teams: list[Team]
+) -> None:
+    outside = who()
+    with dangerously_bypass_team_scope(reason="switch test", actor="test"):
+        inside = who()
+        assert connection.alias == operator_connection
+        assert sorted(Team.objects.values_list("slug", flat=True)) == ["alpha", "bravo", "charlie"]
+        with operator_view():  # nested: the same connection
+            assert who() == inside
+        assert AuditEvent.objects.filter(action="vault.set").count() == 3
+        with team_scope(teams[0].id):
+            # Narrowed on the operator's own connection, in its transaction.
+            assert who() == (APP_ROLE, OPERATOR_ROLE, inside[2])
+            assert list(AuditEvent.objects.values_list("team_id", flat=True)) == [teams[0].id]
+        assert who() == inside
+    assert inside[:2] == (OPERATOR_ROLE, OPERATOR_ROLE) and inside[2] != outside[2]
+    assert who() == outside and connection.alias == "default"
+    with team_scope(teams[0].id):
+        assert AuditEvent.objects.count() == 1
+
+
+@with_operator_connection
+def test_the_bypass_refuses_to_start_inside_a_transaction_of_the_applications_login(
+    operator_connection: str, teams: list[Team]
+) -> None:
+    with transaction.atomic():
+        with pytest.raises(RuntimeError, match="inside a transaction of the application"):
+            with dangerously_bypass_team_scope(reason="switch test", actor="test"):
+                pass
+        assert connection.alias == "default"
 
 
 def make_team(slug: str) -> Team:
