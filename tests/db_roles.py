@@ -14,7 +14,7 @@ from urllib.parse import quote
 import psycopg
 import pytest
 from django.conf import settings
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.signals import connection_created
 from psycopg import sql
@@ -25,7 +25,8 @@ _test_login: list[tuple[str, str]] = []
 
 
 def _take_the_application_role(sender: Any, connection: BaseDatabaseWrapper, **kwargs: Any) -> None:
-    if connection.settings_dict["USER"] == OPERATOR_ROLE:
+    # Only the connection that plays both logins: a test's own operator alias stays the operator.
+    if connection.alias == DEFAULT_DB_ALIAS and connection.settings_dict["USER"] == OPERATOR_ROLE:
         with connection.cursor() as cursor:
             cursor.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(APP_ROLE)).as_string())
 
