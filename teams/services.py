@@ -168,10 +168,10 @@ def revoke_token_by_id(*, team: Team, token_id: int, actor: str) -> AgentToken:
 
 def shutdown_team(*, team: Team, actor: str) -> dict[str, int]:
     """Delete every row of one team: every app's rows through `hooks.team_shutdown`
-    (higher apps first), then the team's tokens, vault, audit trail and memberships.
-    Runs inside that team's scope, so row-level security guarantees no other team's row
-    can be touched even by a bug here. The audit table goes with the team, so the log
-    line is the lasting record of who did it."""
+    (higher apps first), then the team's tokens, vault and memberships; returns what was
+    deleted. Runs inside that team's scope, so row-level security guarantees no other
+    team's row can be touched even by a bug here. The audit trail is kept (no login of the
+    service may delete it, docs/decisions.md "Database roles"), the shutdown its last event."""
     audit_logger.info("team %s: %s shuts the team down", team.slug, actor)
     counts: dict[str, int] = {}
     with team_scope(team.id):
@@ -181,9 +181,12 @@ def shutdown_team(*, team: Team, actor: str) -> dict[str, int]:
             {
                 "vault_entries": VaultEntry.objects.filter(team=team).delete()[0],
                 "tokens": AgentToken.objects.filter(team=team).delete()[0],
-                "audit_events": AuditEvent.objects.filter(team=team).delete()[0],
                 "memberships": team.memberships.all().delete()[0],
             }
+        )
+        summary = ", ".join(f"{count} {what}" for what, count in counts.items())
+        record_event(
+            team=team, actor=actor, action=AuditEvent.Action.TEAM_SHUTDOWN, target=f"{team.slug}: {summary}"
         )
         Team.objects.filter(pk=team.pk).delete()
     audit_logger.info("team %s shut down by %s: %s", team.slug, actor, counts)
