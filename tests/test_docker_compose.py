@@ -43,10 +43,13 @@ def test_compose_runs_the_postgresql_major_version_of_the_embedded_server(compos
     image = compose["services"]["db"]["image"]
     tag = re.fullmatch(r"pgvector/pgvector:(?:[\d.]+-)?pg(\d+)(?:-\w+)?", image)
     assert tag is not None, f"not a pgvector image with a PostgreSQL major version: {image}"
-    embedded = embedded_postgres.ensure_running(settings.DATA_DIR)
+    embedded = embedded_postgres.ensure_running(settings.DATA_DIR)["default"]
 
     with psycopg.connect(
-        host=str(embedded["HOST"]), user=str(embedded["USER"]), dbname=str(embedded["NAME"])
+        host=str(embedded["HOST"]),
+        user=str(embedded["USER"]),
+        password=str(embedded["PASSWORD"]),
+        dbname=str(embedded["NAME"]),
     ) as conn:
         row = conn.execute("SHOW server_version_num").fetchone()
 
