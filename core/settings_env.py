@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 
 import environ
@@ -46,18 +47,30 @@ generated_secret_files: set[Path] = set()
 
 
 def _generated(path: Path, *, fernet: bool) -> str:
+    value, made_now = kept_secret(path, make=Fernet.generate_key().decode if fernet else _random_secret)
+    if made_now:
+        generated_secret_files.add(path)
+    return value
+
+
+def _random_secret() -> str:
+    return secrets.token_urlsafe(50)
+
+
+def kept_secret(path: Path, *, make: Callable[[], str] = _random_secret) -> tuple[str, bool]:
+    """The secret kept at `path` (mode 0600), made with `make` on first use; whether this
+    call made it."""
     if path.exists():
-        return path.read_text().strip()
-    value = Fernet.generate_key().decode() if fernet else secrets.token_urlsafe(50)
+        return path.read_text().strip(), False
+    value = make()
     # O_EXCL: when two processes race, one writes and the other reads its value.
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
-        return path.read_text().strip()
+        return path.read_text().strip(), False
     with os.fdopen(fd, "w") as handle:
         handle.write(value)
-    generated_secret_files.add(path)
-    return value
+    return value, True
 
 
 _RATE_PERIODS = ("s", "sec", "second", "m", "min", "minute", "h", "hour", "d", "day")

@@ -9,8 +9,9 @@ Every view under /teams/<slug>/ is wrapped by `team_page(min_role)`, which, in o
    row-level security), so a forgotten filter returns nothing of another team;
 4. answers 403 when the person's role is below `min_role`: members of the team know it
    exists, and a clear "your role cannot do this" helps them;
-5. scrubs the team's vault secrets out of the rendered HTML, except on the one page
-   that exists to reveal a secret.
+5. redacts the team's vault secrets from the rendered page's text and user-content
+   attribute values, never its markup (dashboard.page_redaction), except on the one
+   page that exists to reveal a secret.
 
 Roles are ordered viewer < member < admin < owner: viewers read; members also write
 memories; admins also manage tokens, the vault, members and re-indexing; owners also
@@ -29,6 +30,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from core.errors import NotFound
+from dashboard.page_redaction import redact_page
 from teams.models import Membership, Team
 from teams.scope import team_scope
 from teams.selectors import find_membership, find_team
@@ -127,16 +129,15 @@ def forbidden(request: HttpRequest, access: TeamAccess, min_role: str) -> HttpRe
 
 
 def _scrub_secrets(response: HttpResponse, *, team_id: int) -> None:
-    """The credential scrubber for HTML: a secret that reached text before it entered
-    the vault (an old memory, a note) never leaves in a page. Vault values only; the
-    credential shapes were scrubbed from content when it was written. One pass of the
-    team's cached matcher, which also knows each secret's HTML-escaped forms."""
+    """A secret that reached text before it entered the vault (an old memory, a note)
+    never leaves in a page. Vault values only; the credential shapes were scrubbed from
+    content when it was written."""
     if not response.get("Content-Type", "").startswith("text/html") or response.streaming:
         return
     matcher = team_secret_matcher(team_id=team_id)
     if matcher.is_empty:
         return
-    body, redacted = matcher.redact(response.content.decode(response.charset or "utf-8"))
+    body, redacted = redact_page(response.content.decode(response.charset or "utf-8"), matcher)
     if redacted:
         response.content = body.encode(response.charset or "utf-8")
 

@@ -9,6 +9,12 @@
   refused or answered 429/5xx is backed off (exponential, capped, in the cache shared by
   every process) and its anchors are skipped until then. The results are recorded in
   each team's scope again.
+- One anchor's failure is that anchor's outcome, never the run's. Every stored anchor is
+  held to the rule every save uses (memories.anchors.normalise_anchor) before anything
+  is built or resolved: one it refuses (stored before the rule existed) is a failed
+  check saying why, never fetched. An unexpected exception while one anchor is checked
+  is that anchor's failed check ("check error (Type)"), logged with its team and entry.
+  Recording falls back to one anchor at a time when a team's batch fails.
 - `record_checks`: what the job and a client's file report (`POST anchors/report/`)
   share: an AnchorCheck row per check (the newest KEEP per entry kept), then the flag
   rule: MEMORYHUB_ANCHOR_FAILURES_TO_FLAG failed checks in a row flag the entry
@@ -30,7 +36,6 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.cache import cache
@@ -42,6 +47,8 @@ from freshness.anchor_http import CheckResult, FetchPolicy, check_anchor_url, gu
 from freshness.models import AnchorCheck, AnchorCheckSource, Nudge, NudgeAction, NudgeKind, NudgeState
 from freshness.services import TeamSweep, _sweep_teams
 from memories import services as memory_services
+from memories.anchor_urls import host_and_port, vetted_anchor_url
+from memories.anchors import InvalidAnchor, normalise_anchor
 from memories.models import Memory
 from teams.models import Team
 from teams.scope import team_scope
@@ -57,13 +64,16 @@ CHECKED_BY = "anchor check"
 
 @dataclass
 class AnchorRun(TeamSweep):
-    """One run of the anchor job: `checked` anchors fetched, of which `ok` and `broken`;
+    """One run of the anchor job: `checked` anchors with an outcome, of which `ok` and
+    `broken`; of the broken, `invalid` anchors the anchor rule refuses (never fetched);
     `flagged` / `unflagged` entries whose flag changed; `skipped` anchors due but left
     for a later run (their host backed off, or the run's time was up); `errors` teams
-    whose selection or recording failed (logged, retried next run)."""
+    whose selection or recording failed, and anchors whose check or recording raised
+    (each logged with its team, retried next run)."""
 
     ok: int = 0
     broken: int = 0
+    invalid: int = 0
     flagged: int = 0
     unflagged: int = 0
     skipped: int = 0
@@ -74,6 +84,7 @@ class AnchorRun(TeamSweep):
             "checked": self.checked,
             "ok": self.ok,
             "broken": self.broken,
+            "invalid": self.invalid,
             "flagged": self.flagged,
             "unflagged": self.unflagged,
             "skipped": self.skipped,
@@ -85,11 +96,17 @@ class AnchorRun(TeamSweep):
 
 @dataclass(frozen=True)
 class Candidate:
+    """A due anchor: its URL and `host` (host:port) once the anchor rule took it, or
+    `refused`, what a check of it records when it is not fetched: the rule refused it,
+    or (`error`) reading it raised."""
+
     team_id: int
     memory_id: uuid.UUID
     url: str
     expect: int | str | None
     host: str
+    refused: str = ""
+    error: bool = False
 
 
 @dataclass
@@ -118,7 +135,7 @@ def check_anchors(
     due: dict[int, list[Candidate]] = {}
 
     def visit(team_id: int, budget: int) -> tuple[int, int]:
-        found, skipped = _due_anchors(team_id, now=now, budget=budget)
+        found, skipped = _due_anchors(team_id, now=now, budget=budget, policy=policy)
         due[team_id] = found
         run.skipped += skipped
         return len(found), 0
@@ -139,24 +156,46 @@ def check_anchors(
         run.checked += 1
         run.ok += result.ok
         run.broken += not result.ok
+        run.invalid += bool(candidate.refused) and not candidate.error
+        run.errors += candidate.error
     for team_id in sorted(by_team):
-        try:
-            with team_scope(team_id):
-                team = Team.objects.get(id=team_id)
-                recorded = record_checks(
-                    team=team, results=by_team[team_id], source=AnchorCheckSource.SERVER, now=now
-                )
-        except Exception:
-            logger.exception("anchor job: recording team %s failed", team_id)
-            run.errors += 1
-            continue
-        run.flagged += recorded.flagged
-        run.unflagged += recorded.unflagged
+        _record_team(team_id, by_team[team_id], now=now, run=run)
     logger.info("anchor job: %s", run.as_dict())
     return run
 
 
-def _due_anchors(team_id: int, *, now: dt.datetime, budget: int) -> tuple[list[Candidate], int]:
+def _record_team(
+    team_id: int, results: list[tuple[uuid.UUID, CheckResult]], *, now: dt.datetime, run: AnchorRun
+) -> None:
+    """Record a team's results in one transaction; when that fails, each anchor's in a
+    transaction of its own, so one entry that cannot be recorded costs only its own."""
+    try:
+        recorded = _record(team_id, results, now=now)
+    except Exception:
+        logger.exception("anchor job: recording team %s failed; recording its anchors one by one", team_id)
+        recorded = Recorded()
+        for memory_id, result in results:
+            try:
+                one = _record(team_id, [(memory_id, result)], now=now)
+            except Exception:
+                logger.exception("anchor job: recording entry %s of team %s failed", memory_id, team_id)
+                run.errors += 1
+                continue
+            recorded.flagged += one.flagged
+            recorded.unflagged += one.unflagged
+    run.flagged += recorded.flagged
+    run.unflagged += recorded.unflagged
+
+
+def _record(team_id: int, results: list[tuple[uuid.UUID, CheckResult]], *, now: dt.datetime) -> Recorded:
+    with team_scope(team_id):
+        team = Team.objects.get(id=team_id)
+        return record_checks(team=team, results=results, source=AnchorCheckSource.SERVER, now=now)
+
+
+def _due_anchors(
+    team_id: int, *, now: dt.datetime, budget: int, policy: FetchPolicy
+) -> tuple[list[Candidate], int]:
     """Inside the team's scope: its active url/api anchors not checked within the
     interval, never-checked first, then the longest unchecked; those of a backed-off
     host are left (counted as skipped). At most `budget`."""
@@ -177,18 +216,28 @@ def _due_anchors(team_id: int, *, now: dt.datetime, budget: int) -> tuple[list[C
         .order_by(F("last_checked").asc(nulls_first=True), "id")
         .values_list("id", "anchor")[: budget * LOOKAHEAD]
     )
-    candidates = []
-    for memory_id, stored in rows:
-        anchor = stored or {}
-        url = str(anchor.get("value", ""))
-        expect = anchor.get("expect")
-        parts = urlsplit(url)
-        host = f"{(parts.hostname or '').lower()}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
-        candidates.append(Candidate(team_id, memory_id, url, expect, host))
-    backed_off = _backed_off_hosts({c.host for c in candidates})
-    ready = [c for c in candidates if c.host not in backed_off]
-    skipped = sum(1 for c in candidates if c.host in backed_off)
+    candidates = [_candidate(team_id, memory_id, stored, policy) for memory_id, stored in rows]
+    backed_off = _backed_off_hosts({c.host for c in candidates if not c.refused})
+    ready = [c for c in candidates if c.refused or c.host not in backed_off]
+    skipped = len(candidates) - len(ready)
     return ready[:budget], skipped
+
+
+def _candidate(team_id: int, memory_id: uuid.UUID, stored: Any, policy: FetchPolicy) -> Candidate:
+    """The stored anchor held to the save's rule (normalise_anchor): a refused one is a
+    Candidate that is never fetched, with what its check records."""
+    try:
+        anchor = normalise_anchor(stored, allowed_networks=policy.allowed_networks)
+        assert anchor is not None  # noqa: S101 (the query selected rows with an anchor type)
+        url = vetted_anchor_url(anchor["value"], allowed_networks=policy.allowed_networks)
+    except InvalidAnchor as refused:
+        return Candidate(team_id, memory_id, "", None, "", refused=refused.check_detail)
+    except Exception as exc:
+        logger.exception("anchor job: reading the anchor of entry %s of team %s failed", memory_id, team_id)
+        return Candidate(
+            team_id, memory_id, "", None, "", refused=f"check error ({type(exc).__name__})", error=True
+        )
+    return Candidate(team_id, memory_id, anchor["value"], anchor.get("expect"), host_and_port(url))
 
 
 def _fetch_all(
@@ -197,27 +246,38 @@ def _fetch_all(
     """Fetch every candidate on MEMORYHUB_ANCHOR_WORKERS threads, at most
     MEMORYHUB_ANCHOR_PER_HOST at once per host, hosts interleaved so one host's queue
     does not hold every thread; nothing new starts after MEMORYHUB_ANCHOR_RUN_SECONDS."""
-    if not candidates:
-        return []
+    refused = [(c, CheckResult(ok=False, detail=c.refused)) for c in candidates if c.refused]
+    to_fetch = [c for c in candidates if not c.refused]
+    if not to_fetch:
+        return refused
     # Made before the threads start: they only read the dict.
     per_host = {
         host: threading.BoundedSemaphore(settings.MEMORYHUB_ANCHOR_PER_HOST)
-        for host in {c.host for c in candidates}
+        for host in {c.host for c in to_fetch}
     }
     deadline = time.monotonic() + settings.MEMORYHUB_ANCHOR_RUN_SECONDS
-    skipped = threading.Lock()
-    skipped_count = 0
+    counts = threading.Lock()
+    skipped_count = errors_count = 0
 
     def fetch(candidate: Candidate) -> tuple[Candidate, CheckResult] | None:
-        nonlocal skipped_count
-        with per_host[candidate.host]:
-            if time.monotonic() > deadline or _backed_off_hosts({candidate.host}):
-                with skipped:
-                    skipped_count += 1
-                return None
-            result = check_anchor_url(client, candidate.url, candidate.expect, policy)
-            _note_host(candidate.host, result)
-            return candidate, result
+        nonlocal skipped_count, errors_count
+        try:
+            with per_host[candidate.host]:
+                if time.monotonic() > deadline or _backed_off_hosts({candidate.host}):
+                    with counts:
+                        skipped_count += 1
+                    return None
+                result = check_anchor_url(client, candidate.url, candidate.expect, policy)
+                _note_host(candidate.host, result)
+                return candidate, result
+        except Exception as exc:
+            # Whatever went wrong is this anchor's failed check, not the run's end.
+            logger.exception(
+                "anchor job: checking entry %s of team %s failed", candidate.memory_id, candidate.team_id
+            )
+            with counts:
+                errors_count += 1
+            return candidate, CheckResult(ok=False, detail=f"check error ({type(exc).__name__})")
 
     with (
         guarded_client(policy) as client,
@@ -225,9 +285,10 @@ def _fetch_all(
             max_workers=settings.MEMORYHUB_ANCHOR_WORKERS, thread_name_prefix="anchor-check"
         ) as pool,
     ):
-        results = [r for r in pool.map(fetch, _interleaved(candidates)) if r is not None]
+        results = [r for r in pool.map(fetch, _interleaved(to_fetch)) if r is not None]
     run.skipped += skipped_count
-    return results
+    run.errors += errors_count
+    return refused + results
 
 
 def _interleaved(candidates: Sequence[Candidate]) -> list[Candidate]:
@@ -255,13 +316,22 @@ def _backoff_key(host: str) -> str:
 
 
 def _backed_off_hosts(hosts: set[str]) -> set[str]:
+    """Which of `hosts` wait out a backoff. Backoff spares troubled hosts; when the cache
+    cannot say, every host is checked rather than every anchor failed."""
     if not hosts:
         return set()
     keys = {_backoff_key(host): host for host in hosts}
     now = _clock()
+    try:
+        states = cache.get_many(list(keys))
+    except Exception as exc:
+        logger.warning(
+            "anchor job: the backoff cache did not answer (%s); checking regardless", type(exc).__name__
+        )
+        return set()
     return {
         keys[key]
-        for key, state in cache.get_many(list(keys)).items()
+        for key, state in states.items()
         if isinstance(state, dict) and float(state.get("until", 0)) > now
     }
 
@@ -270,20 +340,23 @@ def _note_host(host: str, result: CheckResult) -> None:
     """A troubled host waits BASE * 2^(failures-1) seconds, at most MAX; an answer that
     is no trouble (even a 404) forgets its failures."""
     key = _backoff_key(host)
-    if not result.host_trouble:
-        cache.delete(key)
-        return
-    state = cache.get(key)
-    failures = int(state.get("failures", 0)) + 1 if isinstance(state, dict) else 1
-    wait = min(
-        settings.MEMORYHUB_ANCHOR_BACKOFF_BASE_SECONDS * 2 ** min(failures - 1, 30),
-        settings.MEMORYHUB_ANCHOR_BACKOFF_MAX_SECONDS,
-    )
-    cache.set(
-        key,
-        {"failures": failures, "until": _clock() + wait},
-        timeout=int(settings.MEMORYHUB_ANCHOR_BACKOFF_MAX_SECONDS) * 2 + 60,
-    )
+    try:
+        if not result.host_trouble:
+            cache.delete(key)
+            return
+        state = cache.get(key)
+        failures = int(state.get("failures", 0)) + 1 if isinstance(state, dict) else 1
+        wait = min(
+            settings.MEMORYHUB_ANCHOR_BACKOFF_BASE_SECONDS * 2 ** min(failures - 1, 30),
+            settings.MEMORYHUB_ANCHOR_BACKOFF_MAX_SECONDS,
+        )
+        cache.set(
+            key,
+            {"failures": failures, "until": _clock() + wait},
+            timeout=int(settings.MEMORYHUB_ANCHOR_BACKOFF_MAX_SECONDS) * 2 + 60,
+        )
+    except Exception as exc:  # the check's outcome stands; only its effect on backoff is lost
+        logger.warning("anchor job: the backoff cache did not answer (%s)", type(exc).__name__)
 
 
 # --------------------------------------------------------------------------- recording

@@ -1,5 +1,8 @@
 """Fetching a `url` or `api` anchor safely (issue 12, docs/decisions.md "Anchored verification").
 
+- Before anything is resolved, the URL and each redirect's target are held to the anchor
+  URL rule every save uses (memories.anchor_urls, which also holds the address policy):
+  what a save would refuse is never fetched, it is a failed check saying why.
 - SSRF guard: every connection goes through GuardedBackend, which resolves the host
   itself, refuses the whole host when any address it resolves to is not public
   (loopback, private, link-local with the cloud metadata address, CGNAT, multicast,
@@ -32,12 +35,17 @@ from typing import Any
 import httpcore
 import httpx
 
+from memories.anchor_urls import (
+    AnchorURLRefused,
+    IPNetwork,
+    address_allowed,
+    parse_networks,
+    vetted_anchor_url,
+)
+
 MAX_BODY_BYTES = 256 * 1024
 MAX_ADDRESSES = 8  # of a host's DNS answer, all vetted
 USER_AGENT = "MemoryHub-anchor-check/1.0"
-
-IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
 class BlockedAddress(Exception):
@@ -77,52 +85,6 @@ class CheckResult:
     duration_ms: int = 0
     # The host misbehaved (timeout, refused, 429, 5xx): it is backed off.
     host_trouble: bool = False
-
-
-def parse_networks(values: Iterable[str]) -> tuple[IPNetwork, ...]:
-    """The operator's allow-list, CIDRs or single addresses; a bad entry raises ValueError
-    (the job's run fails, recorded with the error's type)."""
-    return tuple(ipaddress.ip_network(value.strip(), strict=False) for value in values if value.strip())
-
-
-def _embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
-    if address.ipv4_mapped is not None:
-        return address.ipv4_mapped
-    if address.sixtofour is not None:
-        return address.sixtofour
-    return None
-
-
-def address_allowed(address: IPAddress, allowed_networks: Sequence[IPNetwork] = ()) -> bool:
-    """Whether a check may connect to `address`: a public unicast address, or one in a
-    network the operator allows. IPv6 forms embedding an IPv4 address are judged by it."""
-    candidates: list[IPAddress] = [address]
-    if isinstance(address, ipaddress.IPv6Address):
-        embedded = _embedded_ipv4(address)
-        if embedded is not None:
-            candidates.append(embedded)
-    if any(c in network for c in candidates for network in allowed_networks if c.version == network.version):
-        return True
-    for candidate in candidates:
-        if (
-            candidate.is_loopback
-            or candidate.is_private
-            or candidate.is_link_local
-            or candidate.is_multicast
-            or candidate.is_reserved
-            or candidate.is_unspecified
-            or not candidate.is_global
-        ):
-            return False
-        if isinstance(candidate, ipaddress.IPv6Address) and (
-            candidate.teredo is not None or candidate in _NAT64 or candidate in _IPV4_COMPATIBLE
-        ):
-            return False
-    return True
-
-
-_NAT64 = ipaddress.ip_network("64:ff9b::/96")
-_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
 
 
 # Name lookups run on these threads so that a resolver that does not answer costs a
@@ -222,8 +184,14 @@ def check_anchor_url(
         return CheckResult(ok=ok, status=status, detail=detail, duration_ms=elapsed, host_trouble=trouble)
 
     follow = not (isinstance(expect, int) and 300 <= expect < 400)
-    request = client.build_request("GET", url)
     try:
+        target = vetted_anchor_url(url, allowed_networks=policy.allowed_networks)
+    except AnchorURLRefused as refused:
+        return done(
+            False, None, "blocked address" if refused.blocked else f"invalid anchor: {refused.reason}"
+        )
+    try:
+        request = client.build_request("GET", target)
         for _hop in range(policy.max_redirects + 1):
             response = client.send(request, stream=True)
             try:
@@ -232,8 +200,14 @@ def check_anchor_url(
                 status = response.status_code
                 if follow and response.is_redirect and response.next_request is not None:
                     request = response.next_request
-                    if request.url.scheme not in ("http", "https"):
-                        return done(False, status, "redirect to a non-http URL")
+                    try:  # each hop is held to the anchor's own rule
+                        vetted_anchor_url(
+                            str(request.url), allowed_networks=policy.allowed_networks, limit_length=False
+                        )
+                    except AnchorURLRefused as refused:
+                        if refused.blocked:
+                            return done(False, None, "blocked address")
+                        return done(False, status, f"redirect to a URL no check may fetch: {refused.reason}")
                     if time.monotonic() - started > policy.deadline_seconds:
                         return done(False, status, "timeout", trouble=True)
                     continue

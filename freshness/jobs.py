@@ -1,7 +1,10 @@
-"""The record of each beat job's runs (JobRun), kept short: the newest KEEP_RUNS per job."""
+"""The record of each beat job's runs (JobRun), kept short: the newest KEEP_RUNS per job.
+Jobs of apps above freshness record through `recorded_run`; search's jobs, below it,
+report their runs through the hook search.job_ran, received by `record_finished_run`."""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -30,6 +33,19 @@ def recorded_run(job: str) -> Iterator[dict[str, Any]]:
         run.finished_at, run.outcome = timezone.now(), outcome
         run.save(update_fields=["finished_at", "succeeded", "outcome", "error"])
         _forget_old_runs(job)
+
+
+def record_finished_run(*, job: str, started_at: dt.datetime, outcome: dict[str, Any], error: str) -> None:
+    """A run reported when it ended (the receiver of search.hooks.job_ran)."""
+    JobRun.objects.create(
+        job=job,
+        started_at=started_at,
+        finished_at=timezone.now(),
+        succeeded=not error,
+        outcome=outcome,
+        error=error[:500],
+    )
+    _forget_old_runs(job)
 
 
 def _forget_old_runs(job: str) -> None:

@@ -7,28 +7,43 @@ An anchor is `{type, value, expect?}`:
 - `file`: a path in the team's worktree (only a client can check it);
 
 `expect`, optional, is what a good answer looks like: an HTTP status (100-599) or a
-substring the body must contain. Checking anchors is freshness's job; this module only
-says what a well-formed anchor is, for every path that saves one (REST, MCP, import).
-No regular expression runs on the value: it is parsed by urllib and length-bounded.
+substring the body must contain. Checking anchors is freshness's job; this module says
+what a well-formed anchor is, for every path that saves one (REST, batch, MCP) and for
+the check, which holds every stored anchor to the same rule before it fetches anything
+(a row stored before a rule existed is a failed check, never a crash). The URL rule is
+memories.anchor_urls. No regular expression runs on the value.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
 from core.errors import InvalidInput
+from memories.anchor_urls import MAX_URL_CHARS, AnchorURLRefused, IPNetwork, vetted_anchor_url
 
 ANCHOR_TYPES = ("url", "file", "api")
 ANCHOR_FIELDS = ("type", "value", "expect")
-MAX_ANCHOR_VALUE_CHARS = 2000
+MAX_ANCHOR_VALUE_CHARS = MAX_URL_CHARS
 MAX_EXPECT_CHARS = 200
-HTTP_SCHEMES = ("http", "https")
 
 
-def normalise_anchor(value: Any) -> dict[str, Any] | None:
-    """The stored form of an anchor (None stays None: no anchor). Raises InvalidInput
-    (field "anchor") for anything else than a well-formed anchor."""
+class InvalidAnchor(InvalidInput):
+    """An anchor that is not well-formed (field "anchor"). `check_detail` is what a check
+    of it records: "blocked address" when only the address policy refuses its URL."""
+
+    def __init__(self, detail: str, *, check_detail: str) -> None:
+        super().__init__(f"anchor: {detail}", field="anchor")
+        self.check_detail = check_detail
+
+
+def normalise_anchor(
+    value: Any, *, allowed_networks: Sequence[IPNetwork] | None = None
+) -> dict[str, Any] | None:
+    """The stored form of an anchor (None stays None: no anchor). Raises InvalidAnchor
+    for anything else than a well-formed anchor; a url or api anchor's URL must be one
+    the check can fetch (memories.anchor_urls; `allowed_networks`: the operator's, the
+    setting when None)."""
     if value is None:
         return None
     if not isinstance(value, dict):
@@ -43,26 +58,17 @@ def normalise_anchor(value: Any) -> dict[str, Any] | None:
     if not target:
         raise _invalid("value must not be empty")
     if anchor_type in ("url", "api"):
-        _check_http_url(target)
+        try:
+            vetted_anchor_url(target, allowed_networks=allowed_networks)
+        except AnchorURLRefused as refused:
+            raise InvalidAnchor(
+                refused.reason,
+                check_detail="blocked address" if refused.blocked else f"invalid anchor: {refused.reason}",
+            ) from None
     anchor: dict[str, Any] = {"type": anchor_type, "value": target}
     if value.get("expect") is not None:
         anchor["expect"] = _clean_expect(value["expect"])
     return anchor
-
-
-def _check_http_url(target: str) -> None:
-    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in target):
-        raise _invalid("a URL has no whitespace or control characters")
-    try:
-        parts = urlsplit(target)
-        port = parts.port  # raises ValueError for a malformed port
-    except ValueError:
-        raise _invalid("value is not a valid URL") from None
-    if parts.scheme.lower() not in HTTP_SCHEMES or not parts.hostname:
-        raise _invalid("a url or api anchor is an http:// or https:// URL with a host")
-    if parts.username is not None or parts.password is not None:
-        raise _invalid("an anchor URL carries no credentials")
-    del port
 
 
 def _clean_expect(expect: Any) -> int | str:
@@ -89,5 +95,5 @@ def _clean_string(value: Any, name: str, limit: int) -> str:
     return value
 
 
-def _invalid(detail: str) -> InvalidInput:
-    return InvalidInput(f"anchor: {detail}", field="anchor")
+def _invalid(detail: str) -> InvalidAnchor:
+    return InvalidAnchor(detail, check_detail=f"invalid anchor: {detail}")

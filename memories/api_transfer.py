@@ -165,7 +165,9 @@ class ImportViewSet(TeamScopedViewSet):
         "(scrubbed of credentials; indexed later by the workers). A key the team never had gets its "
         'whole history; a key it has is superseded by the file\'s last version with the reason "imported" '
         "(or left alone with `skip_existing`); a key that already holds what the file says is unchanged, "
-        "so importing the same file twice changes nothing. Bad lines are reported with their number and "
+        "so importing the same file twice changes nothing. Every version written is this token's "
+        "(`updated_by`, `deleted_by`, `archived_by`); the file's team, authors and `created_at` are kept "
+        "in the version's `metadata.imported_from`. Bad lines are reported with their number and "
         "skipped, or with `strict` the whole file is refused (400 `import_refused`, `lines`) and nothing "
         "is applied. `dry_run` reports what would change. A file exported `with_vault` restores the vault "
         "when its passphrase is sent in `X-MemoryHub-Vault-Passphrase` (a wrong one refuses the file "

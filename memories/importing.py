@@ -25,6 +25,12 @@ memory quota, and handed to indexing in batches (hooks.memories_written). Every 
 key goes through the services, one version at a time. The file's latest versions and the
 team's secrets are read once per import.
 
+Every version an import writes is the importer's (`actor`: the token, or `name/session`):
+its updated_by, deleted_by and archived_by. What the file said (its team, who wrote each
+version and when) is kept in the version's metadata under PROVENANCE_KEY; a version that
+carries one already (imported before) keeps it, so it names the first origin. Provenance
+is not content: "unchanged" ignores it.
+
 A file exported with its vault restores it, first (so that memories are scrubbed of its
 secrets as they are written), when the import is given the passphrase: a key the team
 does not have is created, one holding the same value is unchanged, another is replaced
@@ -48,6 +54,7 @@ from django.conf import settings
 from django.db import DataError, IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from core.errors import DomainError, InvalidInput
 from memories import hooks
@@ -69,6 +76,9 @@ from teams.vault_crypto import PassphraseSeal, WrongPassphrase, check_passphrase
 logger = logging.getLogger(__name__)
 
 IMPORTED_REASON = "imported"
+# The metadata key holding where an imported version came from (docs/decisions.md,
+# "Imports are written by the importer").
+PROVENANCE_KEY = "imported_from"
 # A version the key ended on without being active: deleted or archived (put aside).
 PUT_ASIDE = frozenset({MemoryState.DELETED, MemoryState.ARCHIVED})
 # As the API's JSON parser (core.api_errors): metadata needs a handful of levels at most.
@@ -119,6 +129,7 @@ class MemoryLine:
     supersede_kind: str
     restored_from: str | None
     updated_by: str
+    created_at: str
     upvotes: int
     downvotes: int
     notes: list[tuple[str, str]] = field(default_factory=list)  # (note, created_by)
@@ -321,6 +332,12 @@ def _memory_line(number: int, record: dict[str, Any]) -> MemoryLine:
     kind = text("supersede_kind")
     if kind and kind not in _SUPERSEDE_KINDS:
         raise _BadLine("invalid", f"'supersede_kind' is one of: {', '.join(SupersedeKind.values)}")
+    created_at = text("created_at", limit=MAX_NAME_CHARS)
+    try:
+        if created_at and parse_datetime(created_at) is None:
+            raise ValueError
+    except ValueError:
+        raise _BadLine("invalid", "'created_at' must be an ISO 8601 date and time") from None
     memory_id = record.get("id")
     if not isinstance(memory_id, str) or not memory_id:
         # A hand-written file may leave ids out; notes then cannot point at the entry.
@@ -341,6 +358,7 @@ def _memory_line(number: int, record: dict[str, Any]) -> MemoryLine:
         supersede_kind=kind,
         restored_from=optional_id("restored_from"),
         updated_by=text("updated_by", limit=MAX_NAME_CHARS),
+        created_at=created_at,
         upvotes=count("upvotes"),
         downvotes=count("downvotes"),
     )
@@ -395,6 +413,7 @@ def import_export(
     for a file that is not an export or a passphrase that does not open its vault,
     ImportRefused for a strict import with bad lines."""
     parsed = parse_export(raw)
+    _attribute_to_importer(parsed, actor)
     seal = _vault_seal(parsed, vault_passphrase)
     report = ImportReport(dry_run=dry_run, errors=list(parsed.errors))
     # Even when strict and already refused: the good lines are tried (and rolled back)
@@ -432,6 +451,24 @@ def import_export(
             )
     report.errors.sort(key=lambda error: error.line)
     return report
+
+
+def _attribute_to_importer(parsed: ParsedFile, actor: str) -> None:
+    """Make every version the importer's, keeping what the file said in its metadata."""
+    source_team = parsed.header.get("team")
+    for versions in parsed.keys.values():
+        for version in versions:
+            said = {
+                "team": source_team if isinstance(source_team, str) else "",
+                "updated_by": version.updated_by,
+                "created_at": version.created_at,
+                "deleted_by": version.deleted_by,
+                "archived_by": version.archived_by,
+            }
+            provenance = {name: value for name, value in said.items() if value}
+            if provenance and PROVENANCE_KEY not in version.metadata:
+                version.metadata = {**version.metadata, PROVENANCE_KEY: provenance}
+            version.updated_by = version.deleted_by = version.archived_by = actor
 
 
 def _summary(report: ImportReport) -> str:
@@ -574,7 +611,7 @@ def _write_version(
         team=team,
         key=version.key,
         content=version.content,
-        updated_by=version.updated_by or "import",
+        updated_by=version.updated_by,
         type_name=version.type,
         supersede_reason=(version.supersede_reason or IMPORTED_REASON) if replacing else None,
         project=version.project,
@@ -601,9 +638,9 @@ def _write_version(
         annotate_memory(team=team, key=version.key, note=note, created_by=created_by or "import")
         report.notes_written += 1
     if version.state == MemoryState.DELETED:
-        delete_memory(team=team, key=version.key, deleted_by=version.deleted_by or "import")
+        delete_memory(team=team, key=version.key, deleted_by=version.deleted_by)
     elif version.state == MemoryState.ARCHIVED:
-        archive_memory(team=team, key=version.key, archived_by=version.archived_by or "import")
+        archive_memory(team=team, key=version.key, archived_by=version.archived_by)
 
 
 def _holds(latest: Memory, version: MemoryLine, secrets: list[str]) -> bool:
@@ -626,9 +663,13 @@ def _holds(latest: Memory, version: MemoryLine, secrets: list[str]) -> bool:
         latest.content == content
         and latest.type == resolve_type(version.type)
         and latest.project == version.project
-        and latest.metadata == metadata
+        and _without_provenance(latest.metadata) == _without_provenance(metadata)
         and latest.skill_trigger == trigger
     )
+
+
+def _without_provenance(metadata: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in metadata.items() if name != PROVENANCE_KEY}
 
 
 # ----- the bulk path: keys new to the team -----
@@ -775,14 +816,14 @@ class _BulkWriter:
             active = memory
             if version.state == MemoryState.DELETED:
                 memory.is_active = False
-                memory.deleted_by = version.deleted_by or "import"
+                memory.deleted_by = version.deleted_by
                 memory.deleted_at = timezone.now()  # set to the row's created_at once inserted
                 plan.deleted.append(memory)
                 active = None
                 used -= 1
             elif version.state == MemoryState.ARCHIVED:
                 memory.is_active = False
-                memory.archived_by = version.archived_by or "import"
+                memory.archived_by = version.archived_by
                 memory.archived_at = timezone.now()  # set to the row's created_at once inserted
                 plan.archived.append(memory)
                 active = None
@@ -794,7 +835,7 @@ class _BulkWriter:
             team=self.team,
             key=version.key,
             content=version.content,
-            updated_by=version.updated_by or "import",
+            updated_by=version.updated_by,
             type_name=version.type,
             supersede_reason=(version.supersede_reason or IMPORTED_REASON) if active is not None else None,
             project=version.project,

@@ -16,7 +16,9 @@ from typing import Any
 from core.settings_env import default_processes, metrics_dir, metrics_enabled, reset_metrics_dir
 
 workers = int(os.environ.get("WEB_CONCURRENCY") or default_processes(at_least=2))
-worker_class = "gthread"
+# gthread, with a thread taken only once a request's headers have arrived
+# (memoryhub.gunicorn_worker; MEMORYHUB_HEADER_TIMEOUT_SECONDS).
+worker_class = "memoryhub.gunicorn_worker.HeaderReadingWorker"
 threads = int(os.environ.get("MEMORYHUB_WEB_THREADS", "4"))
 # Idle keep-alive connections stay open longer than clients and load balancers keep
 # theirs (httpx 5 s, most balancers 60 s): with gunicorn's 2 s, a client reusing a
@@ -24,6 +26,8 @@ threads = int(os.environ.get("MEMORYHUB_WEB_THREADS", "4"))
 # connection waits in the poller, not on a thread.
 keepalive = int(os.environ.get("MEMORYHUB_WEB_KEEPALIVE_SECONDS", "75"))
 accesslog = "-"
+# Sign-in link tokens are redacted from the access and error logs (memoryhub.log_redaction).
+logger_class = "memoryhub.log_redaction.GunicornLogger"
 
 WEB_METRICS_DIR = metrics_dir() / "web"
 if metrics_enabled():

@@ -93,14 +93,26 @@ TEMPLATES = [
     },
 ]
 
+# Two logins (docs/decisions.md, "Database roles"): `default`, the application role the
+# web server, workers and beat use for everything a team does, which may become no other
+# role; and OPERATOR_DATABASE, the operator role (BYPASSRLS) that operator paths (the
+# admin, beat's cross-team jobs, maintenance commands) switch to inside
+# teams.scope.dangerously_bypass_team_scope. Same database, separate connections.
+OPERATOR_DATABASE = "operator"
 if env.str("DATABASE_URL", default=""):
-    DATABASES = {"default": env.db("DATABASE_URL")}
+    if not env.str("OPERATOR_DATABASE_URL", default=""):
+        raise ImproperlyConfigured(
+            "DATABASE_URL is set but OPERATOR_DATABASE_URL is not: operator paths log in as "
+            'memoryhub_operator (docs/operations.md, "Your own PostgreSQL")'
+        )
+    DATABASES = {"default": env.db("DATABASE_URL"), OPERATOR_DATABASE: env.db("OPERATOR_DATABASE_URL")}
 else:
     from memoryhub import embedded_postgres
 
-    DATABASES = {"default": embedded_postgres.ensure_running(DATA_DIR)}
+    DATABASES = embedded_postgres.ensure_running(DATA_DIR)  # type: ignore[assignment]
     # Another database on the same embedded server (the test suite's worker uses this).
-    DATABASES["default"]["NAME"] = env.str("MEMORYHUB_DATABASE_NAME", default=DATABASES["default"]["NAME"])
+    for _database in DATABASES.values():
+        _database["NAME"] = env.str("MEMORYHUB_DATABASE_NAME", default=_database["NAME"])
 # One psycopg connection pool per process (docs/decisions.md, "Database connections"): a
 # process holds at most MEMORYHUB_DB_POOL_MAX connections however many threads it serves,
 # and a request that waits MEMORYHUB_DB_POOL_TIMEOUT seconds for one answers 503. The
@@ -123,6 +135,20 @@ else:
 # With the pool, a connection is checked as it is lent out, so one broken by a database
 # restart is replaced instead of failing the request.
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# The operator login's pool: operator paths are few (an admin page, a beat job's
+# cross-team read, a scrape), so a small one that keeps nothing open while idle.
+OPERATOR_DB_POOL_MAX = env.int("MEMORYHUB_OPERATOR_DB_POOL_MAX", default=1)
+if OPERATOR_DB_POOL_MAX < 1:
+    raise ImproperlyConfigured("MEMORYHUB_OPERATOR_DB_POOL_MAX must be at least 1")
+DATABASES[OPERATOR_DATABASE].setdefault("OPTIONS", {})
+if DB_POOL_MAX > 0:
+    DATABASES[OPERATOR_DATABASE]["OPTIONS"]["pool"] = {
+        **DATABASES["default"]["OPTIONS"]["pool"],
+        "min_size": 0,
+        "max_size": OPERATOR_DB_POOL_MAX,
+    }
+DATABASES[OPERATOR_DATABASE]["CONN_MAX_AGE"] = DATABASES["default"]["CONN_MAX_AGE"]
+DATABASES[OPERATOR_DATABASE]["CONN_HEALTH_CHECKS"] = True
 # Streaming replicas of the primary (docs/operations.md, "Read replicas"): the API's
 # search, list, history and injection reads go to one of them (core.db_router,
 # teams.replicas), in the team's scope; writes, and reads after a write, stay on the
@@ -195,6 +221,17 @@ WHITENOISE_USE_FINDERS = True
 # Bodies larger than this answer 413; memory content itself is capped at 64 KiB.
 MAX_REQUEST_BODY_BYTES = env.int("MEMORYHUB_MAX_BODY_BYTES", default=1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BODY_BYTES
+# The guard in front of every request (memoryhub.request_guard; docs/decisions.md, "Web
+# server and worker priority"): requests one client (a token, or an address for bodies
+# without one) may have in flight in one process, by default half its threads; how long a
+# body may take to arrive (this, plus its size at the minimum rate) before a 408; how long
+# one write of an answer may take.
+MEMORYHUB_IN_FLIGHT_PER_CLIENT = env.int(
+    "MEMORYHUB_IN_FLIGHT_PER_CLIENT", default=max(1, env.int("MEMORYHUB_WEB_THREADS", default=4) // 2)
+)
+MEMORYHUB_BODY_TIMEOUT_SECONDS = env.float("MEMORYHUB_BODY_TIMEOUT_SECONDS", default=10.0)
+MEMORYHUB_BODY_MIN_BYTES_PER_SECOND = env.int("MEMORYHUB_BODY_MIN_BYTES_PER_SECOND", default=64 * 1024)
+MEMORYHUB_SEND_TIMEOUT_SECONDS = env.float("MEMORYHUB_SEND_TIMEOUT_SECONDS", default=30.0)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["teams.authentication.AgentTokenAuthentication"],
@@ -321,6 +358,7 @@ LOGGING: dict[str, Any] = {
     "filters": {
         "scrub_credentials": {"()": "teams.scrubber.CredentialScrubbingFilter"},
         "request_id": {"()": "core.request_id.RequestIdLogFilter"},
+        "token_links": {"()": "memoryhub.log_redaction.TokenLinkFilter"},
     },
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
@@ -334,7 +372,7 @@ LOGGING: dict[str, Any] = {
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
-            "filters": ["request_id", "scrub_credentials"],
+            "filters": ["request_id", "token_links", "scrub_credentials"],
             "formatter": LOG_FORMAT,
         }
     },

@@ -1,9 +1,25 @@
 """Test settings: only what tests need differs from the real ones."""
 
 from memoryhub.settings import *  # noqa: F403
+from memoryhub.settings import OPERATOR_DATABASE as SERVICE_OPERATOR_DATABASE
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 LOGGING["root"]["level"] = "WARNING"  # noqa: F405
+
+# One connection plays both logins in the test process. The service's two connections
+# (the application's, and the operator's that dangerously_bypass_team_scope switches to)
+# cannot share a transaction, and every test runs in one that is rolled back. So the test
+# process logs in as the operator and takes the application role for its session
+# (tests/db_roles.py), and the bypass only changes the role back for its block. The
+# servers, workers and commands that tests start get both logins, as the service does
+# (SERVICE_LOGINS); tests/teams/test_operator_login.py runs the operator paths there.
+SERVICE_LOGINS = {
+    alias: {"USER": DATABASES[alias]["USER"], "PASSWORD": DATABASES[alias]["PASSWORD"]}  # noqa: F405
+    for alias in ("default", SERVICE_OPERATOR_DATABASE)
+}
+DATABASES["default"].update(SERVICE_LOGINS[SERVICE_OPERATOR_DATABASE])  # noqa: F405
+del DATABASES[SERVICE_OPERATOR_DATABASE]  # noqa: F405
+OPERATOR_DATABASE = "default"
 
 # Several test runs may share one embedded server (a helper, CI and a developer at once);
 # each gets its own test database when it names one.

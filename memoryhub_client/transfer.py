@@ -67,7 +67,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "import",
         help="apply an export file to the team (admin token)",
         description="New keys get their whole history; keys the team has are superseded with the "
-        "reason 'imported' (or left alone with --skip-existing); importing twice changes nothing.",
+        "reason 'imported' (or left alone with --skip-existing); importing twice changes nothing. "
+        "Every version is written as your token; the file's authors are kept in metadata.imported_from.",
     )
     load.add_argument("file", help="a file of `memoryhub export` ('-': stdin)")
     _add_import_flags(load)
@@ -424,8 +425,8 @@ def markdown_records(source: str, text: str, *, project: str) -> list[dict[str, 
             "content": content,
             "project": project,
             "heading": " > ".join(path),
+            # No updated_by: the server writes an import as the importing token.
             "metadata": {"source": {"file": source, "heading": " > ".join(path)}},
-            "updated_by": "import-markdown",
         }
         records.append(record)
 

@@ -416,9 +416,17 @@ def claim_stuck_memories(*, older_than_seconds: float, limit: int) -> list[tuple
                 LIMIT %(limit)s
                 FOR UPDATE SKIP LOCKED
             )
-            UPDATE memories_memory AS memory SET index_queued_at = clock_timestamp()
-            FROM due WHERE memory.id = due.id
-            RETURNING memory.team_id, memory.id, memory.index_next_attempt_at, memory.updated_at
+            , claimed AS (
+                UPDATE memories_memory AS memory SET index_queued_at = clock_timestamp()
+                FROM due WHERE memory.id = due.id
+                RETURNING memory.team_id, memory.id, memory.index_next_attempt_at, memory.updated_at
+            )
+            -- Ordered here, so no timestamp is read into Python: a row holding one Python
+            -- cannot represent (-infinity, a year before 1) would fail the whole claim,
+            -- and with it every team's re-enqueue.
+            SELECT team_id, id FROM claimed
+            ORDER BY index_next_attempt_at IS NOT NULL,
+                     COALESCE(index_next_attempt_at, updated_at), updated_at
             """,
             {
                 "grace": older_than_seconds,
@@ -427,8 +435,7 @@ def claim_stuck_memories(*, older_than_seconds: float, limit: int) -> list[tuple
                 "limit": limit,
             },
         )
-        rows = sorted(cursor.fetchall(), key=lambda r: (r[2] is not None, r[2] or r[3], r[3]))
-        return [(team_id, memory_id) for team_id, memory_id, _, _ in rows]
+        return [(team_id, memory_id) for team_id, memory_id in cursor.fetchall()]
 
 
 def mark_queued(*, team_id: int, memory_ids: list[uuid.UUID]) -> None:

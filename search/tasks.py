@@ -13,11 +13,14 @@ import functools
 import logging
 import uuid
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from celery import Task, shared_task
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 from kombu import pools
 
 from core.redis_outage import note_redis_failure, redis_skipped
@@ -72,20 +75,48 @@ def reindex_team(team_id: int, profile: str | None = None) -> dict[str, object]:
     return {"memories": report.memories, "chunks_embedded": report.chunks_embedded, "model": report.model}
 
 
-@shared_task(name="search.reconcile_index_states", ignore_result=True)
+RECONCILE_JOB = "search.reconcile_index_states"
+
+
+@shared_task(name=RECONCILE_JOB, ignore_result=True)
 def reconcile_index_states() -> int:
     """Re-enqueue entries left pending or failed (broker or provider was down) that are
-    due: queued longer ago than a lease, past their backoff, not given up on."""
+    due: queued longer ago than a lease, past their backoff, not given up on. One
+    entry that cannot be enqueued is logged with its team and counted in `errors`; the
+    others are enqueued. The run is reported through search.hooks.job_ran."""
     from search import services
 
-    stuck = services.claim_stuck_memories(
-        older_than_seconds=settings.MEMORYHUB_RECONCILE_AFTER_SECONDS,
-        limit=settings.MEMORYHUB_RECONCILE_BATCH,
-    )
-    enqueued = sum(enqueue_index(team_id, memory_id) for team_id, memory_id in stuck)
-    if stuck:
-        logger.info("reconcile re-enqueued %d of %d memories", enqueued, len(stuck))
-    return enqueued
+    with _reported_run(RECONCILE_JOB) as outcome:
+        stuck = services.claim_stuck_memories(
+            older_than_seconds=settings.MEMORYHUB_RECONCILE_AFTER_SECONDS,
+            limit=settings.MEMORYHUB_RECONCILE_BATCH,
+        )
+        outcome.update(claimed=len(stuck), teams=len({team_id for team_id, _ in stuck}), enqueued=0, errors=0)
+        for team_id, memory_id in stuck:
+            try:
+                outcome["enqueued"] += enqueue_index(team_id, memory_id)
+            except Exception:
+                logger.exception("reconcile: memory %s of team %s could not be enqueued", memory_id, team_id)
+                outcome["errors"] += 1
+        if stuck:
+            logger.info("reconcile re-enqueued %d of %d memories", outcome["enqueued"], len(stuck))
+    return int(outcome["enqueued"])
+
+
+@contextmanager
+def _reported_run(job: str) -> Iterator[dict[str, Any]]:
+    """The block fills the dict with its counts; the run is then reported to
+    search.hooks.job_ran, as failed with the exception's type when the block raised."""
+    from search import hooks
+
+    started_at = timezone.now()
+    outcome: dict[str, Any] = {}
+    try:
+        yield outcome
+    except Exception as exc:
+        hooks.job_ran.call(job=job, started_at=started_at, outcome=outcome, error=type(exc).__name__)
+        raise
+    hooks.job_ran.call(job=job, started_at=started_at, outcome=outcome, error="")
 
 
 # Entries per broker message of a bulk write's indexing (index_batch_after_commit): an

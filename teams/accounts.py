@@ -90,21 +90,31 @@ def bootstrap(
     with transaction.atomic():
         advisory_xact_lock("memoryhub:bootstrap")
         users = User.objects.count()
-        if Team.objects.exists() or (if_empty and users):
-            return AlreadySetUp(teams=_teams_with_owners(), users=users)
-        team = services.create_team(slug=team_slug, name=team_name)
-        with team_scope(team.id):
-            user = User.objects.filter(username=username).first()
-            if user is None:
-                memberships.add_new_member(
-                    team=team, username=username, email=email, role=Membership.Role.OWNER, by=None
-                )
-                user = User.objects.get(username=username)
-            else:
-                memberships.add_member(team=team, username=username, role=Membership.Role.OWNER, by=None)
-            issued = services.create_token(
-                team=team, name=FIRST_TOKEN_NAME, scopes=["read", "write"], actor="manage.py bootstrap"
+        set_up_already = Team.objects.exists() or (if_empty and users)
+        if not set_up_already:
+            return _set_up(team_slug=team_slug, team_name=team_name, username=username, email=email)
+    # Read on the operator's login once the lock's transaction has ended: it reads only
+    # what is committed, and the operator scope never starts inside the application's
+    # transaction (teams.scope).
+    return AlreadySetUp(teams=_teams_with_owners(), users=users)
+
+
+def _set_up(*, team_slug: str, team_name: str, username: str, email: str) -> Bootstrapped:
+    """The first team, its owner and token, in the caller's transaction."""
+    User = get_user_model()
+    team = services.create_team(slug=team_slug, name=team_name)
+    with team_scope(team.id):
+        user = User.objects.filter(username=username).first()
+        if user is None:
+            memberships.add_new_member(
+                team=team, username=username, email=email, role=Membership.Role.OWNER, by=None
             )
+            user = User.objects.get(username=username)
+        else:
+            memberships.add_member(team=team, username=username, role=Membership.Role.OWNER, by=None)
+        issued = services.create_token(
+            team=team, name=FIRST_TOKEN_NAME, scopes=["read", "write"], actor="manage.py bootstrap"
+        )
     return Bootstrapped(team=team, username=username, link=password_set_link(user=user), token=issued.raw)
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -269,20 +269,30 @@ class VaultEntryAdmin(_VaultEntryAdmin):
             )
 
 
-AUDIT_FIELDS = ("created_at", "team", "actor", "action", "target")
+AUDIT_FIELDS = ("created_at", "team_name", "actor", "action", "target")
 
 
-# The audit trail is read-only for operators too.
+# The audit trail is read-only for operators too (the database refuses any change).
 @admin.register(AuditEvent)
 class AuditEventAdmin(_AuditEventAdmin):
     list_display = AUDIT_FIELDS
     list_filter = ["team", "action"]
-    list_select_related = ["team"]
     search_fields = ["actor", "target", "team__slug"]
     ordering = ["-created_at"]
     show_full_result_count = False
     fields = AUDIT_FIELDS
     readonly_fields = AUDIT_FIELDS
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[AuditEvent]:
+        # The events of a shut-down team stay without their team: read its slug where
+        # there is one, never join it away.
+        slug = Team.objects.filter(pk=OuterRef("team_id")).values("slug")[:1]
+        return super().get_queryset(request).annotate(team_slug=Subquery(slug))
+
+    @admin.display(description="Team", ordering="team_slug")
+    def team_name(self, event: AuditEvent) -> str:
+        slug: str | None = getattr(event, "team_slug", None)
+        return slug or f"team #{event.team_id} (shut down)"
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 from datetime import timedelta
 
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 from rest_framework import exceptions
@@ -73,6 +74,16 @@ def _find_live_token(raw: str) -> AgentToken:
                 Q(last_used_at__isnull=True) | Q(last_used_at__lt=stale)
             ).update(last_used_at=now)
     return token
+
+
+def is_live_token(raw: str) -> bool:
+    """Whether `raw` names a token that is neither revoked nor expired, without recording
+    its use: the web server's guard asks before it spends time reading a request's body
+    (memoryhub.request_guard), so made-up tokens cannot each claim threads of their own."""
+    token_hash = AgentToken.hash_token(raw)
+    with transaction.atomic(), token_lookup_scope(token_hash):
+        token = AgentToken.objects.filter(token_hash=token_hash).only("revoked_at", "expires_at").first()
+    return token is not None and not token.is_revoked and not token.is_expired(timezone.now())
 
 
 SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,63}$")

@@ -205,7 +205,9 @@ class VaultEntry(models.Model):
 class AuditEvent(models.Model):
     """The team's audit trail: who revealed, changed or deleted a vault secret, issued
     or revoked a token, changed a membership or re-indexed, from any surface (API,
-    dashboard, commands). Team admins read it; nobody edits it."""
+    dashboard, commands). Team admins read it; nobody edits it: no login of the web or
+    the workers may UPDATE, DELETE or TRUNCATE the table (teams.0012), and it outlives its
+    team, whose shutdown is its last event (docs/decisions.md, "Database roles")."""
 
     class Action(models.TextChoices):
         VAULT_REVEAL = "vault.reveal"
@@ -220,8 +222,11 @@ class AuditEvent(models.Model):
         TEAM_EXPORT = "team.export"
         TEAM_IMPORT = "team.import"
         TEAM_SETTINGS = "team.settings"
+        TEAM_SHUTDOWN = "team.shutdown"
 
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    # No constraint: the events stay when their team is shut down (its id is never given
+    # again), and only the operator reads them then.
+    team = models.ForeignKey(Team, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+")
     actor = models.CharField(max_length=200)
     action = models.CharField(max_length=32, choices=Action.choices)
     # Long enough for a settings change listing old -> new of every field.

@@ -2,7 +2,9 @@
 
 Credential shapes were scrubbed from content, notes and metadata when they were
 written; what a read must still redact is a secret added to the vault after the text
-was (teams.vault_matcher): one compiled alternation, cached per team.
+was (teams.vault_matcher): one compiled alternation, cached per team. An error body is
+scrubbed whole, credential shapes too: it may quote input that was never written (an
+unknown type, a value that failed validation).
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ from typing import Any
 
 from rest_framework.renderers import JSONRenderer
 
-from teams.scrubber import SecretMatcher
+from teams.scrubber import SecretMatcher, scrub_json
 from teams.vault_matcher import team_secret_matcher
+
+_NO_SECRETS = SecretMatcher(())
 
 
 class ScrubbingJSONRenderer(JSONRenderer):
@@ -25,7 +29,11 @@ class ScrubbingJSONRenderer(JSONRenderer):
     ) -> bytes:
         view = (renderer_context or {}).get("view")
         team = getattr(view, "team", None)
-        if data is not None and team is not None and not getattr(view, "reveals_secret", False):
+        response = (renderer_context or {}).get("response")
+        if data is not None and response is not None and response.status_code >= 400:
+            matcher = team_secret_matcher(team_id=team.id) if team is not None else _NO_SECRETS
+            data = scrub_json(data, matcher)[0]
+        elif data is not None and team is not None and not getattr(view, "reveals_secret", False):
             # Rendered inside the request's transaction and team scope (TeamScopedViewSet).
             matcher = team_secret_matcher(team_id=team.id)
             if not matcher.is_empty:

@@ -4,7 +4,7 @@ replicas (issue 13)").
 Row-level security holds on a replica as on the primary: the policies replicate with the
 schema, the replica's connection logs in as the application role, and the team's scope
 is transaction-local. So `replica_reads` opens a transaction on the replica and binds it
-to the team (`memoryhub.team_id`, and the login role: never the operator's), in the same
+to the team (`memoryhub.team_id`, and the application role: never the operator's), in the same
 statement that measures the replica's replay lag. Only then does core.db_router send the
 block's reads there. A read on the replica without that binding sees no row.
 
@@ -23,7 +23,8 @@ from django.conf import settings
 from django.db import DatabaseError, connections, transaction
 
 from core import db_router
-from teams.scope import LOGIN_ROLE, ROLE_SETTING, TEAM_SETTING
+from teams.roles import APP_ROLE
+from teams.scope import ROLE_SETTING, TEAM_SETTING
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +75,7 @@ def _open_scoped(stack: ExitStack, alias: str, team_id: int) -> bool:
         return False
     try:
         with connections[alias].cursor() as cursor:
-            cursor.execute(_SCOPE_AND_LAG, [TEAM_SETTING, str(int(team_id)), ROLE_SETTING, LOGIN_ROLE])
+            cursor.execute(_SCOPE_AND_LAG, [TEAM_SETTING, str(int(team_id)), ROLE_SETTING, APP_ROLE])
             lag = cursor.fetchone()[2]
     except DatabaseError as error:
         _end_read_only(alias, atomic)

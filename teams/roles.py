@@ -1,9 +1,12 @@
 """The three database roles (docs/decisions.md, "Database roles") as the code sees them.
 
-The service's connection logs in as the application role, which owns nothing and cannot
-bypass row-level security. Migrations (and the test database's creation) log in as the
-owner role instead, when the settings name one (`OWNER_USER` in the database settings;
-the embedded server does): `as_owner` switches a connection over for a block.
+The service's connection logs in as the application role, which owns nothing, cannot
+bypass row-level security and is a member of no role. Operator paths run on a connection
+of their own, logged in as the operator role (settings.OPERATOR_DATABASE; the switch is
+teams.scope.dangerously_bypass_team_scope). Migrations, `flush` and the test database's
+creation log in as the owner role instead, when the settings name one (`OWNER_USER` in
+the database settings; the embedded server does): `as_owner` switches a connection over
+for a block.
 """
 
 from __future__ import annotations

@@ -2,16 +2,22 @@
 
 Every team-scoped table carries a policy that lets a row through only when
 `memoryhub.team_id` (set with `set_config(..., true)`, i.e. SET LOCAL) names its team.
-Operator paths see every team by switching, for their transaction, to the operator role
-(BYPASSRLS), which the application role may SET ROLE to but does not inherit; no
-setting the application role could set itself bypasses anything (docs/decisions.md,
-"Database roles"). Because all of these are transaction-local they vanish at COMMIT or
-ROLLBACK and can never leak into the next request on a reused or pooled connection.
+Because these settings are transaction-local they vanish at COMMIT or ROLLBACK and can
+never leak into the next request on a reused or pooled connection.
+
+Operator paths see every team on a login of their own (docs/decisions.md, "Database
+roles"): for the block of `dangerously_bypass_team_scope`, this thread's default
+connection *is* the operator login's connection (settings.OPERATOR_DATABASE, role
+memoryhub_operator, BYPASSRLS). Everything in the block runs there: the ORM, raw SQL
+through `django.db.connection`, `transaction.atomic()` and its on-commit callbacks, so
+the block is one transaction on one connection, as a single login's would be. The
+application's connection logs in as memoryhub_app, which is a member of no role: no
+statement run on it can reach the operator.
 
 Every scope below is one use of `_local_settings`, the one primitive that sets such
 settings (`role` among them) for a block and restores what they were, so scopes nest.
-A team's scope also drops the operator role: nested inside the bypass, it still sees
-only its own team.
+A team's scope sets the application role: nested inside the bypass, on the operator's
+connection, it still sees only its own team.
 """
 
 from __future__ import annotations
@@ -21,10 +27,11 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
-from django.db import connection, transaction
+from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 
 from core.foreground import note_team_request
-from teams.roles import OPERATOR_ROLE
+from teams.roles import APP_ROLE, OPERATOR_ROLE
 
 logger = logging.getLogger("memoryhub.audit")
 
@@ -32,10 +39,9 @@ TEAM_SETTING = "memoryhub.team_id"
 TOKEN_HASH_SETTING = "memoryhub.token_hash"  # noqa: S105 (a setting name)
 USER_SETTING = "memoryhub.user_id"
 ROLE_SETTING = "role"
-# `SET ROLE NONE`: back to the role the connection logged in as (the application role).
-LOGIN_ROLE = "none"
-# How "not set" is written back when a scope restores a setting.
-_UNSET = {ROLE_SETTING: LOGIN_ROLE}
+# How "not set" is written back when a scope restores a setting: `SET ROLE NONE`, back to
+# the role the connection logged in as.
+_UNSET = {ROLE_SETTING: "none"}
 
 
 def _set_local(settings: dict[str, str]) -> dict[str, str]:
@@ -96,9 +102,9 @@ def team_scope(team_id: int) -> AbstractContextManager[None]:
     """Run a block in a transaction that sees only `team_id`'s rows.
 
     For tasks, commands and dashboard pages; restores the previous scope on exit.
-    Inside the operator bypass it drops the operator role for the block, so it never
+    Inside the operator bypass it takes the application role for the block, so it never
     sees more than the team."""
-    return _local_settings({TEAM_SETTING: str(int(team_id)), ROLE_SETTING: LOGIN_ROLE}, own_transaction=True)
+    return _local_settings({TEAM_SETTING: str(int(team_id)), ROLE_SETTING: APP_ROLE}, own_transaction=True)
 
 
 @contextmanager
@@ -106,11 +112,30 @@ def dangerously_bypass_team_scope(*, reason: str, actor: str = "system") -> Iter
     """See every team's rows. Only operator paths (admin, maintenance commands, beat
     jobs) may enter; request code never does. Every entry is logged for audit.
 
-    The block runs as the operator role (SET LOCAL ROLE), whose BYPASSRLS is the only
-    way past the policies; see the module docstring."""
+    The block runs on the operator login's connection, in a transaction of its own, as the
+    operator role; see the module docstring."""
     logger.info("team scope bypass entered by %s: %s", actor, reason)
-    with _local_settings({ROLE_SETTING: OPERATOR_ROLE}, own_transaction=True):
+    with _on_operator_connection(), _local_settings({ROLE_SETTING: OPERATOR_ROLE}, own_transaction=True):
         yield
+
+
+@contextmanager
+def _on_operator_connection() -> Iterator[None]:
+    """Make the operator login's connection this thread's default one for the block."""
+    application = connections[DEFAULT_DB_ALIAS]
+    operator = connections[settings.OPERATOR_DATABASE]
+    if operator is application:  # nested in the bypass, or one connection plays both parts
+        yield
+        return
+    if application.in_atomic_block:
+        # The operator's connection could not see what this transaction wrote, and would
+        # wait forever on the rows it holds locked: operator work starts outside of it.
+        raise RuntimeError("the operator scope cannot start inside a transaction of the application's login")
+    connections[DEFAULT_DB_ALIAS] = operator
+    try:
+        yield
+    finally:
+        connections[DEFAULT_DB_ALIAS] = application
 
 
 def token_lookup_scope(token_hash: str) -> AbstractContextManager[None]:
@@ -122,8 +147,8 @@ def token_lookup_scope(token_hash: str) -> AbstractContextManager[None]:
 def own_memberships_scope(user_id: int) -> AbstractContextManager[None]:
     """Let this transaction see the membership rows of one person (and nothing else of
     any team): the dashboard's team picker. See teams.rls.OWN_MEMBERSHIPS_CONDITION.
-    Like a team's scope, it drops the operator role for the block."""
-    return _local_settings({USER_SETTING: str(int(user_id)), ROLE_SETTING: LOGIN_ROLE}, own_transaction=True)
+    Like a team's scope, it takes the application role for the block."""
+    return _local_settings({USER_SETTING: str(int(user_id)), ROLE_SETTING: APP_ROLE}, own_transaction=True)
 
 
 class TeamBoundTransaction:

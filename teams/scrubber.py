@@ -1,5 +1,5 @@
-"""The credential scrubber: redacts a team's vault secrets and common credential
-shapes from text before it is stored, rendered or logged.
+"""The credential scrubber: redacts a team's vault secrets and credentials from text
+before it is stored, rendered or logged.
 
 Every pattern runs on RE2 (google-re2), whose matching time is linear in the text
 whatever the pattern, so no input can make the scrubber backtrack (docs/decisions.md,
@@ -7,9 +7,11 @@ whatever the pattern, so no input can make the scrubber backtrack (docs/decision
 rule needs the text around a secret, it captures that context and only the group
 named `s` (or `s2`, `s3`: one per alternative) is replaced.
 
-The rules are data (CREDENTIAL_RULES): kinds, shapes and prefixes follow gitleaks'
-default rule set and detect-secrets' keyword plugin, trimmed to what we redact;
-tests/teams/test_scrubber_rules.py holds a positive and a near-miss per rule.
+The rules are data: gitleaks' default rule set, vendored (teams.credential_catalogue),
+and ours (teams.credential_rules: the shapes the project names itself, and assignments,
+prose and command lines). tests/teams/test_scrubber_rules.py holds a positive and a
+near miss per rule of ours; tests/teams/test_scrubber_corpus.py holds the recall and
+false-positive floors on a labelled corpus.
 """
 
 from __future__ import annotations
@@ -23,111 +25,65 @@ from typing import Any
 
 import re2
 
+from teams.credential_catalogue import GENERIC_RULE_ID, CatalogueRule, catalogue, without_word_start
+from teams.credential_rules import CONTEXT_RULES, SHAPE_RULES, CredentialRule
+
 REDACTED = "[REDACTED:{kind}]"
 _REDACTED_PREFIX = b"[REDACTED:"
+_LONGEST_MARKER = 80  # "[REDACTED:" and the longest rule id
+_WORD_BYTES = frozenset(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+FLOOD_FINDINGS = 256  # findings of one catalogue rule in one text before its allowlists rest
 
 # Secrets shorter than this would redact ordinary words ("true", "1234") everywhere.
 MIN_SECRET_LENGTH = 6
 
 
-@dataclass(frozen=True)
-class CredentialRule:
-    kind: str
-    pattern: str  # RE2 syntax; groups named s, s2, s3 hold the secret (else the whole match)
-
-
-# The key of a `key = value` / `"key": "value"` assignment that names a secret:
-# any prefix (DB_, POSTGRES_, client_, aws_) before one of these words.
-_NAMING_WORDS = (
-    r"password|passwd|passphrase|pwd|secret|api[_-]?key|apikey|access[_-]?token|auth[_-]?token"
-    r"|refresh[_-]?token|private[_-]?key|client[_-]?secret|secret[_-]?access[_-]?key|secret[_-]?key"
-)
-_ASSIGNED_KEY = (
-    rf"(?i)(\b[a-z0-9_.-]{{0,40}}?(?:{_NAMING_WORDS})(?:[_-]?(?:key|value|token))?[\"']?\s*[=:]\s*)"
-)
-# A quoted value may hold anything but its quote; a bare one runs to whitespace or a
-# quote, so `,` `;` `/` inside a password are redacted with it.
-_ASSIGNED_VALUE = r"(?:\"(?P<s>[^\"\n]{4,})\"|'(?P<s2>[^'\n]{4,})'|(?P<s3>[^\s\"'<>]{6,}))"
-
-# Ordered from the most specific shape to the most generic, so that e.g. an Anthropic
-# key is reported as such and not as a generic "sk-" key. Each rule runs over the text
-# left by the ones before it; a context rule whose secret is already a redaction
-# marker leaves it alone.
-CREDENTIAL_RULES: tuple[CredentialRule, ...] = (
-    # A PEM or PGP private key block: its header and base64 lines, then the END line if
-    # there is one. Line by line, not "anything up to END": RE2 is linear per search,
-    # but a body that may run to the end of the text would make every BEGIN scan it.
-    # The second form is a key pasted with escaped newlines (JSON, .env).
-    CredentialRule(
-        "private_key",
-        r"-----BEGIN[ A-Z0-9]{0,40} PRIVATE KEY(?: BLOCK)?-----"
-        r"(?:(?:\r?\n[ \t]*(?m:[A-Za-z-]+: [^\n]*|[A-Za-z0-9+/=]*\r?$))+"
-        r"|(?:(?:\\r)?\\n(?:[A-Za-z-]+: [^\\\n]*|[A-Za-z0-9+/=]+))+)?"
-        r"(?:(?:\r?\n[ \t]*|(?:\\r)?\\n)-----END[ A-Z0-9]{0,40} PRIVATE KEY(?: BLOCK)?-----)?",
-    ),
-    CredentialRule("memoryhub_token", r"\bmh_[A-Za-z0-9_-]{20,}"),
-    CredentialRule("anthropic_key", r"\bsk-ant-[A-Za-z0-9_-]{20,}"),
-    CredentialRule("openai_key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
-    CredentialRule("aws_access_key", r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b"),
-    CredentialRule("github_token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
-    CredentialRule("gitlab_token", r"\bgl(?:pat|dt|ptt|rt)-[A-Za-z0-9_-]{20,}"),
-    CredentialRule("slack_token", r"\b(?:xox[abeoprs]|xapp)-[A-Za-z0-9-]{10,}"),
-    CredentialRule(
-        "slack_webhook",
-        r"(https://hooks\.slack\.com/)(?P<s>(?:services|workflows|triggers)/[A-Za-z0-9/_+-]{16,})",
-    ),
-    CredentialRule("google_api_key", r"\bAIza[0-9A-Za-z_-]{35}"),
-    CredentialRule("google_oauth_secret", r"\bGOCSPX-[A-Za-z0-9_-]{20,}"),
-    CredentialRule("stripe_key", r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}"),
-    CredentialRule("stripe_webhook_secret", r"\bwhsec_[A-Za-z0-9+/=]{20,}"),
-    CredentialRule("huggingface_token", r"\bhf_[A-Za-z0-9]{30,}"),
-    CredentialRule("npm_token", r"\bnpm_[A-Za-z0-9]{30,}"),
-    CredentialRule("pypi_token", r"\bpypi-AgE[A-Za-z0-9_-]{50,}"),
-    CredentialRule("sendgrid_key", r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{30,}"),
-    CredentialRule("vault_token", r"\bhv[sbr]\.[A-Za-z0-9_-]{24,}"),
-    CredentialRule("digitalocean_token", r"\bdo[por]_v1_[a-f0-9]{64}\b"),
-    CredentialRule("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
-    CredentialRule(
-        "azure_storage_key", r"(?i)(\b(?:AccountKey|SharedAccessKey)\s*=\s*)(?P<s>[A-Za-z0-9+/]{20,}={0,2})"
-    ),
-    CredentialRule(
-        "basic_auth", r"(?i)(\bauthorization[\"']?\s*[:=]\s*[\"']?basic\s+)(?P<s>[A-Za-z0-9+/]{8,}={0,2})"
-    ),
-    CredentialRule("bearer_token", r"(?i)(\bbearer\s+)(?P<s>[A-Za-z0-9._~+/=-]{16,})"),
-    # scheme://user:password@host; the password may hold `@` (the last `@` before the
-    # host ends it) but not `/ ? #`, so a port or a path is never taken for one.
-    CredentialRule(
-        "url_password",
-        r"(?i)(\b[a-z][a-z0-9+.-]*://[^\s:/@]*:)(?P<s>[^\s/?#]+?)(@[a-z0-9.\[\]_%-]+(?:[:/?#\s\"'<>),;]|$))",
-    ),
-    CredentialRule("password_assignment", _ASSIGNED_KEY + _ASSIGNED_VALUE),
-    # mysql -pPASSWORD (mysql's -p takes its value glued on; ssh/docker -p is a port).
-    CredentialRule(
-        "command_line_password",
-        r"(?i)(\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mariadb)\b[^\n|;&]*?\s-p)(?P<s>[^\s\"']+)",
-    ),
-)
+# Ours first, gitleaks' provider rules, our context forms, gitleaks' generic rule last
+# (scrub, below): from the most specific shape to the most generic, each over the text
+# the previous ones left; a context rule whose secret is already a redaction marker
+# leaves it alone.
+CREDENTIAL_RULES: tuple[CredentialRule, ...] = SHAPE_RULES + CONTEXT_RULES
 
 _OPTIONS = re2.Options()
 _UNANCHORED = re2._Anchor.UNANCHORED  # the wrapper's own constant, for _match_spans
 _OPTIONS.max_mem = 32 << 20  # room for the lazy DFA on long texts, so RE2 keeps its fast path
 
 
+_SECRET_GROUP_NAMES = (b"s", b"s2", b"s3", b"s4")
+
+
 @dataclass(frozen=True)
 class _CompiledRule:
     kind: str
-    regex: Any  # re2._Regexp (the package ships no type information)
-    secret_groups: tuple[int, ...]  # indices of the groups named s, s2, s3
+    regex: Any  # re2._Regexp (the package ships no type information), without its opening \b
+    exact: Any  # the pattern as written when `regex` dropped its opening \b, else None
+    secret_groups: tuple[int, ...]  # indices of the groups named s, s2, s3, s4
+    quoted_groups: frozenset[int]
+    check: Any  # credential_rules.ValueCheck | None
+    keywords: tuple[bytes, ...]
+
+    def may_match(self, lowered: bytes) -> bool:
+        return not self.keywords or any(keyword in lowered for keyword in self.keywords)
 
 
-_COMPILED_RULES = tuple(
-    _CompiledRule(
-        rule.kind,
-        compiled := re2.compile(rule.pattern.encode(), _OPTIONS),
-        tuple(compiled.groupindex[name] for name in (b"s", b"s2", b"s3") if name in compiled.groupindex),
+def _compiled(rule: CredentialRule) -> _CompiledRule:
+    fast = without_word_start(rule.pattern)
+    regex = re2.compile((fast or rule.pattern).encode(), _OPTIONS)
+    groups = {name: regex.groupindex[name] for name in _SECRET_GROUP_NAMES if name in regex.groupindex}
+    return _CompiledRule(
+        kind=rule.kind,
+        regex=regex,
+        exact=re2.compile(rule.pattern.encode(), _OPTIONS) if fast is not None else None,
+        secret_groups=tuple(groups.values()),
+        quoted_groups=frozenset(groups[n.encode()] for n in rule.quoted_groups if n.encode() in groups),
+        check=rule.check,
+        keywords=rule.keywords,
     )
-    for rule in CREDENTIAL_RULES
-)
+
+
+_SHAPE_RULES = tuple(map(_compiled, SHAPE_RULES))
+_CONTEXT_RULES = tuple(map(_compiled, CONTEXT_RULES))
+_COMPILED_RULES = _SHAPE_RULES + _CONTEXT_RULES
 
 
 @dataclass
@@ -153,6 +109,10 @@ class SecretMatcher:
         alternation = "|".join(re2.escape(form) for form in ordered)
         self._regex = None if self.is_empty else re2.compile(alternation, _OPTIONS)
 
+    def finds(self, text: str) -> bool:
+        """Whether any form of any secret occurs in the text (one pass, no copy)."""
+        return self._regex is not None and self._regex.search(str(text)) is not None
+
     def redact(self, text: str) -> tuple[str, int]:
         if self._regex is None or len(text) < MIN_SECRET_LENGTH:
             return text, 0
@@ -172,8 +132,20 @@ def scrub(text: str, secret_values: Iterable[str] | SecretMatcher = ()) -> Scrub
     if occurrences:
         counts["vault_secret"] += occurrences
     data = original = text.encode("utf-8", "surrogatepass")
-    for rule in _COMPILED_RULES:
-        data = _apply(rule, data, counts)
+    lowered = data.lower()  # for the keyword checks; redacting only ever removes keywords
+    for rule in _SHAPE_RULES:
+        if rule.may_match(lowered):
+            data = _apply(rule, data, counts)
+    rules = catalogue().rules_to_run(data)
+    generic = [rule for rule in rules if rule.kind == GENERIC_RULE_ID]
+    for catalogue_rule in rules:
+        if catalogue_rule.kind != GENERIC_RULE_ID:
+            data = _apply_catalogue_rule(catalogue_rule, data, counts)
+    for rule in _CONTEXT_RULES:
+        if rule.may_match(lowered):
+            data = _apply(rule, data, counts)
+    for catalogue_rule in generic:
+        data = _apply_catalogue_rule(catalogue_rule, data, counts)
     if data is not original:
         text = data.decode("utf-8", "surrogatepass")
     return ScrubResult(text=text, redactions=counts)
@@ -201,16 +173,50 @@ def scrub_json(value: Any, secret_values: Iterable[str] | SecretMatcher = ()) ->
 
 def _apply(rule: _CompiledRule, data: bytes, counts: Counter[str]) -> bytes:
     # On UTF-8 bytes: the re2 wrapper then maps no offsets between bytes and
-    # characters, which is most of the cost of a match.
+    # characters, which is most of the cost of a match. A text may be thousands of
+    # matches, so the loop keeps to local names and skips the marker check when no
+    # earlier rule redacted anything.
     marker = REDACTED.format(kind=rule.kind).encode()
+    has_markers = _REDACTED_PREFIX in data
+    groups, quoted, check = rule.secret_groups, rule.quoted_groups, rule.check
     pieces: list[bytes] = []
     end = 0
-    for spans in _match_spans(rule.regex, data):
-        span = _secret_span(rule, spans, data)
-        if span is None:
+    for spans in _word_start_spans(rule.regex, rule.exact, data):
+        group = next((g for g in groups if spans[g][0] >= 0), 0) if groups else 0
+        start, stop = spans[group]
+        if has_markers and _inside_marker(data, start, stop):  # an earlier, more specific rule took it
             continue
-        pieces += (data[end : span[0]], marker)
-        end = span[1]
+        if check is not None and not check(data, (start, stop), group in quoted):
+            continue
+        pieces += (data[end:start], marker)
+        end = stop
+        counts[rule.kind] += 1
+    if not pieces:
+        return data
+    pieces.append(data[end:])
+    return b"".join(pieces)
+
+
+def _apply_catalogue_rule(rule: CatalogueRule, data: bytes, counts: Counter[str]) -> bytes:
+    """gitleaks' rule: its secret, unless its entropy is too low or an allowlist allows
+    it (teams.credential_catalogue). Past FLOOD_FINDINGS findings of the rule in one
+    text, its allowlists are no longer consulted (entropy still is): a text of thousands
+    of findings is a credential dump or an attack, and the allowlists' searches would
+    make it cost twice what the matching does."""
+    marker = REDACTED.format(kind=rule.kind).encode()
+    has_markers = _REDACTED_PREFIX in data
+    pieces: list[bytes] = []
+    end = 0
+    found = 0
+    for spans in _word_start_spans(rule.regex, rule.exact, data):
+        start, stop = rule.secret_span(spans)
+        if stop <= start or start < end or (has_markers and _inside_marker(data, start, stop)):
+            continue
+        if rule.is_allowed(data, spans, (start, stop), consult_allowlists=found < FLOOD_FINDINGS):
+            continue
+        found += 1
+        pieces += (data[end:start], marker)
+        end = stop
         counts[rule.kind] += 1
     if not pieces:
         return data
@@ -221,18 +227,18 @@ def _apply(rule: _CompiledRule, data: bytes, counts: Counter[str]) -> bytes:
 _NO_MATCH = (-1, -1)
 
 
-def _match_spans(regex: Any, data: bytes) -> Iterable[Sequence[tuple[int, int]]]:
-    """The spans (whole match, then each group) of every match of `regex` in `data`, left
-    to right, as finditer finds them. Straight from the compiled RE2 object when the
-    wrapper exposes it: finditer's per-match objects cost more than the match itself
-    on a text of thousands of credentials (docs/decisions.md, "Scrubber and linear
-    patterns")."""
+def _match_spans(regex: Any, data: bytes, position: int = 0) -> Iterable[Sequence[tuple[int, int]]]:
+    """The spans (whole match, then each group) of every match of `regex` in `data` from
+    `position`, left to right, as finditer finds them. Straight from the compiled RE2
+    object when the wrapper exposes it: finditer's per-match objects cost more than the
+    match itself on a text of thousands of credentials (docs/decisions.md, "Scrubber and
+    linear patterns")."""
     compiled = getattr(regex, "_regexp", None)
     if compiled is None:  # another version of the wrapper: its public API
-        for match in regex.finditer(data):
+        for match in regex.finditer(data, position):
             yield [match.span(group) for group in range(regex.groups + 1)]
         return
-    unanchored, position, stop = _UNANCHORED, 0, len(data)
+    unanchored, stop = _UNANCHORED, len(data)
     while True:
         spans = compiled.Match(unanchored, data, position, stop)
         whole = spans[0]
@@ -245,20 +251,52 @@ def _match_spans(regex: Any, data: bytes) -> Iterable[Sequence[tuple[int, int]]]
             return
 
 
-def _secret_span(
-    rule: _CompiledRule, spans: Sequence[tuple[int, int]], data: bytes
-) -> tuple[int, int] | None:
-    if not rule.secret_groups:
-        start, end = spans[0]
-        return start, end
-    for group in rule.secret_groups:
-        start, end = spans[group]
-        if start < 0:
-            continue
-        if data.startswith(_REDACTED_PREFIX, start):  # an earlier, more specific rule took it
-            return None
-        return start, end
-    return None
+# How many times a text may be re-read for matches of a fast pattern that did not start
+# at a word boundary, before the pattern as written takes over (_word_start_spans).
+_REREAD_LIMIT = 2
+
+
+def _word_start_spans(fast: Any, exact: Any, data: bytes) -> Iterable[Sequence[tuple[int, int]]]:
+    """The matches of `exact`, a pattern opening with \\b, found with `fast`, the same
+    pattern without it (RE2 then skips to its literal prefix). A match of `fast` that
+    does not start at a word boundary is dropped and the search resumes one byte on, as
+    RE2 itself would try the next position; once such retries have re-read the text
+    _REREAD_LIMIT times over (`xsk-xsk-…`), `exact` finishes the text, so the whole stays
+    linear."""
+    if exact is None:
+        yield from _match_spans(fast, data)
+        return
+    budget = _REREAD_LIMIT * len(data)
+    position = 0
+    while True:
+        for spans in _match_spans(fast, data, position):
+            start, end = spans[0]
+            if _at_word_start(data, start):
+                yield spans
+                continue
+            budget -= max(end - start, 1)
+            position = start + 1
+            break
+        else:
+            return
+        if budget < 0:
+            yield from _match_spans(exact, data, position)
+            return
+
+
+def _at_word_start(data: bytes, index: int) -> bool:
+    """RE2's \\b at `index`: a word byte ([0-9A-Za-z_]) on one side and not the other."""
+    before = index > 0 and data[index - 1] in _WORD_BYTES
+    after = index < len(data) and data[index] in _WORD_BYTES
+    return before != after
+
+
+def _inside_marker(data: bytes, start: int, end: int) -> bool:
+    """Whether [start, end) holds or lies inside a redaction marker of an earlier rule."""
+    if data.find(_REDACTED_PREFIX, start, end) >= 0:
+        return True
+    opening = data.rfind(_REDACTED_PREFIX, max(0, start - _LONGEST_MARKER), start)
+    return opening >= 0 and data.find(b"]", opening, start) < 0
 
 
 class CredentialScrubbingFilter(logging.Filter):

@@ -22,6 +22,7 @@ from core.locks import advisory_xact_lock
 from teams import hooks, vault_crypto
 from teams.models import AgentToken, AuditEvent, Membership, Team, VaultEntry
 from teams.scope import team_scope
+from teams.secret_strength import check_secret_strength
 from teams.selectors import get_vault_entry, reveal_vault_value
 from teams.validators import check_key, is_team_slug
 
@@ -167,10 +168,10 @@ def revoke_token_by_id(*, team: Team, token_id: int, actor: str) -> AgentToken:
 
 def shutdown_team(*, team: Team, actor: str) -> dict[str, int]:
     """Delete every row of one team: every app's rows through `hooks.team_shutdown`
-    (higher apps first), then the team's tokens, vault, audit trail and memberships.
-    Runs inside that team's scope, so row-level security guarantees no other team's row
-    can be touched even by a bug here. The audit table goes with the team, so the log
-    line is the lasting record of who did it."""
+    (higher apps first), then the team's tokens, vault and memberships; returns what was
+    deleted. Runs inside that team's scope, so row-level security guarantees no other
+    team's row can be touched even by a bug here. The audit trail is kept (no login of the
+    service may delete it, docs/decisions.md "Database roles"), the shutdown its last event."""
     audit_logger.info("team %s: %s shuts the team down", team.slug, actor)
     counts: dict[str, int] = {}
     with team_scope(team.id):
@@ -180,9 +181,12 @@ def shutdown_team(*, team: Team, actor: str) -> dict[str, int]:
             {
                 "vault_entries": VaultEntry.objects.filter(team=team).delete()[0],
                 "tokens": AgentToken.objects.filter(team=team).delete()[0],
-                "audit_events": AuditEvent.objects.filter(team=team).delete()[0],
                 "memberships": team.memberships.all().delete()[0],
             }
+        )
+        summary = ", ".join(f"{count} {what}" for what, count in counts.items())
+        record_event(
+            team=team, actor=actor, action=AuditEvent.Action.TEAM_SHUTDOWN, target=f"{team.slug}: {summary}"
         )
         Team.objects.filter(pk=team.pk).delete()
     audit_logger.info("team %s shut down by %s: %s", team.slug, actor, counts)
@@ -257,48 +261,6 @@ def _check_vault_quota(team: Team) -> None:
         limit=settings.MEMORYHUB_QUOTA_VAULT_ENTRIES,
         what="vault entries",
     )
-
-
-# Secrets become redaction patterns for every text the team's responses carry, so a
-# short or common one would mangle ordinary text (or the dashboard's own markup).
-MIN_SECRET_LENGTH = 8
-COMMON_WORDS = frozenset(
-    """
-    password passwords username usernames required disabled readonly checked selected
-    checkbox textarea fieldset function continue document template undefined response
-    redirect register security settings password1 password2 12345678 123456789 1234567890
-    qwertyuiop abcdefgh abcd1234 changeme letmein1 iloveyou sunshine football baseball
-    welcome1 trustno1 superman princess starwars whatever midnight internet computer
-    csrfmiddlewaretoken csrftoken sessionid hx-request x-csrftoken content-type
-    stylesheet javascript text/html text/css application/json utf-8 charset viewport
-    memoryhub dashboard memories memory injection overview history annotation annotations
-    superseded supersede unsupersede identity decision reference historical
-    autocomplete placeholder maxlength minlength novalidate aria-label aria-hidden
-    aria-describedby data-testid tabindex onclick onsubmit accept-charset enctype
-    multipart/form-data application/x-www-form-urlencoded redacted vault_secret
-    """.split()  # noqa: SIM905 (a word list reads better as text)
-)
-# Tags and entities; each match stops at the next < or non-word character, so removing
-# them is linear in the value's length.
-_TAG = re.compile(r"<[^<>]*>")
-_ENTITY = re.compile(r"&#?[A-Za-z0-9]+;")
-_MARKUP_PUNCTUATION = "\"'<>/=&; \t\r\n"
-
-
-def check_secret_strength(value: str) -> None:
-    """Refuse (400, field "value") a secret that is short, a common word or nothing but
-    markup: redacting it everywhere would damage ordinary text and pages."""
-    if len(value) < MIN_SECRET_LENGTH:
-        raise InvalidInput(f"a secret is at least {MIN_SECRET_LENGTH} characters", field="value")
-    word = value.strip(_MARKUP_PUNCTUATION).lower()
-    only_markup = not _ENTITY.sub("", _TAG.sub("", value)).strip(_MARKUP_PUNCTUATION)
-    if word in COMMON_WORDS or only_markup or len(set(value)) < 4:
-        raise InvalidInput(
-            "this value is too common to be a secret (a common word, markup or a repeated "
-            "character); redacting it would damage ordinary text. Store it with is_secret "
-            "false, or choose a real secret.",
-            field="value",
-        )
 
 
 def _lock_vault_entry(team: Team, key: str) -> VaultEntry | None:

@@ -26,8 +26,10 @@ from urllib.parse import urlsplit
 import psycopg
 import pytest
 from django.conf import settings
-from django.db import connection
 from psycopg import sql
+
+from teams.roles import APP_ROLE, OPERATOR_ROLE, OWNER_ROLE
+from tests.db_roles import connect_as
 
 REPO = Path(__file__).resolve().parents[1]
 OLD_SCHEMA = Path(__file__).parent / "fixtures" / "schema_before_layout_move.sql"
@@ -144,19 +146,11 @@ IDENTITY_TABLES = (
 )
 
 
-def _connect(database: str, *, owner: bool = False, **options: Any) -> psycopg.Connection[Any]:
-    """A connection as the service role this run uses (row-level security applies), or
-    as the owner role, which creates databases and owns their tables."""
-    params = connection.settings_dict
-    use_owner = owner and params.get("OWNER_USER")
-    return psycopg.connect(
-        dbname=database,
-        host=params["HOST"] or None,
-        port=params["PORT"] or None,
-        user=params["OWNER_USER"] if use_owner else params["USER"],
-        password=(params.get("OWNER_PASSWORD") if use_owner else params["PASSWORD"]) or None,
-        **options,
-    )
+def _connect(database: str, *, role: str = APP_ROLE, **options: Any) -> psycopg.Connection[Any]:
+    """A connection logged in as the service logs in as `role`: the application role
+    (row-level security applies), the operator (sees every team) or the owner, which
+    creates databases and owns their tables."""
+    return connect_as(role, dbname=database, **options)
 
 
 def _bypass_old_row_security(conn: psycopg.Connection[Any]) -> None:
@@ -165,20 +159,15 @@ def _bypass_old_row_security(conn: psycopg.Connection[Any]) -> None:
     conn.execute("SELECT set_config('memoryhub.bypass', 'on', false)")
 
 
-def _bypass_row_security(conn: psycopg.Connection[Any]) -> None:
-    # Today only the operator role bypasses row-level security.
-    conn.execute("SET ROLE memoryhub_operator")
-
-
 @contextmanager
 def _scratch_database(purpose: str) -> Iterator[str]:
     name = f"memoryhub_{purpose}_{uuid.uuid4().hex[:12]}"
-    with _connect("postgres", owner=True, autocommit=True) as admin:
+    with _connect("postgres", role=OWNER_ROLE, autocommit=True) as admin:
         admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     try:
         yield name
     finally:
-        with _connect("postgres", owner=True, autocommit=True) as admin:
+        with _connect("postgres", role=OWNER_ROLE, autocommit=True) as admin:
             # A session of the application role that has just disconnected (a
             # manage.py child that exited) may still be ending; FORCE would have to
             # terminate it, which the owner role may not do. Wait for it first.
@@ -198,10 +187,11 @@ def _manage(database: str, *arguments: str) -> subprocess.CompletedProcess[str]:
         "MEMORYHUB_DATA_DIR": str(settings.DATA_DIR),
         "MEMORYHUB_DATABASE_NAME": database,
     }
-    if env.get("DATABASE_URL"):
-        # A run against a server of its own: the scratch database lives there, and
-        # the server's own database must never be the one migrated here.
-        env["DATABASE_URL"] = urlsplit(env["DATABASE_URL"])._replace(path=f"/{database}").geturl()
+    for variable in ("DATABASE_URL", "OPERATOR_DATABASE_URL"):
+        if env.get(variable):
+            # A run against a server of its own: the scratch database lives there, and
+            # the server's own database must never be the one migrated here.
+            env[variable] = urlsplit(env[variable])._replace(path=f"/{database}").geturl()
     return subprocess.run(  # noqa: S603
         [sys.executable, "manage.py", *arguments],
         cwd=REPO,
@@ -225,9 +215,9 @@ def _load_old_schema(database: str) -> None:
     meta_commands = [line for line in dump.splitlines() if line.startswith("\\")]
     assert not meta_commands, f"{OLD_SCHEMA.name} holds psql meta-commands: {meta_commands}"
     # pg_dump's preamble empties search_path for the session: this connection is closed after.
-    with _connect(database, owner=True) as conn:
+    with _connect(database, role=OWNER_ROLE) as conn:
         conn.execute(dump)  # type: ignore[arg-type]  # a checked-in file, not user input
-    with _connect(database, owner=True) as conn:
+    with _connect(database, role=OWNER_ROLE) as conn:
         _bypass_old_row_security(conn)
         conn.execute(OLD_ROWS)  # type: ignore[arg-type]
         # The rows give their ids so that they can refer to each other; move the identity
@@ -324,7 +314,7 @@ def fresh_database() -> Iterator[str]:
 def test_database_on_the_old_schema_upgrades_keeping_every_row_and_its_isolation(fresh_database: str) -> None:
     with _scratch_database("upgrade") as database:
         _load_old_schema(database)
-        with _connect(database, owner=True) as conn:
+        with _connect(database, role=OWNER_ROLE) as conn:
             _bypass_old_row_security(conn)
             old_tables = _tables(conn) - FILLED_BY_MIGRATE
             assert set(MOVED_TABLES) <= old_tables
@@ -337,8 +327,7 @@ def test_database_on_the_old_schema_upgrades_keeping_every_row_and_its_isolation
         check = _manage(database, "migrate", "--check")
         assert check.returncode == 0, f"migrations left unapplied:\n{check.stdout}{check.stderr}"
 
-        with _connect(database) as conn:
-            _bypass_row_security(conn)
+        with _connect(database, role=OPERATOR_ROLE) as conn:
             tables = _tables(conn)
             assert not set(MOVED_TABLES) & tables, "the old tables are still there next to the new ones"
             for old_table, rows in before.items():
@@ -391,6 +380,24 @@ def test_database_on_the_old_schema_upgrades_keeping_every_row_and_its_isolation
                         [BRAVO],
                     )
 
+        # It ends with the roles of today: the application role is a member of no role,
+        # and no login of the web or the workers may change or erase the audit trail,
+        # whose rows (of both teams) are all still there.
+        for role in (APP_ROLE, OPERATOR_ROLE):
+            with _connect(database, role=role) as conn:
+                if role == APP_ROLE:
+                    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                        conn.execute(f"SET ROLE {OPERATOR_ROLE}")
+                    conn.rollback()
+                for statement in ("UPDATE teams_auditevent SET actor = 'x'", "DELETE FROM teams_auditevent",
+                                  "TRUNCATE teams_auditevent"):  # fmt: skip
+                    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                        conn.execute(statement)
+                    conn.rollback()
+        with _connect(database, role=OPERATOR_ROLE) as conn:
+            events = conn.execute("SELECT count(*) FROM teams_auditevent").fetchone()
+            assert events == (len(before["dashboard_auditevent"]) + 1,)  # and the one added above
+
         # An upgraded installation and a fresh one end up with the same tables.
         with _connect(database) as upgraded, _connect(fresh_database) as fresh:
             upgraded_shape, fresh_shape = _shape(upgraded), _shape(fresh)
@@ -415,8 +422,10 @@ def test_fresh_database_gets_the_moved_tables_under_row_level_security(fresh_dat
             enabled, forced, policies = security[table]
             assert enabled and forced and [name for name, *_ in policies] == ["team_isolation"]
 
-    with _connect(fresh_database, autocommit=True) as conn, conn.transaction(force_rollback=True):
-        _bypass_row_security(conn)
+    with (
+        _connect(fresh_database, role=OPERATOR_ROLE, autocommit=True) as conn,
+        conn.transaction(force_rollback=True),
+    ):
         conn.execute(
             "INSERT INTO teams_team (id, slug, name, injection_max_entries, injection_max_tokens, "
             "decay_half_life_days, hybrid_vector_weight, hybrid_keyword_weight, embedding_profile, "
@@ -437,7 +446,8 @@ def test_fresh_database_gets_the_moved_tables_under_row_level_security(fresh_dat
             "SELECT 'ada', 'member.add', '', now(), team FROM unnest(ARRAY[%(alpha)s, %(bravo)s]) AS team",
             {"alpha": ALPHA, "bravo": BRAVO},
         )
-        conn.execute("RESET ROLE")
+        # Narrowed to the application role, as a team's scope in the bypass does.
+        conn.execute(f"SET LOCAL ROLE {APP_ROLE}")
         for table in MOVED_TABLES.values():
             assert _team_ids_seen_as(conn, ALPHA, table) == [ALPHA]
             assert _team_ids_seen_as(conn, None, table) == []

@@ -15,7 +15,7 @@ import httpx
 from django.conf import settings
 
 from tests.search.conftest import free_port
-from tests.worker import wait_for
+from tests.worker import operator_database_url, wait_for
 
 REPO = Path(__file__).resolve().parents[1]
 GUNICORN = str(Path(sys.executable).parent / "gunicorn")
@@ -38,12 +38,14 @@ def manage(env: dict[str, str], *arguments: str) -> str:
 
 
 def server_env(database_url: str, **extra: str) -> dict[str, str]:
-    """This process's environment with the real settings on `database_url`, plain HTTP,
-    no embeddings and no broker (tasks run in the server), then `extra`."""
+    """This process's environment with the real settings on `database_url` (and the
+    operator's login to this run's test database), plain HTTP, no embeddings and no
+    broker (tasks run in the server), then `extra`."""
     return {
         **{k: v for k, v in os.environ.items() if k not in {"REDIS_URL", "DATABASE_URL"}},
         "DJANGO_SETTINGS_MODULE": "memoryhub.settings",
         "DATABASE_URL": database_url,
+        "OPERATOR_DATABASE_URL": operator_database_url(),
         "MEMORYHUB_DATA_DIR": str(settings.DATA_DIR),
         "MEMORYHUB_PLAIN_HTTP": "true",
         "MEMORYHUB_EMBEDDING_PROFILE": "none",

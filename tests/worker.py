@@ -26,20 +26,20 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import pytest
 import redis
 from celery.signals import after_task_publish
 from django.conf import settings
-from django.db import connection
 from kombu import pools
 
 from core.redis_outage import forget_redis_failures
 from memories.models import Memory
 from memoryhub import embedded_redis as embedded
 from memoryhub.celery import app as celery_app
+from teams.roles import APP_ROLE, OPERATOR_ROLE
 from teams.scope import dangerously_bypass_team_scope
+from tests.db_roles import service_database_url
 
 REPO = Path(__file__).resolve().parents[1]
 CELERY = str(Path(sys.executable).parent / "celery")
@@ -148,14 +148,12 @@ def _queue_name(label: str) -> str:
 
 def database_url() -> str:
     """This run's test database as a DATABASE_URL, for the processes a test starts."""
-    db = connection.settings_dict
-    credentials = quote(db["USER"], safe="") + (
-        ":" + quote(db["PASSWORD"], safe="") if db["PASSWORD"] else ""
-    )
-    host = db["HOST"] or "localhost"
-    # A socket folder (the embedded server) is written postgres://user@//folder/name.
-    location = f"/{host}" if host.startswith("/") else host + (f":{db['PORT']}" if db["PORT"] else "")
-    return f"postgres://{credentials}@{location}/{quote(db['NAME'], safe='')}"
+    return service_database_url(APP_ROLE)
+
+
+def operator_database_url() -> str:
+    """The same database as the operator logs in to it (OPERATOR_DATABASE_URL)."""
+    return service_database_url(OPERATOR_ROLE)
 
 
 def _process_env(broker_url: str, queue: str, extra: dict[str, str]) -> dict[str, str]:
@@ -164,6 +162,7 @@ def _process_env(broker_url: str, queue: str, extra: dict[str, str]) -> dict[str
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "memoryhub.settings",
         "DATABASE_URL": database_url(),
+        "OPERATOR_DATABASE_URL": operator_database_url(),
         "REDIS_URL": broker_url,
         "MEMORYHUB_QUEUE": queue,
         "MEMORYHUB_DATA_DIR": str(settings.DATA_DIR),

@@ -3,8 +3,8 @@
 gunicorn's threaded workers stay (docs/decisions.md, "Web server and worker priority");
 the SDK's ASGI app runs on one event loop per worker process, behind a2wsgi, in the
 SDK's stateless mode with JSON answers: every MCP message is one HTTP request, held by
-one gunicorn thread, and nothing keeps a stream (or a thread) open between them
-(docs/decisions.md, "MCP server").
+one gunicorn thread, and nothing keeps a stream (or a thread) open between them: GET
+(the SDK's event stream) and DELETE answer 405 (docs/decisions.md, "MCP server").
 
 Before a request reaches MCP it is authenticated here, by REST's own token
 authentication: no token, an unknown, revoked or expired one answers 401 in the one
@@ -112,8 +112,8 @@ CHALLENGE = ("WWW-Authenticate", 'Bearer realm="memoryhub"')
 
 def admit(environ: dict[str, Any]) -> Refusal | None:
     """What Django and the REST API check before a request reaches a view, for a request
-    to MCP: the host (ALLOWED_HOSTS), HTTPS (SECURE_SSL_REDIRECT), the agent token and
-    the body's size. None lets it through, with the authenticated request (the token in
+    to MCP: the host (ALLOWED_HOSTS), HTTPS (SECURE_SSL_REDIRECT), the method (POST), the
+    agent token and the body's size. None lets it through, with the authenticated request (the token in
     `auth`) left in the environ for the tools; else the refusal."""
     django_request = WSGIRequest(environ)
     try:
@@ -125,6 +125,10 @@ def admit(environ: dict[str, Any]) -> Refusal | None:
         # (the SDK's client follows it on the same host).
         location = f"https://{host}{django_request.get_full_path()}"
         return 308, error_body("https_required", f"use {location}"), [("Location", location)]
+    if environ.get("REQUEST_METHOD") != "POST":
+        # Stateless, answering in the POST: the SDK would hold a GET open as an event
+        # stream (and a thread with it) for ever, and has no session to DELETE.
+        return 405, error_body("method_not_allowed", "MCP takes POST requests only"), [("Allow", "POST")]
     request = Request(django_request)
     refusal = _authenticate(request)
     if refusal is not None:

@@ -48,6 +48,7 @@ from teams.authentication import agent_actor
 from teams.models import AgentToken
 from teams.replicas import replica_reads
 from teams.scope import TeamBoundTransaction
+from teams.scrubber import scrub_json
 from teams.throttling import AgentReadThrottle, AgentWriteThrottle, write_slot
 from teams.vault_matcher import team_secret_matcher
 
@@ -264,8 +265,11 @@ def _run(tool: Tool, request: Request, arguments: dict[str, Any]) -> tuple[dict[
             if response is None:
                 raise
             body, is_error = response.data, True
-        # Plain JSON values, then the team's vault secrets redacted, inside its scope.
+        # Plain JSON values, then the team's vault secrets redacted, inside its scope; an
+        # error is scrubbed of credentials too (it may quote the arguments), as REST's.
         plain = json.loads(json.dumps(body, cls=JSONEncoder))
+        if is_error:
+            return scrub_json(plain, team_secret_matcher(team_id=team.id))[0], is_error
         return _redacted(plain, team.id), is_error
 
 

@@ -55,6 +55,7 @@ from freshness.api_drafts import (
 )
 from freshness.models import NudgeAction, NudgeKind
 from memories import feedback, learnings, selectors, services, skills
+from memories.anchors import ANCHOR_TYPES, MAX_ANCHOR_VALUE_CHARS, MAX_EXPECT_CHARS
 from memories.api import HistoryPagination, MemoryPagination, batch_payload
 from memories.api_learnings import LearningInputSerializer
 from memories.batch import MAX_BATCH_ENTRIES
@@ -242,6 +243,7 @@ def memory_save(call: ToolCall) -> dict[str, Any]:
         allow_duplicate=data["allow_duplicate"],
         updated_by=call.actor,
         expected_version=data.get("expected_version"),
+        anchor=data.get("anchor", services.UNSET),
     )
     if not result.saved:
         return dict(duplicate_payload(result))
@@ -270,6 +272,32 @@ SKILL_TRIGGER_SCHEMA = js.nullable(
         },
         required=("name",),
     )
+)
+
+ANCHOR_SCHEMA = js.nullable(
+    {
+        **js.obj(
+            {
+                "type": {"type": "string", "enum": list(ANCHOR_TYPES), "description": "url, api or file."},
+                "value": js.string(
+                    "For url and api, an http(s) URL a check can fetch (no credentials, no numeric "
+                    "host but a dotted quad, no private address); for file, a path in the worktree.",
+                    max_length=MAX_ANCHOR_VALUE_CHARS,
+                    min_length=1,
+                ),
+                "expect": {
+                    "type": ["integer", "string", "null"],
+                    "minimum": 100,
+                    "maximum": 599,
+                    "maxLength": MAX_EXPECT_CHARS,
+                    "description": "What a good answer looks like: an HTTP status or a body substring.",
+                },
+            },
+            required=("type", "value"),
+        ),
+        "description": "What the entry can be checked against. Left out on a supersede: carried over; "
+        "null: no anchor.",
+    }
 )
 
 SAVE = Tool(
@@ -302,6 +330,7 @@ SAVE = Tool(
             "metadata": {"type": "object", "description": 'Free-form JSON, e.g. {"tags": ["ci"]} (16 KiB).'},
             "skill_trigger": SKILL_TRIGGER_SCHEMA,
             "allow_duplicate": js.boolean("Save even when an active entry already holds the same text."),
+            "anchor": ANCHOR_SCHEMA,
             "expected_version": js.nullable(
                 js.string(
                     "The id of the active version this write was based on; another active version "

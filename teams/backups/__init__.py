@@ -5,7 +5,8 @@ restore"; docs/decisions.md, "Backups and restore (issue 14)").
 A backup is a folder: `database.dump` (pg_dump's custom format, everything of the database:
 schema, rows, vectors, the BM25 statistics, row-level security, owners and grants),
 `manifest.json` (versions, the rows of every table counted in the dump's own snapshot, the
-dump's SHA-256) and, unless left out, `keys/` with the vault key and the secret key.
+dump's SHA-256) and, unless left out, `keys.sealed`: the vault key and the secret key,
+sealed with a passphrase the operator keeps apart (teams.backups.sealing).
 """
 
 from __future__ import annotations

@@ -14,11 +14,10 @@ import psycopg
 from django.conf import settings
 from psycopg import IsolationLevel
 
-from teams.backups import BackupError, database, keys
+from teams.backups import BackupError, database, keys, sealing
 from teams.backups.manifest import (
     DUMP_FILE,
     FORMAT,
-    KEYS_FOLDER,
     Manifest,
     count_rows,
     extensions,
@@ -35,17 +34,19 @@ from teams.roles import OPERATOR_ROLE
 class BackupResult:
     folder: Path
     manifest: Manifest
+    # keys.sealed, or nothing for a backup without the keys.
     key_files: list[Path]
 
 
-def make_backup(*, folder: Path, with_keys: bool) -> BackupResult:
-    """Dump the database into `folder` (created; an existing one must be empty). The
-    row counts are taken in the very snapshot pg_dump dumps (an exported snapshot held
-    open meanwhile), so they match the dump exactly while the service keeps writing."""
+def make_backup(*, folder: Path, passphrase: str | None) -> BackupResult:
+    """Dump the database into `folder` (created; an existing one must be empty), with the
+    keys sealed with `passphrase` (None: without the keys). The row counts are taken in
+    the very snapshot pg_dump dumps (an exported snapshot held open meanwhile), so they
+    match the dump exactly while the service keeps writing."""
     folder = folder.resolve()
     _create_folder(folder)
     try:
-        return _backup_into(folder, with_keys=with_keys)
+        return _backup_into(folder, passphrase=passphrase)
     except BaseException:
         # A backup that failed leaves an empty folder, never one that looks finished.
         for leftover in folder.iterdir():
@@ -56,8 +57,8 @@ def make_backup(*, folder: Path, with_keys: bool) -> BackupResult:
         raise
 
 
-def _backup_into(folder: Path, *, with_keys: bool) -> BackupResult:
-    login = database.Login.from_settings()
+def _backup_into(folder: Path, *, passphrase: str | None) -> BackupResult:
+    login = database.Login.from_settings(as_operator=True)
     dump = folder / DUMP_FILE
     with login.connect() as conn:
         conn.isolation_level = IsolationLevel.REPEATABLE_READ
@@ -71,8 +72,8 @@ def _backup_into(folder: Path, *, with_keys: bool) -> BackupResult:
             needed_extensions = extensions(conn)
             tables = count_rows(conn)
             secrets = vault_secrets(conn)
-            # pg_dump switches to the operator role too: with FORCE ROW LEVEL SECURITY even
-            # the tables' owner would dump only the rows its scope lets through.
+            # pg_dump reads as the operator role too: with FORCE ROW LEVEL SECURITY even the
+            # tables' owner would dump only the rows its scope lets through.
             database.run(
                 "pg_dump",
                 [
@@ -87,7 +88,10 @@ def _backup_into(folder: Path, *, with_keys: bool) -> BackupResult:
         except psycopg.Error as exc:
             raise BackupError(f"reading the database failed: {exc.diag.message_primary or exc}") from None
     dump.chmod(0o600)
-    key_files = keys.write_key_files(folder / KEYS_FOLDER) if with_keys else []
+    key_files = []
+    if passphrase is not None:
+        sealing.seal(keys.current_keys(), passphrase, folder / sealing.SEALED_KEYS_FILE)
+        key_files.append(folder / sealing.SEALED_KEYS_FILE)
     manifest = Manifest(
         format=FORMAT,
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -103,7 +107,8 @@ def _backup_into(folder: Path, *, with_keys: bool) -> BackupResult:
         tables=tables,
         vault_secrets=secrets,
         vault_key_fingerprints=keys.fingerprints(settings.VAULT_KEY),
-        keys_included=with_keys,
+        keys_included=passphrase is not None,
+        keys_sealed=passphrase is not None,
     )
     manifest.write(folder)
     return BackupResult(folder=folder, manifest=manifest, key_files=key_files)

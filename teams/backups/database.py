@@ -59,11 +59,13 @@ class Login:
     options: dict[str, str]
 
     @classmethod
-    def from_settings(cls, *, as_owner: bool = False) -> Login:
-        """The service's login (the application role, or whatever DATABASE_URL names), or
-        with `as_owner` the owner's when the settings name one (the embedded server's do),
-        as `manage.py migrate` logs in (teams.roles.as_owner)."""
-        database: dict[str, Any] = settings.DATABASES["default"]
+    def from_settings(cls, *, as_owner: bool = False, as_operator: bool = False) -> Login:
+        """The service's login (the application role, or whatever DATABASE_URL names); with
+        `as_operator` the operator's (OPERATOR_DATABASE_URL, or the embedded server's), which
+        sees every team; with `as_owner` the owner's when the settings name one (the
+        embedded server's do), as `manage.py migrate` logs in (teams.roles.as_owner)."""
+        alias = settings.OPERATOR_DATABASE if as_operator else "default"
+        database: dict[str, Any] = settings.DATABASES[alias]
         user, password = str(database.get("USER") or ""), str(database.get("PASSWORD") or "")
         if as_owner and database.get("OWNER_USER"):
             user, password = str(database["OWNER_USER"]), str(database.get("OWNER_PASSWORD") or "")

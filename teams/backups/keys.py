@@ -1,9 +1,11 @@
 """The keys a restored MemoryHub needs, kept apart from the dump.
 
 `vault.key` (MEMORYHUB_VAULT_KEY: every vault secret is encrypted under it; without it
-they cannot be read) and `secret_key` (SECRET_KEY: signs sign-in sessions), under the
-names the data folder gives them (core.settings_env.read_secret), each mode 0600. Their
-values are never printed; a manifest carries only the vault keys' fingerprints.
+they cannot be read) and `secret_key` (SECRET_KEY: signs sign-in sessions). A backup
+carries them sealed with a passphrase (teams.backups.sealing), never in clear; a restore
+installs them under the names the data folder gives them (core.settings_env.read_secret),
+each mode 0600. Their values are never printed; a manifest carries only the vault keys'
+fingerprints.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from django.conf import settings
 
 from core.settings_env import generated_secret_files
 from teams.backups import BackupError
+from teams.backups.sealing import BackupKeys
 
 VAULT_KEY_FILE = "vault.key"
 SECRET_KEY_FILE = "secret_key"  # noqa: S105 (a file name)
@@ -40,13 +43,15 @@ def write_private(path: Path, text: str) -> None:
         handle.write(text)
 
 
-def write_key_files(folder: Path) -> list[Path]:
-    folder.mkdir(mode=0o700)
-    written = []
-    for name, value in ((VAULT_KEY_FILE, settings.VAULT_KEY), (SECRET_KEY_FILE, settings.SECRET_KEY)):
-        write_private(folder / name, value + "\n")
-        written.append(folder / name)
-    return written
+def current_keys() -> BackupKeys:
+    return BackupKeys(vault_key=settings.VAULT_KEY, secret_key=settings.SECRET_KEY)
+
+
+def read_plain_key_files(folder: Path) -> BackupKeys:
+    """The keys of a backup made before they were sealed: a folder of two files."""
+    return BackupKeys(
+        vault_key=_read_key(folder / VAULT_KEY_FILE), secret_key=_read_key(folder / SECRET_KEY_FILE)
+    )
 
 
 def _configured_outside_data_dir(variables: tuple[str, ...]) -> bool:
@@ -62,24 +67,23 @@ def _installable(path: Path) -> bool:
 class KeyPlan:
     """What a restore does with the keys; decided before anything is restored."""
 
-    # (data folder file, the backup's key file) to put in place.
-    installs: list[tuple[Path, Path]] = field(default_factory=list)
+    # (data folder file, the backup's key) to put in place.
+    installs: list[tuple[Path, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     # The vault key(s) the restored vault will be read with.
     vault_key: str = ""
 
 
-def plan_keys(*, backup_keys: Path | None, fingerprints_of_backup: list[str], vault_secrets: int) -> KeyPlan:
+def plan_keys(
+    *, backup_keys: BackupKeys | None, fingerprints_of_backup: list[str], vault_secrets: int
+) -> KeyPlan:
     """Refuses (BackupError) a restore whose vault could not be read afterwards: a
     configured vault key other than the backup's, or a different existing key file, which
     a restore never overwrites (whatever it encrypted would become unreadable)."""
     plan = KeyPlan(vault_key=settings.VAULT_KEY)
     data_dir = Path(settings.DATA_DIR)
-    backup_vault_key = ""
-    if backup_keys is not None:
-        backup_vault_key = _read_key(backup_keys / VAULT_KEY_FILE)
-        if fingerprints(backup_vault_key) != fingerprints_of_backup:
-            raise BackupError(f"{backup_keys / VAULT_KEY_FILE} is not the vault key the manifest names")
+    if backup_keys is not None and fingerprints(backup_keys.vault_key) != fingerprints_of_backup:
+        raise BackupError("the backup's vault key is not the one its manifest names")
 
     needed = fingerprints_of_backup[:1] if vault_secrets else []
     if _configured_outside_data_dir(VAULT_KEY_VARIABLES):
@@ -87,14 +91,14 @@ def plan_keys(*, backup_keys: Path | None, fingerprints_of_backup: list[str], va
             raise BackupError(
                 "MEMORYHUB_VAULT_KEY (or its _FILE) is not the vault key this backup's secrets were "
                 "encrypted with: set it to the backup's vault key"
-                + (f" ({backup_keys / VAULT_KEY_FILE})" if backup_keys else ", which you kept apart")
+                + (" (sealed in the backup)" if backup_keys else ", which you kept apart")
             )
     elif backup_keys is not None:
         target = data_dir / VAULT_KEY_FILE
         if _installable(target):
-            plan.installs.append((target, backup_keys / VAULT_KEY_FILE))
-            plan.vault_key = backup_vault_key
-        elif split_keys(target.read_text()) == split_keys(backup_vault_key):
+            plan.installs.append((target, backup_keys.vault_key))
+            plan.vault_key = backup_keys.vault_key
+        elif split_keys(target.read_text()) == split_keys(backup_keys.vault_key):
             pass
         elif needed:
             raise BackupError(
@@ -114,10 +118,9 @@ def plan_keys(*, backup_keys: Path | None, fingerprints_of_backup: list[str], va
         plan.notes.append("the backup holds no secret key: sign-in sessions of the old server end")
     elif not _configured_outside_data_dir(SECRET_KEY_VARIABLES):
         target = data_dir / SECRET_KEY_FILE
-        backup_secret_key = _read_key(backup_keys / SECRET_KEY_FILE)
         if _installable(target):
-            plan.installs.append((target, backup_keys / SECRET_KEY_FILE))
-        elif target.read_text().strip() != backup_secret_key:
+            plan.installs.append((target, backup_keys.secret_key))
+        elif target.read_text().strip() != backup_keys.secret_key:
             plan.notes.append(f"kept the other secret key in {target}: old sign-in sessions end")
     return plan
 
@@ -131,10 +134,10 @@ def _read_key(path: Path) -> str:
 
 def install(plan: KeyPlan) -> list[Path]:
     installed = []
-    for target, source in plan.installs:
+    for target, key in plan.installs:
         partial = target.with_name(f".{target.name}.restoring")
         partial.unlink(missing_ok=True)
-        write_private(partial, source.read_text())
+        write_private(partial, key + "\n")
         os.replace(partial, target)
         generated_secret_files.discard(target)
         installed.append(target)

@@ -16,10 +16,13 @@ from psycopg import sql
 from teams.backups import BackupError
 from teams.roles import OPERATOR_ROLE
 
-FORMAT = 1
+# 2: the keys sealed with a passphrase (keys.sealed). 1: a folder of plain key files,
+# still restored.
+FORMAT = 2
+READABLE_FORMATS = (1, 2)
 DUMP_FILE = "database.dump"
 MANIFEST_FILE = "manifest.json"
-KEYS_FOLDER = "keys"
+PLAIN_KEYS_FOLDER = "keys"
 
 # MemoryHub's tables: the base tables of `public`, without any an extension owns.
 TABLES = """
@@ -55,6 +58,8 @@ class Manifest:
     # one encrypting: tells whether a restore's key is the right one without holding it.
     vault_key_fingerprints: list[str]
     keys_included: bool
+    # The keys are in keys.sealed (teams.backups.sealing); a format 1 backup's are not.
+    keys_sealed: bool = False
 
     @property
     def postgresql_major(self) -> int:
@@ -75,12 +80,13 @@ class Manifest:
             raise BackupError(f"{path} is missing: this folder is not a finished MemoryHub backup") from None
         except (OSError, ValueError) as exc:
             raise BackupError(f"{path} cannot be read: {exc}") from None
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise BackupError(f"{path} is not a manifest of format {FORMAT}, which this MemoryHub reads")
+        if not isinstance(data, dict) or data.get("format") not in READABLE_FORMATS:
+            readable = " or ".join(str(number) for number in READABLE_FORMATS)
+            raise BackupError(f"{path} is not a manifest of format {readable}, which this MemoryHub reads")
         try:
             return cls(**data)
         except TypeError:
-            raise BackupError(f"{path} lacks fields of a format {FORMAT} manifest") from None
+            raise BackupError(f"{path} lacks fields of a format {data['format']} manifest") from None
 
 
 def file_sha256(path: Path) -> str:
@@ -93,12 +99,14 @@ def file_sha256(path: Path) -> str:
 
 def see_every_team(conn: psycopg.Connection[tuple[Any, ...]]) -> None:
     """For the open transaction: the operator role, which row-level security lets see
-    every team (the login may only SET ROLE to it, docs/decisions.md "Database roles")."""
+    every team. The backup logs in as it; the restore logs in as the owner, which may SET
+    ROLE to it (docs/decisions.md "Database roles")."""
     try:
         conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(OPERATOR_ROLE)))
     except psycopg.errors.InsufficientPrivilege:
         raise BackupError(
-            f"this login may not SET ROLE {OPERATOR_ROLE}: grant it as deploy/postgres-roles.sql does"
+            f"this login may not SET ROLE {OPERATOR_ROLE}: the backup logs in as {OPERATOR_ROLE} "
+            "(OPERATOR_DATABASE_URL), the restore as the owner, granted it as deploy/postgres-roles.sql does"
         ) from None
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import tempfile
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,8 @@ import psycopg
 from django.db.migrations.loader import MigrationLoader
 from psycopg import sql
 
-from teams.backups import BackupError, database, keys
-from teams.backups.manifest import KEYS_FOLDER, Manifest, count_rows, file_sha256, see_every_team
+from teams.backups import BackupError, database, keys, sealing
+from teams.backups.manifest import PLAIN_KEYS_FOLDER, Manifest, count_rows, file_sha256, see_every_team
 from teams.roles import APP_ROLE, OPERATOR_ROLE, OWNER_ROLE
 
 # Extensions are the superuser's to install (pgvector is not trusted): the target has them
@@ -64,9 +65,10 @@ class RestoreResult:
     pending_migrations: list[str] = field(default_factory=list)
 
 
-def restore_backup(*, folder: Path) -> RestoreResult:
+def restore_backup(*, folder: Path, passphrase: Callable[[], str]) -> RestoreResult:
+    """`passphrase` is asked only for a backup whose keys are sealed."""
     try:
-        return _restore(folder.resolve())
+        return _restore(folder.resolve(), passphrase)
     except BackupError:
         keys.forget_generated()
         raise
@@ -75,7 +77,7 @@ def restore_backup(*, folder: Path) -> RestoreResult:
         raise BackupError(f"the database refused the restore: {exc.diag.message_primary or exc}") from None
 
 
-def _restore(folder: Path) -> RestoreResult:
+def _restore(folder: Path, passphrase: Callable[[], str]) -> RestoreResult:
     manifest = Manifest.read(folder)
     dump = folder / manifest.dump_file
     if not dump.is_file():
@@ -86,16 +88,13 @@ def _restore(folder: Path) -> RestoreResult:
             "Nothing was restored."
         )
     pending = _check_migrations(manifest)
-    backup_keys = folder / KEYS_FOLDER if manifest.keys_included else None
-    if backup_keys is not None and not backup_keys.is_dir():
-        raise BackupError(f"the manifest lists keys, but {backup_keys} is missing")
 
     login = database.Login.from_settings(as_owner=True)
     with login.connect() as conn:
         conn.autocommit = True
         target = _check_target(conn, manifest)
         plan = keys.plan_keys(
-            backup_keys=backup_keys,
+            backup_keys=_backup_keys(folder, manifest, passphrase),
             fingerprints_of_backup=manifest.vault_key_fingerprints,
             vault_secrets=manifest.vault_secrets,
         )
@@ -136,6 +135,20 @@ def _restore(folder: Path) -> RestoreResult:
             "do not decrypt with the vault key: configure the backup's vault key"
         )
     return result
+
+
+def _backup_keys(
+    folder: Path, manifest: Manifest, passphrase: Callable[[], str]
+) -> sealing.BackupKeys | None:
+    """The backup's keys, opened before anything is written (None: it holds none)."""
+    if not manifest.keys_included:
+        return None
+    if manifest.keys_sealed:
+        return sealing.open_sealed(folder / sealing.SEALED_KEYS_FILE, passphrase())
+    plain = folder / PLAIN_KEYS_FOLDER
+    if not plain.is_dir():
+        raise BackupError(f"the manifest lists keys, but {plain} is missing")
+    return keys.read_plain_key_files(plain)
 
 
 def _check_migrations(manifest: Manifest) -> list[str]:

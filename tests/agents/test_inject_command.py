@@ -175,7 +175,8 @@ def test_project_and_max_tokens_are_passed_on(team: Team, tmp_path: Path) -> Non
 
 
 def test_vault_secrets_never_reach_the_file(team: Team, tmp_path: Path) -> None:
-    remember(team, "creds", "The staging password is swordfish-4711-blue.", "context")
+    # Worded so no credential rule redacts it when saved (`The staging password is …` is).
+    remember(team, "creds", "Staging answers to swordfish-4711-blue.", "context")
     with team_scope(team.id):
         set_vault_entry(team=team, key="pw", value="swordfish-4711-blue", is_secret=True, actor="t")
     target = tmp_path / "CLAUDE.md"

@@ -536,7 +536,8 @@ def test_another_teams_token_gets_404_and_no_byte_of_the_team(
 
 
 def test_vault_secrets_never_appear_in_the_block(team: Team, member: Agent, admin_member: Agent) -> None:
-    remember(team, "creds", "The staging password is swordfish-4711-blue.", "context")
+    # Worded so no credential rule redacts it when saved (`The staging password is …` is).
+    remember(team, "creds", "Staging answers to swordfish-4711-blue.", "context")
     put = admin_member.client.put(
         admin_member.url("vault/staging-password/"),
         {"value": "swordfish-4711-blue", "is_secret": True},
@@ -548,7 +549,7 @@ def test_vault_secrets_never_appear_in_the_block(team: Team, member: Agent, admi
 
     assert response.status_code == 200
     assert b"swordfish" not in response.content
-    assert "[CONTEXT] [creds]: The staging password is [REDACTED:vault_secret]" in response.json()["text"]
+    assert "[CONTEXT] [creds]: Staging answers to [REDACTED:vault_secret]" in response.json()["text"]
 
 
 def test_the_endpoint_is_in_the_openapi_schema(member: Agent) -> None:

@@ -32,6 +32,7 @@ SETTINGS_MODULE = "memoryhub.settings"
 # Variables that would point the bench at someone else's database or broker.
 FOREIGN_VARIABLES = (
     "DATABASE_URL",
+    "OPERATOR_DATABASE_URL",
     "REDIS_URL",
     "MEMORYHUB_TEST_DB_NAME",
     "MEMORYHUB_DATABASE_NAME",
@@ -94,7 +95,8 @@ def reset_data() -> None:
     if Path(settings.DATA_DIR).resolve() != DATA_DIR.resolve():
         raise RuntimeError(f"refusing to reset {settings.DATA_DIR}: not the bench data folder")
     with as_owner(connection), connection.cursor() as cursor:
-        cursor.execute("TRUNCATE teams_team, search_embeddingcache CASCADE")
+        # The audit trail outlives its team (no foreign key): emptied by name.
+        cursor.execute("TRUNCATE teams_team, teams_auditevent, search_embeddingcache CASCADE")
 
 
 def environment() -> dict[str, Any]:

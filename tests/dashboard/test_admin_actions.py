@@ -68,8 +68,12 @@ def test_shutdown_action_asks_first_then_deletes_only_the_selected_team(
     assert "Team alpha shut down (2 memories deleted)." in done.content.decode()
     with operator_view():
         assert not Team.objects.filter(pk=team.pk).exists()
-        for model in (Memory, VaultEntry, AgentToken, AuditEvent):
+        for model in (Memory, VaultEntry, AgentToken):
             assert not model.objects.filter(team_id=team.id).exists(), model
+        # The audit trail outlives the team; its shutdown is the last event.
+        trail = list(AuditEvent.objects.filter(team_id=team.id).order_by("id").values_list("actor", "action"))
+        assert trail[-1] == ("admin:operator", "team.shutdown")
+        assert sorted(action for _, action in trail[:-1]) == ["token.create", "vault.set"]
         assert list(Memory.objects.filter(team=other_team).values_list("key", "content")) == [
             ("b", "Bravo note.")
         ]

@@ -238,7 +238,8 @@ def test_secret_that_predates_the_vault_is_scrubbed_from_pages(cast: Cast, team:
     from teams import services as team_services
     from teams.scope import team_scope
 
-    save(team, "old-note", "The staging password is tr0ub4dor&3-horse, keep it safe.")
+    # Worded so no credential rule redacts it when saved (`The staging password is …` is).
+    save(team, "old-note", "Staging answers to tr0ub4dor&3-horse, keep it safe.")
     with team_scope(team.id):
         team_services.set_vault_entry(
             team=team, key="staging-password", value="tr0ub4dor&3-horse", is_secret=True, actor="olivia"

@@ -33,7 +33,10 @@ SERVER_START_SECONDS = 90.0  # hang detectors, not speed targets
 
 
 def start_server(port: int, log: Path) -> WebServer:
-    env = server_env(database_url(), MEMORYHUB_THROTTLE_WRITE="100000/min")
+    # Six writers share one token, all in flight at once: past the guard's default cap.
+    env = server_env(
+        database_url(), MEMORYHUB_THROTTLE_WRITE="100000/min", MEMORYHUB_IN_FLIGHT_PER_CLIENT="8"
+    )
     return WebServer(env, log, "--workers", "2", "--threads", "4", port=port).start()
 
 

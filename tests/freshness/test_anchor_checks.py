@@ -4,14 +4,12 @@ file-anchor report API, and a real beat and worker flagging a broken URL anchor.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import ipaddress
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -34,68 +32,12 @@ from memories.models import Memory
 from teams.models import Team
 from teams.scope import team_scope
 from tests.conftest import Agent, operator_view
+from tests.freshness.anchor_site import Site
 from tests.worker import CeleryProcess, schedule_every_second, wait_for
 
 JOB_MIGRATION = importlib.import_module("freshness.migrations.0006_anchor_check_job")
 LOCAL = ["127.0.0.0/8"]
 JOB_SECONDS = 60.0  # a hang detector
-
-
-# --------------------------------------------------------------------------- a local server
-
-
-class Site:
-    """A ThreadingHTTPServer on 127.0.0.1 whose answers a test sets per path:
-    (status, body, headers, delay seconds). Counts the requests it got."""
-
-    def __init__(self) -> None:
-        self.routes: dict[str, tuple[int, bytes, dict[str, str], float]] = {}
-        self.hits: dict[str, int] = {}
-        self.hosts: list[str] = []
-        site = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                site.hits[self.path] = site.hits.get(self.path, 0) + 1
-                site.hosts.append(self.headers.get("Host", ""))
-                status, body, headers, delay = site.routes.get(self.path, (404, b"nope", {}, 0.0))
-                if delay:
-                    time.sleep(delay)
-                self.send_response(status)
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                with contextlib.suppress(OSError):  # the check may hang up first
-                    self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def url(self, path: str, host: str = "127.0.0.1") -> str:
-        return f"http://{host}:{self.port}{path}"
-
-    def serve(
-        self, path: str, status: int = 200, body: bytes = b"", delay: float = 0.0, **headers: str
-    ) -> None:
-        self.routes[path] = (status, body, {k.replace("_", "-"): v for k, v in headers.items()}, delay)
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-@pytest.fixture
-def site() -> Iterator[Site]:
-    server = Site()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(autouse=True)
@@ -581,6 +523,7 @@ def test_bad_check_queries_are_refused(member: Agent) -> None:
 
 
 @pytest.mark.django_db(transaction=True)
+@override_settings(MEMORYHUB_ANCHOR_ALLOWED_NETWORKS=LOCAL)  # the saves' side, as the worker's
 def test_beat_and_a_worker_check_anchors_and_flag_the_broken_one_in_its_team(
     start_worker: Callable[..., CeleryProcess],
     start_beat: Callable[..., CeleryProcess],

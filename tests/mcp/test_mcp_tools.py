@@ -317,3 +317,16 @@ def test_the_session_header_names_the_writer_as_on_rest(mcp_server: Server, writ
 
     assert answers["saved"]["updated_by"] == f"writer-bot/{session_id}"
     assert answers["refused"]["error"] == "invalid" and "X-MemoryHub-Session" in answers["refused"]["fields"]
+
+
+def test_a_tool_error_does_not_echo_a_credential_from_the_arguments(mcp_server: Server, writer: str) -> None:
+    async def scenario(client: Client) -> None:
+        result = await client.call_tool(
+            "memory_save", {"key": "deploy-notes", "content": "x", "type": "password is hunter2hunter2"}
+        )
+        assert result.is_error
+        assert "hunter2hunter2" not in result.content[0].text
+        body = structured(result)
+        assert body["error"] == "unknown_type" and "[REDACTED:" in body["detail"]
+
+    run(mcp_server, writer, scenario)

@@ -33,6 +33,7 @@ class PrivatePostgres:
         self.pgdata = (data_dir / "pgdata").resolve()
         self.holders: list[subprocess.Popen[str]] = []
         self.settings: dict[str, str] = {}
+        self.passwords: dict[str, str] = {}
 
     def start(self) -> None:
         holder = subprocess.Popen(  # noqa: S603
@@ -47,11 +48,23 @@ class PrivatePostgres:
         line = holder.stdout.readline()
         if not line:
             raise AssertionError(f"the private PostgreSQL did not start (exit {holder.wait(START_SECONDS)})")
-        self.settings = json.loads(line)
+        databases = json.loads(line)
+        self.settings = databases["default"]
+        self.passwords = {
+            self.settings["USER"]: self.settings["PASSWORD"],
+            self.settings["OWNER_USER"]: self.settings["OWNER_PASSWORD"],
+            databases["operator"]["USER"]: databases["operator"]["PASSWORD"],
+        }
 
     def url(self, role: str) -> str:
-        """A DATABASE_URL for `role` (the socket folder written postgres://role@//folder/db)."""
-        return f"postgres://{quote(role, safe='')}@/{self.settings['HOST']}/{self.settings['NAME']}"
+        """A DATABASE_URL for `role`, with its password (the socket folder written
+        postgres://role:password@//folder/db)."""
+        login = f"{quote(role, safe='')}:{quote(self.passwords[role], safe='')}"
+        return f"postgres://{login}@/{self.settings['HOST']}/{self.settings['NAME']}"
+
+    def urls(self, role: str) -> dict[str, str]:
+        """DATABASE_URL for `role` and OPERATOR_DATABASE_URL, the settings of a server of your own."""
+        return {"DATABASE_URL": self.url(role), "OPERATOR_DATABASE_URL": self.url("memoryhub_operator")}
 
     def processes(self) -> list[psutil.Process]:
         """The running postmaster of this data folder and all its children."""
@@ -97,8 +110,10 @@ def hold(data_dir: Path) -> None:
     sys.path.insert(0, str(REPO))
     from memoryhub import embedded_postgres
 
-    settings = embedded_postgres.ensure_running(data_dir)
-    print(json.dumps({key: str(value) for key, value in settings.items()}), flush=True)
+    databases = embedded_postgres.ensure_running(data_dir)
+    print(
+        json.dumps({alias: {k: str(v) for k, v in db.items()} for alias, db in databases.items()}), flush=True
+    )
     sys.stdin.read()  # until the test closes it; exiting then lets pgserver stop the server
 
 

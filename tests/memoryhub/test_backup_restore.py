@@ -12,10 +12,13 @@ role still sees nothing of the other team. The wipes: a new, empty data folder (
 embedded server), and the database dropped and re-created empty (a PostgreSQL of your
 own, restored logged in as the owner role). Refused, with exit status 1 and nothing
 written: a damaged dump, a database that is not empty, and keys that would leave the
-vault unreadable. No key ever appears in the commands' output."""
+vault unreadable. No key ever appears in the commands' output, nor in clear in the backup (its
+keys are sealed with a passphrase; the wrong one is refused and changes nothing), and a
+backup of the older format with plain key files still restores."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -34,8 +37,11 @@ from tests.memoryhub.private_postgres import PrivatePostgres
 REPO = Path(__file__).resolve().parents[2]
 # Variables of the test's own environment that would point the commands elsewhere.
 KEPT_OUT = {
+    "MEMORYHUB_BACKUP_PASSPHRASE",
+    "MEMORYHUB_BACKUP_PASSPHRASE_FILE",
     "REDIS_URL",
     "DATABASE_URL",
+    "OPERATOR_DATABASE_URL",
     "MEMORYHUB_DATABASE_NAME",
     "MEMORYHUB_VAULT_KEY",
     "MEMORYHUB_VAULT_KEY_FILE",
@@ -52,6 +58,7 @@ def run(env: dict[str, str], *arguments: str) -> subprocess.CompletedProcess[str
         [sys.executable, *arguments],
         cwd=REPO,
         env=env,
+        stdin=subprocess.DEVNULL,  # never a terminal: a passphrase comes from the environment
         capture_output=True,
         text=True,
         timeout=COMMAND_SECONDS,
@@ -117,6 +124,36 @@ def assert_no_keys_in(output: str, *keys: str) -> None:
         assert key not in output
 
 
+def assert_no_key_in_folder(folder: Path, vault_key: str, secret_key: str) -> None:
+    """Not one file of the backup holds a key in clear: as text, or the vault key's 32
+    bytes as such."""
+    needles = [vault_key.encode(), secret_key.encode(), base64.urlsafe_b64decode(vault_key)]
+    for path in folder.rglob("*"):
+        if path.is_file():
+            content = path.read_bytes()
+            assert not [needle for needle in needles if needle in content], path
+
+
+PASSPHRASE = "correct horse battery staple, for the drill"
+
+
+def with_passphrase(env: dict[str, str], folder: Path, passphrase: str = PASSPHRASE) -> dict[str, str]:
+    """`env` with the backup passphrase in a file (MEMORYHUB_BACKUP_PASSPHRASE_FILE)."""
+    path = folder / f"passphrase-{hashlib.sha256(passphrase.encode()).hexdigest()[:8]}"
+    path.write_text(passphrase + "\n")
+    path.chmod(0o600)
+    return {**env, "MEMORYHUB_BACKUP_PASSPHRASE_FILE": str(path)}
+
+
+def recreate(postgres: PrivatePostgres) -> None:
+    """Drop the database and create it empty, as deploy/postgres-roles.sql creates it."""
+    with psycopg.connect(
+        host=postgres.settings["HOST"], user="postgres", dbname="postgres", autocommit=True
+    ) as conn:
+        conn.execute("DROP DATABASE memoryhub WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE memoryhub OWNER {OWNER_ROLE}")
+
+
 def test_backup_and_restore_bring_back_every_memory_version_vector_and_secret(tmp_path: Path) -> None:
     source = PrivatePostgres(tmp_path / "source")
     target = PrivatePostgres(tmp_path / "target")
@@ -140,9 +177,12 @@ def test_backup_and_restore_bring_back_every_memory_version_vector_and_secret(tm
         vault_key = (source.data_dir / "vault.key").read_text().strip()
         secret_key = (source.data_dir / "secret_key").read_text().strip()
 
-        output = manage(env, "backup", str(backup))
+        # No passphrase, no terminal to ask for one: refused before anything is written.
+        assert "sealed with a passphrase" in refused(env, "backup", str(backup))
+        assert not backup.exists()
+        output = manage(with_passphrase(env, tmp_path), "backup", str(backup))
         assert_no_keys_in(output, vault_key, secret_key)
-        assert f"WARNING: {backup / 'keys'} holds the keys" in output
+        assert "sealed in keys.sealed with your passphrase" in output
         manifest = json.loads((backup / "manifest.json").read_text())
         dump = backup / "database.dump"
         assert manifest["dump_sha256"] == hashlib.sha256(dump.read_bytes()).hexdigest()
@@ -152,11 +192,14 @@ def test_backup_and_restore_bring_back_every_memory_version_vector_and_secret(tm
         assert manifest["extensions"]["vector"]
         assert manifest["postgresql_version"].startswith("18")
         assert manifest["migrations"]["teams"].startswith("00")
-        assert manifest["keys_included"] is True
-        for name, value in (("vault.key", vault_key), ("secret_key", secret_key)):
-            assert (backup / "keys" / name).read_text().strip() == value
-            assert (backup / "keys" / name).stat().st_mode & 0o777 == 0o600
-        assert vault_key not in (backup / "manifest.json").read_text()
+        assert manifest["keys_included"] is True and manifest["keys_sealed"] is True
+        assert sorted(path.name for path in backup.iterdir()) == [
+            "database.dump",
+            "keys.sealed",
+            "manifest.json",
+        ]
+        assert (backup / "keys.sealed").stat().st_mode & 0o777 == 0o600
+        assert_no_key_in_folder(backup, vault_key, secret_key)
 
         output = manage(env, "backup", "--without-keys", str(keyless_backup))
         assert not (keyless_backup / "keys").exists()
@@ -178,6 +221,15 @@ def test_backup_and_restore_bring_back_every_memory_version_vector_and_secret(tm
         assert "its SHA-256 differs" in refused(target_env, "restore", str(tampered))
         # The keys that failed attempt's start-up generated are gone with it.
         assert not (target.data_dir / "vault.key").exists()
+        # The wrong passphrase: refused clearly, and nothing changed (no key installed,
+        # the database still empty: the restore below goes through).
+        wrong = refused(
+            with_passphrase(target_env, tmp_path, "not the passphrase at all"), "restore", str(backup)
+        )
+        assert "the passphrase does not open" in wrong and "nothing was restored" in wrong
+        assert not (target.data_dir / "vault.key").exists()
+        assert not (target.data_dir / "secret_key").exists()
+        target_env = with_passphrase(target_env, tmp_path)
 
         output = manage(target_env, "restore", str(backup))
         assert_no_keys_in(output, vault_key, secret_key)
@@ -193,21 +245,19 @@ def test_backup_and_restore_bring_back_every_memory_version_vector_and_secret(tm
 
         # Wipe 2: a PostgreSQL of your own, its database dropped and re-created empty as
         # deploy/postgres-roles.sql creates it; restored logged in as the owner role.
-        with psycopg.connect(
-            host=source.settings["HOST"], user="postgres", dbname="postgres", autocommit=True
-        ) as conn:
-            conn.execute("DROP DATABASE memoryhub WITH (FORCE)")
-            conn.execute(f"CREATE DATABASE memoryhub OWNER {OWNER_ROLE}")
+        recreate(source)
         other_data = tmp_path / "other-data"
         other_data.mkdir()
         other_key = Fernet.generate_key().decode()
-        external = embedded(other_data, DATABASE_URL=source.url(OWNER_ROLE))
+        external = embedded(other_data, **source.urls(OWNER_ROLE))
         assert "restore logs in as the owner role" in refused(
             {**external, "DATABASE_URL": source.url(APP_ROLE)}, "restore", str(backup)
         )
         # A key file of its own is never overwritten (what it encrypted would be lost).
         (other_data / "vault.key").write_text(other_key)
-        assert "holds another vault key" in refused(external, "restore", str(backup))
+        assert "holds another vault key" in refused(
+            with_passphrase(external, tmp_path), "restore", str(backup)
+        )
         # A keyless backup needs the vault key it was made with.
         assert "is not the vault key" in refused(
             {**external, "MEMORYHUB_VAULT_KEY": other_key}, "restore", str(keyless_backup)
@@ -217,6 +267,22 @@ def test_backup_and_restore_bring_back_every_memory_version_vector_and_secret(tm
         assert (other_data / "vault.key").read_text() == other_key
         service = {**external, "DATABASE_URL": source.url(APP_ROLE), "MEMORYHUB_VAULT_KEY": vault_key}
         assert_restored(before, drill(service, "inspect"))
+
+        # A backup made before the keys were sealed (format 1: a folder of plain key
+        # files) still restores, with no passphrase.
+        legacy = tmp_path / "legacy-backup"
+        (legacy / "keys").mkdir(parents=True)
+        (legacy / "database.dump").write_bytes((backup / "database.dump").read_bytes())
+        old_manifest = {k: v for k, v in manifest.items() if k != "keys_sealed"}
+        (legacy / "manifest.json").write_text(json.dumps({**old_manifest, "format": 1}))
+        (legacy / "keys" / "vault.key").write_text(vault_key + "\n")
+        (legacy / "keys" / "secret_key").write_text(secret_key + "\n")
+        recreate(source)
+        legacy_data = tmp_path / "legacy-data"
+        legacy_data.mkdir()
+        output = manage(embedded(legacy_data, **source.urls(OWNER_ROLE)), "restore", str(legacy))
+        assert "vault: 2 secrets, all readable" in output
+        assert (legacy_data / "vault.key").read_text().strip() == vault_key
     finally:
         source.stop()
         target.stop()

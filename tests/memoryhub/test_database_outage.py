@@ -103,9 +103,11 @@ def test_killing_postgresql_answers_503_and_the_server_recovers_with_nothing_los
             "MEMORYHUB_DB_POOL_MAX": str(POOL_MAX),
             "MEMORYHUB_DB_POOL_TIMEOUT": "2",
             "MEMORYHUB_DB_RETRY_AFTER_SECONDS": str(RETRY_AFTER),
+            # The burst below takes every thread with one token: the guard may let it.
+            "MEMORYHUB_IN_FLIGHT_PER_CLIENT": str(SERVER_THREADS),
         }
-        manage({**env, "DATABASE_URL": postgres.url("memoryhub_owner")}, "migrate", "--noinput")
-        env["DATABASE_URL"] = postgres.url("memoryhub_app")
+        manage({**env, **postgres.urls("memoryhub_owner")}, "migrate", "--noinput")
+        env.update(postgres.urls("memoryhub_app"))
         manage(env, "create_team", "outage", "--name", "Outage")
         token = manage(env, "create_token", "outage", "--name", "bot", "--scopes", "read,write").split()[-1]
 

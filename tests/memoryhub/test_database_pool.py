@@ -73,7 +73,9 @@ def test_a_pooled_connection_carries_no_role_and_no_team_scope_into_the_next_req
     assert before["user"] == APP_ROLE
     hand_back()
 
-    # An operator path: the admin runs its request as the operator role (SET ROLE).
+    # An operator path: the admin runs its request as the operator role. (The service
+    # runs it on the operator's own login and pool; the test process's one connection plays
+    # both logins and switches its role for the request's transaction: memoryhub/settings_test.)
     admin = Client()
     admin.force_login(operator)
     hand_back()
@@ -89,8 +91,8 @@ def test_a_pooled_connection_carries_no_role_and_no_team_scope_into_the_next_req
 
     # One physical connection served every request (a pool of one, never replaced) ...
     assert after_operator["pid"] == after_agent["pid"] == before["pid"]
-    # ... and came back from each as the application role, bound to no team.
-    clean = {"user": APP_ROLE, "role": "none", "team": ""}
+    # ... and came back from each as the application role (its session's), bound to no team.
+    clean = {"user": APP_ROLE, "role": APP_ROLE, "team": ""}
     assert {key: after_operator[key] for key in clean} == clean
     assert {key: after_agent[key] for key in clean} == clean
     assert OPERATOR_ROLE not in {after_operator["user"], after_agent["user"]}
@@ -175,10 +177,10 @@ POOL_VARIABLES = {
 
 
 def real_database_settings(**env: str) -> dict[str, Any]:
-    """DATABASES["default"] as memoryhub.settings builds it from `env`."""
+    """DATABASES as memoryhub.settings builds it from `env` (each alias without TEST)."""
     script = (
-        "import json; from django.conf import settings; "
-        "print(json.dumps({k: v for k, v in settings.DATABASES['default'].items() if k != 'TEST'}))"
+        "import json; from django.conf import settings; print(json.dumps({a: {k: v for k, v in d.items() "
+        "if k != 'TEST'} for a, d in settings.DATABASES.items()}))"
     )
     result = subprocess.run(  # noqa: S603
         [sys.executable, "-c", script],
@@ -187,28 +189,56 @@ def real_database_settings(**env: str) -> dict[str, Any]:
             **{k: v for k, v in os.environ.items() if k not in POOL_VARIABLES},
             "DJANGO_SETTINGS_MODULE": "memoryhub.settings",
             "DATABASE_URL": "postgres://memoryhub_app@db.invalid:5432/memoryhub",
+            "OPERATOR_DATABASE_URL": "postgres://memoryhub_operator@db.invalid:5432/memoryhub",
             **env,
         },
         capture_output=True,
         text=True,
         timeout=120,
-        check=True,
     )
+    assert result.returncode == 0, result.stderr[-2000:]
     settings: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
     return settings
 
 
 def test_the_real_settings_pool_connections_per_process_within_the_configured_budget() -> None:
-    pooled = real_database_settings(
+    databases = real_database_settings(
         MEMORYHUB_DB_POOL_MAX="6", MEMORYHUB_DB_POOL_MIN="2", MEMORYHUB_DB_POOL_TIMEOUT="3.5"
     )
+    pooled = databases["default"]
     assert pooled["OPTIONS"]["pool"] == {"min_size": 2, "max_size": 6, "timeout": 3.5}
     assert pooled["CONN_MAX_AGE"] == 0  # Django's pool refuses persistent connections
     assert pooled["CONN_HEALTH_CHECKS"] is True
+    # The operator login has a small pool of its own, empty while idle.
+    operator = databases["operator"]
+    assert operator["USER"] == OPERATOR_ROLE and pooled["USER"] == APP_ROLE
+    assert operator["OPTIONS"]["pool"] == {"min_size": 0, "max_size": 1, "timeout": 3.5}
+    assert (operator["CONN_MAX_AGE"], operator["CONN_HEALTH_CHECKS"]) == (0, True)
+    operators = real_database_settings(MEMORYHUB_OPERATOR_DB_POOL_MAX="3")["operator"]
+    assert operators["OPTIONS"]["pool"]["max_size"] == 3
 
     # By default, one connection per web thread: no thread of a web process waits for one.
-    assert real_database_settings(MEMORYHUB_WEB_THREADS="3")["OPTIONS"]["pool"]["max_size"] == 3
+    threads = real_database_settings(MEMORYHUB_WEB_THREADS="3")
+    assert threads["default"]["OPTIONS"]["pool"]["max_size"] == 3
 
     unpooled = real_database_settings(MEMORYHUB_DB_POOL_MAX="0", CONN_MAX_AGE="30")
-    assert "pool" not in unpooled["OPTIONS"]
-    assert unpooled["CONN_MAX_AGE"] == 30
+    for alias in ("default", "operator"):
+        assert "pool" not in unpooled[alias]["OPTIONS"]
+        assert unpooled[alias]["CONN_MAX_AGE"] == 30
+
+
+def test_a_database_url_without_the_operators_login_is_refused_at_start() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", "from django.conf import settings; settings.DATABASES"],
+        cwd=REPO,
+        env={
+            **{k: v for k, v in os.environ.items() if k != "OPERATOR_DATABASE_URL"},
+            "DJANGO_SETTINGS_MODULE": "memoryhub.settings",
+            "DATABASE_URL": "postgres://memoryhub_app@db.invalid:5432/memoryhub",
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode != 0
+    assert "OPERATOR_DATABASE_URL is not" in result.stderr

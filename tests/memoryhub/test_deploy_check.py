@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from cryptography.fernet import Fernet
 
-from tests.worker import database_url
+from tests.worker import database_url, operator_database_url
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -41,6 +41,7 @@ def production_env(tmp_path: Path, **overrides: str) -> dict[str, str]:
         ALLOWED_HOSTS="memory.example.com",
         CSRF_TRUSTED_ORIGINS="https://memory.example.com",
         DATABASE_URL=database_url(),
+        OPERATOR_DATABASE_URL=operator_database_url(),
         MEMORYHUB_DATA_DIR=str(tmp_path / "data"),
         MEMORYHUB_BEHIND_PROXY="true",
     )

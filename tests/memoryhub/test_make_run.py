@@ -21,7 +21,7 @@ from django.conf import settings
 from memoryhub import embedded_redis
 from tests.conftest import Agent
 from tests.search.conftest import free_port
-from tests.worker import database_url, wait_for
+from tests.worker import database_url, operator_database_url, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -46,6 +46,7 @@ def test_make_run_indexes_saves_on_its_worker_and_make_stop_leaves_nothing_runni
     env.update(
         DJANGO_SETTINGS_MODULE="memoryhub.settings",
         DATABASE_URL=database_url(),
+        OPERATOR_DATABASE_URL=operator_database_url(),
         MEMORYHUB_DATA_DIR=str(data),
         SECRET_KEY=settings.SECRET_KEY,
         MEMORYHUB_VAULT_KEY=settings.VAULT_KEY,

@@ -40,6 +40,7 @@ from teams.replicas import replica_reads
 from teams.roles import APP_ROLE
 from teams.scope import TeamBoundTransaction, team_scope
 from tests.conftest import Agent, operator_view
+from tests.db_roles import service_login
 from tests.search.conftest import free_port
 
 ALIAS = "replica_test"
@@ -180,6 +181,7 @@ def standby(django_db_setup: None) -> Iterator[Standby]:
             "HOST": str(folder),
             "PORT": str(node.port),
             "USER": APP_ROLE,
+            "PASSWORD": service_login(APP_ROLE)[1],
             "TEST": {**primary.get("TEST", {}), "MIRROR": "default"},
         }
         configured = connections.configure_settings({"default": dict(primary), ALIAS: alias_settings})
@@ -466,6 +468,7 @@ def test_row_level_security_holds_on_the_replica(
         host=str(replica.folder),
         port=replica.port,
         user=APP_ROLE,
+        password=service_login(APP_ROLE)[1],
         dbname=connections["default"].settings_dict["NAME"],
     ) as conn:
         row = conn.execute("SELECT count(*) FROM memories_memory").fetchone()
@@ -487,6 +490,7 @@ def test_replica_urls_become_aliases_with_the_primarys_pool(tmp_path: Path) -> N
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "memoryhub.settings",
         "DATABASE_URL": "postgres://memoryhub_app@primary.internal:5432/memoryhub",
+        "OPERATOR_DATABASE_URL": "postgres://memoryhub_operator@primary.internal:5432/memoryhub",
         "DATABASE_REPLICA_URLS": "postgres://memoryhub_app@r1.internal:5432/memoryhub,"
         "postgres://memoryhub_app@r2.internal:6432/memoryhub",
         "MEMORYHUB_DB_POOL_MAX": "7",

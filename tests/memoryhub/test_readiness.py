@@ -26,7 +26,7 @@ from django.db import connection
 from memoryhub import embedded_redis as embedded
 from tests.memoryhub.private_postgres import PrivatePostgres
 from tests.web_server import WebServer, manage
-from tests.worker import CeleryProcess, database_url, wait_for
+from tests.worker import CeleryProcess, database_url, operator_database_url, wait_for
 
 # The acceptance requirement: how long /readyz may take to notice a failure or a recovery.
 FLIP_SECONDS = 5.0
@@ -54,6 +54,7 @@ def server_env(**extra: str) -> dict[str, str]:
         **{name: value for name, value in os.environ.items() if name not in inherited},
         "DJANGO_SETTINGS_MODULE": "memoryhub.settings",
         "DATABASE_URL": database_url(),
+        "OPERATOR_DATABASE_URL": operator_database_url(),
         "MEMORYHUB_DATA_DIR": str(settings.DATA_DIR),
         "MEMORYHUB_DB_POOL_MAX": "2",
         **extra,
@@ -243,8 +244,8 @@ def test_readyz_names_the_database_within_5_s_of_it_dying_and_recovers_within_5_
             MEMORYHUB_EMBEDDING_PROFILE="none",
             MEMORYHUB_PLAIN_HTTP="true",
         )
-        manage({**env, "DATABASE_URL": postgres.url("memoryhub_owner")}, "migrate", "--noinput")
-        env["DATABASE_URL"] = postgres.url("memoryhub_app")
+        manage({**env, **postgres.urls("memoryhub_owner")}, "migrate", "--noinput")
+        env.update(postgres.urls("memoryhub_app"))
         server = Server(env, tmp_path / "gunicorn.log").start()
         wait_for(lambda: server.readyz().status_code == 200, START_SECONDS, "/readyz to answer 200")
 

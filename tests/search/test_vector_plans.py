@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from django.db import connection, transaction
+from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from memories.models import Memory
@@ -136,9 +136,9 @@ def corpus(django_db_setup: None, django_db_blocker: Any) -> Iterator[Corpus]:
                 cursor.execute("ANALYZE memories_memory, search_chunk, search_chunkembedding")
             yield Corpus(large, other, small, vectors)
         finally:
-            # Emptied as transactional tests' flush empties them (a DELETE of the chunks
-            # would spend seconds on the keyword statistics' trigger).
-            with transaction.atomic(), connection.cursor() as cursor:
+            # Emptied as transactional tests' flush empties them, as the owner (a DELETE of
+            # the chunks would spend seconds on the keyword statistics' trigger).
+            with as_owner(connection), connection.cursor() as cursor:
                 cursor.execute(f"TRUNCATE {EMBEDDINGS}, search_chunk, memories_memory CASCADE")
             teams = [large.id, other.id, small.id]
             with dangerously_bypass_team_scope(reason="test data"):

@@ -12,26 +12,42 @@ from django.db.models import Model
 
 from search import vector_index
 from teams.models import Team
-from teams.roles import APP_ROLE, OPERATOR_ROLE
+from teams.roles import APP_ROLE, OPERATOR_ROLE, OWNER_ROLE
 from teams.scope import dangerously_bypass_team_scope, own_memberships_scope, team_scope
+from tests.db_roles import connect_as, service_login
 from tests.teams.test_isolation import TEAM_SCOPED_MODELS, fill, raw_team_ids, table_of, team_column
 
 
 def test_the_service_logs_in_as_the_application_role_which_owns_no_table(db: None) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT current_user, session_user")
-        assert cursor.fetchone() == (APP_ROLE, APP_ROLE)
-        cursor.execute(
+    assert service_login(APP_ROLE)[0] == APP_ROLE
+    with connect_as(APP_ROLE) as conn:
+        assert conn.execute("SELECT current_user, session_user").fetchone() == (APP_ROLE, APP_ROLE)
+        row = conn.execute(
             "SELECT rolsuper, rolbypassrls, rolcreaterole FROM pg_roles WHERE rolname = current_user"
-        )
-        assert cursor.fetchone() == (False, False, False)
-        cursor.execute(
+        ).fetchone()
+        assert row == (False, False, False)
+        row = conn.execute(
             "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
             "WHERE n.nspname = 'public' AND pg_has_role(current_user, c.relowner, 'USAGE')"
-        )
-        assert cursor.fetchone() == (0,), "the application role owns (or inherits) a table"
-        cursor.execute("SELECT pg_has_role(current_user, %s, 'USAGE')", [OPERATOR_ROLE])
-        assert cursor.fetchone() == (False,), "the operator role's BYPASSRLS must not be inherited"
+        ).fetchone()
+        assert row == (0,), "the application role owns (or inherits) a table"
+    # The test process's own connection runs as the application role too, outside the bypass.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_user")
+        assert cursor.fetchone() == (APP_ROLE,)
+
+
+def test_the_operator_logs_in_as_itself_and_may_narrow_to_the_application_role_only(db: None) -> None:
+    assert service_login(OPERATOR_ROLE)[0] == OPERATOR_ROLE
+    with connect_as(OPERATOR_ROLE) as conn:
+        row = conn.execute("SELECT rolbypassrls, rolsuper FROM pg_roles WHERE rolname = current_user")
+        assert row.fetchone() == (True, False)
+        conn.execute(f"SET ROLE {APP_ROLE}")
+        conn.execute("RESET ROLE")
+        for statement in (f"SET ROLE {OWNER_ROLE}", f"SET SESSION AUTHORIZATION {OWNER_ROLE}"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(statement)
+            conn.rollback()
 
 
 @pytest.mark.parametrize(
@@ -121,3 +137,56 @@ def test_the_application_role_indexes_a_new_embedding_model_through_the_owners_f
             )
             (definition,) = cursor.fetchone()
     assert "hnsw" in definition and "vector(8)" in definition and "'roles-test-model'" in definition
+
+
+# What a statement run on the application's connection (a SQL injection, a bug) could try
+# in order to leave its team: every one is refused by PostgreSQL itself.
+ESCALATIONS = [
+    f"SET ROLE {OPERATOR_ROLE}",
+    f"SET SESSION ROLE {OPERATOR_ROLE}",
+    f"SELECT set_config('role', '{OPERATOR_ROLE}', false)",
+    f"SET SESSION AUTHORIZATION {OPERATOR_ROLE}",
+    f"SET ROLE {OWNER_ROLE}",
+    f"GRANT {OPERATOR_ROLE} TO {APP_ROLE}",
+    f"ALTER ROLE {APP_ROLE} BYPASSRLS",
+    f"CREATE ROLE memoryhub_escape LOGIN BYPASSRLS IN ROLE {OPERATOR_ROLE}",
+]
+
+
+@pytest.mark.parametrize("statement", ESCALATIONS)
+def test_the_application_login_cannot_become_the_operator(db: None, statement: str) -> None:
+    with connect_as(APP_ROLE) as conn:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute(statement)
+        conn.rollback()
+        row = conn.execute("SELECT current_user, session_user, current_setting('role')").fetchone()
+        assert row == (APP_ROLE, APP_ROLE, "none")
+
+
+def test_the_application_login_is_a_member_of_no_role(db: None) -> None:
+    with connect_as(APP_ROLE) as conn:
+        granted = conn.execute(
+            "SELECT roleid::regrole::text FROM pg_auth_members WHERE member = %s::regrole", [APP_ROLE]
+        ).fetchall()
+        assert granted == []
+        row = conn.execute("SELECT pg_has_role(%s, %s, 'SET')", [APP_ROLE, OPERATOR_ROLE]).fetchone()
+        assert row == (False,)
+
+
+AUDIT_CHANGES = [
+    "UPDATE teams_auditevent SET actor = 'someone else'",
+    "DELETE FROM teams_auditevent",
+    "TRUNCATE teams_auditevent",
+]
+
+
+@pytest.mark.parametrize("statement", AUDIT_CHANGES)
+@pytest.mark.parametrize("role", [APP_ROLE, OPERATOR_ROLE])
+def test_no_login_of_the_web_or_the_workers_may_change_or_erase_the_audit_trail(
+    db: None, role: str, statement: str
+) -> None:
+    with connect_as(role) as conn:
+        row = conn.execute("SELECT has_table_privilege('teams_auditevent', 'INSERT')").fetchone()
+        assert row == (True,), "the trail must stay writable: every surface appends to it"
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute(statement)

@@ -62,12 +62,9 @@ def test_ordinary_text_is_left_alone(text: str) -> None:
     assert result.text == text and not result.redactions
 
 
-class PublicApiOnly:
-    """A compiled pattern seen only through the wrapper's public API (finditer)."""
-
-    def __init__(self, regex: object) -> None:
-        self.finditer = regex.finditer  # type: ignore[attr-defined]
-        self.groups = regex.groups  # type: ignore[attr-defined]
+def _finditer_spans(regex: object, data: bytes) -> list[list[tuple[int, int]]]:
+    groups = regex.groups  # type: ignore[attr-defined]
+    return [[m.span(g) for g in range(groups + 1)] for m in regex.finditer(data)]  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(
@@ -77,14 +74,56 @@ class PublicApiOnly:
         "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n-----END RSA PRIVATE KEY-----\n" * 20,
         "password=correct-horse-battery token: ghp_Q9x2LmN4pR7sT1vW3yZ5aB8cD0eF6gH2jK4m " * 30,
         "nothing to see here, just prose about deploys on Tuesday. " * 50,
+        # Prefixes inside words, which the pattern's opening \\b refuses: retried one byte on,
+        # and, past the re-read budget, finished by the pattern as written.
+        "xsk-" * 5000 + " sk-proj-" + "a" * 30,
+        "xghp_" + "A" * 40 + " ghp_" + "B" * 40 + " _pul-" + "0" * 40 + " pul-" + "1" * 40,
         "",
     ],
 )
-def test_the_fast_match_loop_finds_what_finditer_finds(text: str) -> None:
+def test_the_fast_match_loop_finds_what_finditer_finds_with_the_rule_as_written(text: str) -> None:
     from teams import scrubber
+    from teams.credential_catalogue import catalogue
 
     data = text.encode()
-    for rule in scrubber._COMPILED_RULES:
-        fast = [list(spans) for spans in scrubber._match_spans(rule.regex, data)]
-        public = [list(spans) for spans in scrubber._match_spans(PublicApiOnly(rule.regex), data)]
-        assert [[tuple(s) for s in m] for m in fast] == [[tuple(s) for s in m] for m in public], rule.kind
+    rules = [*scrubber._COMPILED_RULES, *catalogue().rules]
+    for rule in rules:
+        fast = [
+            [tuple(s) for s in spans] for spans in scrubber._word_start_spans(rule.regex, rule.exact, data)
+        ]
+        expected = _finditer_spans(rule.exact or rule.regex, data)
+        assert fast == expected, rule.kind
+
+
+class CountingPattern:
+    """A compiled pattern whose searches are counted."""
+
+    def __init__(self, regex: object) -> None:
+        self.groups = regex.groups  # type: ignore[attr-defined]
+        self.searches = 0
+        compiled = regex._regexp  # type: ignore[attr-defined]
+
+        outer = self
+
+        class Compiled:
+            def Match(self, *args: object) -> object:  # the wrapper's own name
+                outer.searches += 1
+                return compiled.Match(*args)
+
+        self._regexp = Compiled()
+
+
+def test_the_word_start_retries_stay_linear() -> None:
+    from teams import scrubber
+
+    (openai,) = [rule for rule in scrubber._COMPILED_RULES if rule.kind == "openai_key"]
+    fast = CountingPattern(openai.regex)
+    data = ("xsk-" + "a" * 60) * 1000
+
+    spans = list(scrubber._word_start_spans(fast, openai.exact, data.encode()))
+
+    # Every "sk-" is inside a word, and each refused match runs to the end of the text:
+    # a few retries spend the re-read budget, then the pattern as written finishes it,
+    # instead of a thousand searches each reading the rest of the text.
+    assert spans == []
+    assert fast.searches <= 2 * scrubber._REREAD_LIMIT + 1

@@ -75,7 +75,34 @@ RULE_EXAMPLES: dict[str, tuple[str, str, str]] = {
         "The password policy requires rotation.",
     ),
     "command_line_password": ("mysql -u root -pS3cretPw db", "S3cretPw", "ssh -p2222 deploy@host"),
+    "aws_secret_key": (
+        "AKIAIOSFODNN7EXAMPLE wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "checksum wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY of the tarball",
+    ),
+    "password_in_prose": (
+        "the staging database password is hunter2hunter2",
+        "hunter2hunter2",
+        "the password is stored in Vault",
+    ),
+    "token_in_prose": (
+        "the API token for staging is 9f8e7d6c5b4a3f2e1d0c",
+        "9f8e7d6c5b4a3f2e1d0c",
+        "the token budget is 2000 tokens",
+    ),
+    "command_line_option": (
+        "psql --password Hunter2Hunter2x app",
+        "Hunter2Hunter2x",
+        "psql --password -h db.internal app",
+    ),
+    "command_line_user_password": (
+        "http -a admin:Hunter2Hunter2 POST https://api.internal/",
+        "Hunter2Hunter2",
+        "http -a $API_USER:$API_PASSWORD POST https://api.internal/",
+    ),
 }
+# What a positive example also redacts, besides its own kind (the key id next to a key).
+ALSO_REDACTED: dict[str, dict[str, int]] = {"aws_secret_key": {"aws_access_key": 1}}
 
 
 def test_every_rule_has_examples() -> None:
@@ -91,7 +118,7 @@ def test_rule_redacts_its_positive_example(kind: str) -> None:
     assert secret not in result.text
     assert f"[REDACTED:{kind}]" in result.text
     assert result.text.startswith("before ") and result.text.endswith(" after")
-    assert result.redactions == {kind: 1}
+    assert result.redactions == {kind: 1, **ALSO_REDACTED.get(kind, {})}
 
 
 @pytest.mark.parametrize("kind", sorted(RULE_EXAMPLES))
@@ -137,6 +164,37 @@ def test_shapes_that_were_stored_raw_are_redacted(text: str, secret: str) -> Non
     result = scrub(text)
 
     assert secret not in result.text
+    assert result.redactions
+
+
+# The security review's shapes, each stored raw before gitleaks' rule set and the
+# assignment, prose and command-line forms.
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("API_TOKEN=Zt8yQ2mW4kR7pL1vX9cB3nF6", "Zt8yQ2mW4kR7pL1vX9cB3nF6"),
+        ("GITHUB_TOKEN=" + "3f9a2c1b" * 5, "3f9a2c1b" * 5),
+        ("PRIVATE_TOKEN=Xq4vN8rT2mK6pL0s", "Xq4vN8rT2mK6pL0s"),
+        ("curl -u admin:Hunter2Hunter2 https://ci.internal/", "Hunter2Hunter2"),
+        ("psql --password Hunter2Hunter2x", "Hunter2Hunter2x"),
+        ("aws AKIAIOSFODNN7EXAMPLE\nwJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI"),
+        ("AKIAIOSFODNN7EXAMPLE wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI"),
+        ("Twilio key SK" + "0f1e2d3c4b5a6978" * 2, "0f1e2d3c4b5a6978"),
+        ("PASSWORD=abc12", "abc12"),
+        ('{"password": "abc"}', '"abc"'),
+        ('{"type": "service_account", "private_key_id": "' + "a1b2c3d4e5" * 4 + '"}', "a1b2c3d4e5"),
+        ("the staging database password is hunter2hunter2", "hunter2hunter2"),
+        ("pw: Hunter2Hunter2", "Hunter2Hunter2"),
+        ("sshpass -p Hunter2Hunter2 ssh deploy@10.0.0.7", "Hunter2Hunter2"),
+        ("redis-cli -h cache -a Hunter2Hunter2 PING", "Hunter2Hunter2"),
+        ("docker login -u ci -p Hunter2Hunter2 registry.internal", "Hunter2Hunter2"),
+        ("vercel deploy --token=Zt8yQ2mW4kR7pL1vX9cB3nF6", "Zt8yQ2mW4kR7pL1vX9cB3nF6"),
+    ],
+)
+def test_the_shapes_the_review_found_stored_raw_are_redacted(text: str, secret: str) -> None:
+    result = scrub(text)
+
+    assert secret not in result.text, result.text
     assert result.redactions
 
 

@@ -44,6 +44,26 @@ def memory_line(key: str, content: str, **extra: Any) -> str:
 
 
 HEADER = json.dumps({"record": "header", "format": EXPORT_FORMAT, "version": EXPORT_VERSION})
+T1, T2 = "2026-01-02T03:04:05.000006+00:00", "2026-02-03T04:05:06+00:00"
+PROVENANCE = "imported_from"
+
+
+def provenance_of(record: dict[str, Any], *, team: str) -> dict[str, str]:
+    """What an import keeps of a file's version: its team and who wrote it when."""
+    names = ("updated_by", "created_at", "deleted_by", "archived_by")
+    kept = {name: record[name] for name in names if record.get(name)}
+    return {"team": team, **kept}
+
+
+def without_attribution(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records without who wrote each version and the provenance an import adds."""
+    out = []
+    for record in records:
+        if record["record"] == "memory":
+            record = {k: v for k, v in record.items() if k not in ("updated_by", "deleted_by", "archived_by")}
+            record["metadata"] = {k: v for k, v in record["metadata"].items() if k != PROVENANCE}
+        out.append(record)
+    return out
 
 
 def test_export_is_json_lines_with_a_versioned_header_every_version_and_a_trailer(
@@ -72,7 +92,7 @@ def test_export_is_json_lines_with_a_versioned_header_every_version_and_a_traile
     assert {n["note"] for n in notes} == {"first note", "still true in May"}
 
 
-def test_round_trip_into_a_new_team_gives_the_same_records(
+def test_round_trip_into_a_new_team_gives_the_same_records_written_by_the_importer(
     team: Team, admin_member: Agent, new_team_admin: Agent
 ) -> None:
     seed_rich_team(team)
@@ -84,7 +104,111 @@ def test_round_trip_into_a_new_team_gives_the_same_records(
     assert response.json()["errors"] == []
     again = [json.loads(line) for line in export_body(new_team_admin).decode().splitlines()]
     original = [json.loads(line) for line in first.decode().splitlines()]
-    assert comparable(again) == comparable(original)
+    assert comparable(without_attribution(again)) == comparable(without_attribution(original))
+    # Every version is the importing token's; the file's authors are kept as provenance.
+    copies = [r for r in again if r["record"] == "memory"]
+    sources = [r for r in original if r["record"] == "memory"]
+    assert [r["key"] for r in copies] == [r["key"] for r in sources]
+    for copy, source in zip(copies, sources, strict=True):
+        assert copy["updated_by"] == "charlie-admin"
+        assert copy.get("deleted_by") == (
+            "charlie-admin" if source.get("deleted_by") else source.get("deleted_by")
+        )
+        assert copy.get("archived_by") == (
+            "charlie-admin" if source.get("archived_by") else source.get("archived_by")
+        )
+        assert copy["metadata"][PROVENANCE] == provenance_of(source, team="alpha")
+
+
+def test_imported_versions_are_written_by_the_importing_token_with_the_files_authors_as_provenance(
+    team: Team, admin_member: Agent, save: Any
+) -> None:
+    save(admin_member, "existing", "Restart the worker by hand.")
+    header = json.dumps(
+        {"record": "header", "format": EXPORT_FORMAT, "version": EXPORT_VERSION, "team": "zulu"}
+    )
+    release = {"name": "release", "keywords": ["release"], "always_on": False}
+    lines = [
+        header,
+        # A key new to the team (the bulk path), with two versions.
+        memory_line("runbook", "Restart by hand.", id="r1", updated_by="owner", created_at=T1),
+        memory_line(
+            "runbook",
+            "Restart with make restart.",
+            id="r2",
+            updated_by="ann",
+            created_at=T2,
+            supersede_reason="x",
+        ),
+        # A skill (the service path), a deleted key, and a key the team has (superseded).
+        memory_line(
+            "release-skill", "Tag, build, publish.", updated_by="owner", created_at=T1, skill_trigger=release
+        ),
+        memory_line("old-idea", "Try a monorepo.", updated_by="owner", state="deleted", deleted_by="owner"),
+        memory_line("existing", "Restart with make restart.", updated_by="owner", created_at=T2),
+    ]
+
+    response = import_file(admin_member, "\n".join(lines).encode())
+
+    assert response.status_code == 200, response.content
+    assert response.json()["errors"] == []
+
+    def history(key: str) -> list[tuple[str, str, Any]]:
+        events = admin_member.client.get(admin_member.url(f"memories/{key}/history/")).json()["history"]
+        return [(e["kind"], e["by"], e["memory"]["metadata"].get(PROVENANCE)) for e in events]
+
+    assert history("runbook") == [
+        ("hard", "admin-bot", {"team": "zulu", "updated_by": "ann", "created_at": T2}),
+        ("created", "admin-bot", {"team": "zulu", "updated_by": "owner", "created_at": T1}),
+    ]
+    assert history("release-skill") == [
+        ("created", "admin-bot", {"team": "zulu", "updated_by": "owner", "created_at": T1}),
+    ]
+    deleted = {"team": "zulu", "updated_by": "owner", "deleted_by": "owner"}
+    # (Deleted at the moment it was written: the two events tie on time.)
+    assert sorted(history("old-idea")) == [
+        ("created", "admin-bot", deleted),
+        ("deleted", "admin-bot", deleted),
+    ]
+    assert history("existing") == [
+        ("hard", "admin-bot", {"team": "zulu", "updated_by": "owner", "created_at": T2}),
+        ("created", "admin-bot", None),
+    ]
+
+
+def test_provenance_is_no_change_and_an_entry_imported_again_keeps_its_first_origin(
+    team: Team, admin_member: Agent, new_team_admin: Agent
+) -> None:
+    seed_rich_team(team)
+    original = export_body(admin_member)
+    assert import_file(new_team_admin, original).status_code == 200
+    copied = export_body(new_team_admin)
+    third = make_agent(TeamFactory(slug="delta", name="Delta"), "delta-admin", ["admin"])
+
+    back = import_file(admin_member, copied).json()
+    onward = import_file(third, copied)
+
+    assert (back["created"], back["superseded"], back["versions_written"]) == (0, 0, 0)
+    assert set(back["keys"].values()) == {"unchanged"}
+    assert onward.status_code == 200 and onward.json()["errors"] == []
+    sources = [json.loads(line) for line in original.decode().splitlines()]
+    sources = [r for r in sources if r["record"] == "memory"]
+    copies = [r for r in export_lines(third) if r["record"] == "memory"]
+    assert [r["updated_by"] for r in copies] == ["delta-admin"] * len(sources)
+    assert [r["metadata"][PROVENANCE] for r in copies] == [provenance_of(r, team="alpha") for r in sources]
+
+
+@pytest.mark.parametrize("created_at", ["yesterday", "2026-13-45T00:00:00+00:00", 20260102])
+def test_a_created_at_that_is_not_a_time_is_a_bad_line(
+    team: Team, admin_member: Agent, created_at: Any
+) -> None:
+    body = f"{HEADER}\n{memory_line('k', 'v', created_at=created_at)}\n".encode()
+
+    response = import_file(admin_member, body)
+
+    assert response.status_code == 200
+    assert [(e["line"], e["error"]) for e in response.json()["errors"]] == [(2, "invalid")]
+    assert response.json()["keys"] == {}
 
 
 def test_importing_the_same_file_twice_changes_nothing(
@@ -313,10 +437,9 @@ def test_a_vault_secret_in_a_memory_is_never_exported_in_clear(team: Team, admin
     with team_scope(team.id):
         from memories.services import save_memory
 
-        save_memory(
-            team=team, key="db-access", content="The db password is plumtree-4471-zq.", updated_by="a"
-        )
-        # Added after the text was written: the stored text still holds it.
+        save_memory(team=team, key="db-access", content="The db answers to plumtree-4471-zq.", updated_by="a")
+        # Added after the text was written (in words no credential rule reads as one):
+        # the stored text still holds it.
         set_vault_entry(team=team, key="db-password", value="plumtree-4471-zq", is_secret=True, actor="a")
         assert "plumtree-4471-zq" in Memory.objects.get(team=team, key="db-access").content
 
@@ -324,7 +447,7 @@ def test_a_vault_secret_in_a_memory_is_never_exported_in_clear(team: Team, admin
 
     assert b"plumtree-4471-zq" not in body
     assert b"db-password" not in body  # the vault itself is not exported
-    assert b"The db password is" in body
+    assert b"The db answers to" in body
 
 
 def test_the_export_is_streamed_from_a_server_side_cursor(team: Team, admin_member: Agent) -> None:

@@ -10,12 +10,14 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from teams.backups import BackupError
 from teams.backups.backup import make_backup
 from teams.backups.keys import VAULT_KEY_VARIABLES
+from teams.backups.sealing import PASSPHRASE_FILE_VARIABLE, PASSPHRASE_VARIABLE, read_passphrase
 
 
 class Command(BaseCommand):
     help = (
-        "Back up the database (pg_dump, custom format) with a manifest, and the keys, into a new "
-        "folder PATH. Restore it with `manage.py restore PATH`."
+        "Back up the database (pg_dump, custom format) with a manifest, and the keys sealed with a "
+        f"passphrase ({PASSPHRASE_FILE_VARIABLE}, {PASSPHRASE_VARIABLE}, or asked in a terminal), "
+        "into a new folder PATH. Restore it with `manage.py restore PATH`."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -28,7 +30,8 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, path: Path, without_keys: bool, **options: Any) -> None:
         try:
-            result = make_backup(folder=path, with_keys=not without_keys)
+            passphrase = None if without_keys else read_passphrase(new=True)
+            result = make_backup(folder=path, passphrase=passphrase)
         except BackupError as exc:
             raise CommandError(str(exc)) from None
         manifest = result.manifest
@@ -38,13 +41,10 @@ class Command(BaseCommand):
             f"{manifest.dump_file} is {manifest.dump_bytes} bytes, its SHA-256 in manifest.json"
         )
         if result.key_files:
-            names = ", ".join(key.name for key in result.key_files)
-            self.stderr.write(
-                self.style.WARNING(
-                    f"WARNING: {result.key_files[0].parent} holds the keys ({names}), readable by you only. "
-                    "Store that folder apart from the dump: whoever has both can read the vault's secrets, "
-                    "and without the vault key nobody can read them, you included."
-                )
+            self.stdout.write(
+                f"the vault key and the secret key are sealed in {result.key_files[0].name} with your "
+                "passphrase: keep the passphrase apart from the backup (without it the vault's secrets "
+                "cannot be restored)"
             )
         else:
             source = (

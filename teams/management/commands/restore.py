@@ -7,12 +7,14 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from teams.backups import BackupError
 from teams.backups.restore import restore_backup
+from teams.backups.sealing import read_passphrase
 
 
 class Command(BaseCommand):
     help = (
         "Restore a backup made by `manage.py backup` into an empty database (the embedded one of a new "
-        "data folder, or one of your own, logged in as memoryhub_owner), with its keys."
+        "data folder, or one of your own, logged in as memoryhub_owner), with its keys (sealed: the "
+        "passphrase from MEMORYHUB_BACKUP_PASSPHRASE_FILE, MEMORYHUB_BACKUP_PASSPHRASE, or asked)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -20,7 +22,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, path: Path, **options: Any) -> None:
         try:
-            result = restore_backup(folder=path)
+            result = restore_backup(folder=path, passphrase=lambda: read_passphrase(new=False))
         except BackupError as exc:
             raise CommandError(str(exc)) from None
         manifest = result.manifest

@@ -9,7 +9,10 @@ from teams.management.commands._base import TeamCommand
 
 
 class Command(TeamCommand):
-    help = "Delete a team and every row it owns (memories, vault, tokens). Irreversible."
+    help = (
+        "Delete a team and every row it owns (memories, vault, tokens), keeping its audit trail. "
+        "Irreversible."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         super().add_arguments(parser)
@@ -21,4 +24,4 @@ class Command(TeamCommand):
         team = self.team(slug)
         counts = services.shutdown_team(team=team, actor="manage.py")
         summary = ", ".join(f"{n} {what}" for what, n in counts.items())
-        self.stdout.write(f"team {slug} shut down: deleted {summary}")
+        self.stdout.write(f"team {slug} shut down: deleted {summary}; its audit trail is kept")
