@@ -12,6 +12,8 @@ from typing import Any
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from core.settings_env import check_networks, default_processes, metrics_dir, read_rate, read_secret
 
@@ -276,6 +278,11 @@ METRICS_DIR = metrics_dir()
 
 # --- Rate limits and web hardening (docs/decisions.md, "Rate limits and web hardening") ---
 
+# A request waits at most this long on Redis to connect, and as long again for each answer
+# (the throttles' counts, a save's enqueue), then goes on without it: a hung Redis must not
+# hold the web threads (docs/decisions.md, "Redis in the request path").
+MEMORYHUB_REDIS_REQUEST_TIMEOUT_SECONDS = env.float("MEMORYHUB_REDIS_REQUEST_TIMEOUT_SECONDS", default=0.25)
+
 # The API throttles count in the cache. Django's default, local memory, would give each
 # gunicorn worker a count of its own; with a Redis every process shares one.
 if REDIS_URL:
@@ -285,6 +292,12 @@ if REDIS_URL:
             # redis-py spells kombu's unix socket scheme (the embedded Redis) unix://.
             "LOCATION": REDIS_URL.replace("redis+socket://", "unix://", 1),
             "KEY_PREFIX": "memoryhub",
+            # redis-py's defaults wait 5 s for an answer; no retry on top of the bound.
+            "OPTIONS": {
+                "socket_connect_timeout": MEMORYHUB_REDIS_REQUEST_TIMEOUT_SECONDS,
+                "socket_timeout": MEMORYHUB_REDIS_REQUEST_TIMEOUT_SECONDS,
+                "retry": Retry(NoBackoff(), 0),
+            },
         }
     }
 else:
@@ -393,10 +406,11 @@ CELERY_TASK_DEFAULT_QUEUE = env.str("MEMORYHUB_QUEUE", default="memoryhub")
 # How long a task a dead worker had taken stays invisible before Redis hands it out again.
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env.int("MEMORYHUB_BROKER_VISIBILITY_TIMEOUT", default=3600),
-    # A broker that is down must cost a save well under a second, not ~6 s: one connect
-    # attempt with a short timeout and no retry loop (kombu's ensure_connection would
-    # otherwise retry until broker_connection_timeout); the entry stays `pending` and the
-    # reconcile job enqueues it later (docs/decisions.md, "Broker outages").
+    # One connect attempt with a short timeout and no retry loop (kombu's ensure_connection
+    # would otherwise retry until broker_connection_timeout). These are the worker's and
+    # beat's connections: indexing is enqueued through connections of its own, bounded by
+    # MEMORYHUB_REDIS_REQUEST_TIMEOUT_SECONDS (search.tasks; docs/decisions.md, "Redis in
+    # the request path"), and the entry stays `pending` for the reconcile job when that fails.
     "socket_connect_timeout": env.float("MEMORYHUB_BROKER_CONNECT_TIMEOUT", default=0.5),
     "socket_timeout": env.float("MEMORYHUB_BROKER_SOCKET_TIMEOUT", default=5.0),
     "max_retries": 0,

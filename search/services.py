@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable
 from datetime import timedelta
 from typing import Literal
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import DurationField, Exists, ExpressionWrapper, F, FloatField, Func, OuterRef, Q, Value
+from django.db.models import DurationField, ExpressionWrapper, F, FloatField, Func, Value
 from django.db.models.functions import Now, Power
 
 from core.errors import InvalidInput
@@ -91,7 +90,7 @@ def index_memory(*, team_id: int, memory_id: uuid.UUID | str, announce: bool = T
             return IndexOutcome.GONE
         team = memory.team
         pieces = chunk_text(memory.content)
-        _replace_chunks(memory, pieces)
+        replace_chunks(memory, pieces)
 
     if memory.deleted_at is not None:
         # Never returned by search; nothing to embed.
@@ -113,7 +112,7 @@ def index_memory(*, team_id: int, memory_id: uuid.UUID | str, announce: bool = T
             return IndexOutcome.FAILED
 
         with team_scope(team_id):
-            current = _lock_team_profile(team_id, exclusive=False)
+            current = lock_team_profile(team_id, exclusive=False)
             if current != profile:
                 profile = current
                 continue
@@ -122,7 +121,7 @@ def index_memory(*, team_id: int, memory_id: uuid.UUID | str, announce: bool = T
                 _drop_near_check(memory)
                 return IndexOutcome.KEYWORD_ONLY
             _ensure_index_once(provider)
-            _store_vectors(
+            store_vectors(
                 team_id, Chunk.objects.filter(team_id=team_id, memory_id=memory.id), provider.model, vectors
             )
             _record_success(team_id, memory.id)
@@ -222,7 +221,7 @@ def announce_indexed(*, team_id: int, memory_ids: list[str]) -> int:
     return len(ids)
 
 
-def _lock_team_profile(team_id: int, *, exclusive: bool) -> str:
+def lock_team_profile(team_id: int, *, exclusive: bool) -> str:
     """The team's embedding profile, its row locked until the transaction ends: shared
     by indexings storing vectors, exclusive for the re-index's switch. FOR NO KEY UPDATE
     (not FOR UPDATE) so that inserting the team's other rows, whose foreign key takes
@@ -274,9 +273,7 @@ def _record_failure(team_id: int, memory_id: uuid.UUID, error: Exception) -> Non
         )
 
 
-def _store_vectors(
-    team_id: int, chunks: Iterable[Chunk], model: str, vectors: dict[str, list[float]]
-) -> None:
+def store_vectors(team_id: int, chunks: Iterable[Chunk], model: str, vectors: dict[str, list[float]]) -> None:
     """One vector per (chunk, model), written or overwritten: indexing twice is harmless."""
     ChunkEmbedding.objects.bulk_create(
         [
@@ -361,13 +358,22 @@ def cached_embeddings(
     return vectors
 
 
-def _replace_chunks(memory: Memory, pieces: list[TextChunk]) -> None:
+def replace_chunks(memory: Memory, pieces: list[TextChunk]) -> None:
+    """Make the memory's chunks `pieces`, in the caller's transaction.
+
+    Another transaction may chunk the same version at the same moment (the re-index
+    chunking what was never chunked while the entry's index task does, or two deliveries
+    of one task): only the rows read here are deleted, and inserting waits for the other
+    transaction and then keeps its rows (ON CONFLICT DO NOTHING). The same text gives the
+    same chunks, so neither side fails on the unique (memory, chunk_index)."""
     existing = list(Chunk.objects.filter(team_id=memory.team_id, memory_id=memory.id).order_by("chunk_index"))
     if [(c.chunk_index, c.content_hash) for c in existing] == [(p.index, p.content_hash) for p in pieces]:
         return  # unchanged: keep the rows and their embeddings
-    Chunk.objects.filter(team_id=memory.team_id, memory_id=memory.id).delete()
+    if existing:
+        Chunk.objects.filter(id__in=[c.id for c in existing]).delete()
     Chunk.objects.bulk_create(
-        [
+        ignore_conflicts=True,
+        objs=[
             Chunk(
                 team_id=memory.team_id,
                 memory_id=memory.id,
@@ -377,129 +383,8 @@ def _replace_chunks(memory: Memory, pieces: list[TextChunk]) -> None:
                 content_hash=p.content_hash,
             )
             for p in pieces
-        ]
+        ],
     )
-
-
-@dataclass
-class ReindexReport:
-    memories: int
-    chunks_embedded: int
-    model: str
-
-
-def reindex_team(
-    *,
-    team_id: int,
-    profile: str | None = None,
-    batch_size: int = 64,
-    progress: Callable[[int], None] | None = None,
-) -> ReindexReport:
-    """Embed every chunk of a team with `profile`'s model (the team's own when None),
-    then switch the team to it and drop the other models' vectors.
-
-    Until the switch, search keeps using the old model, so nothing is lost midway; a
-    failure leaves the team on its old model with the new vectors partly written,
-    and running it again continues from the cache."""
-    with team_scope(team_id):
-        team = Team.objects.get(id=team_id)
-        target = profile or team_profile(team)
-        unchunked = (
-            Memory.objects.for_team(team_id)
-            .filter(deleted_at__isnull=True, chunks__isnull=True)
-            .only("id", "team_id", "content")
-        )
-        for memory in unchunked:
-            _replace_chunks(memory, chunk_text(memory.content))
-        rebuild_keyword_stats(team_id=team_id)
-        memory_count = Memory.objects.for_team(team_id).filter(deleted_at__isnull=True).count()
-        chunk_ids = list(
-            Chunk.objects.filter(team_id=team_id, memory__deleted_at__isnull=True)
-            .order_by("id")
-            .values_list("id", flat=True)
-        )
-    provider = provider_for(target)
-    embedded = 0
-    if provider is not None:
-        with team_scope(team_id):
-            ensure_index(provider.model, provider.dimensions)
-        for start in range(0, len(chunk_ids), batch_size):
-            batch_ids = chunk_ids[start : start + batch_size]
-            with team_scope(team_id):
-                batch = list(Chunk.objects.filter(team_id=team_id, id__in=batch_ids))
-            vectors = cached_embeddings(provider, [(c.content_hash, c.text) for c in batch], team_id=team_id)
-            with team_scope(team_id):
-                _store_vectors(team_id, batch, provider.model, vectors)
-            embedded += len(batch)
-            if progress:
-                progress(len(batch))
-    with team_scope(team_id):
-        # The switch holds the team's row exclusively: an indexing storing vectors holds
-        # it shared (index_memory), so it either stored before (its entry is then checked
-        # below) or stores after, with the new model.
-        _lock_team_profile(team_id, exclusive=True)
-        Team.objects.filter(id=team_id).update(embedding_profile=target)
-        stale = ChunkEmbedding.objects.filter(team_id=team_id)
-        if provider is not None:
-            stale = stale.exclude(model=provider.model)
-        stale.delete()
-        live = Memory.objects.for_team(team_id).filter(deleted_at__isnull=True)
-        # Entries saved or indexed meanwhile (with the old model, or not yet chunked) are
-        # not covered by the new vectors: they go back to `pending` and are queued again.
-        incomplete = list(
-            live.filter(_lacks_vectors_of(provider.model if provider else None)).values_list("id", flat=True)
-        )
-        live.exclude(id__in=incomplete).exclude(index_state=IndexState.INDEXED).update(
-            index_state=IndexState.INDEXED, index_attempts=0, index_next_attempt_at=None, index_last_error=""
-        )
-        live.filter(id__in=incomplete).update(index_state=IndexState.PENDING)
-        tasks.index_many_after_commit(team_id=team_id, memory_ids=incomplete)
-        if incomplete:
-            logger.info(
-                "re-index of team %s: %d entries changed meanwhile, queued again", team_id, len(incomplete)
-            )
-    return ReindexReport(
-        memories=memory_count, chunks_embedded=embedded, model=provider.model if provider else ""
-    )
-
-
-def rebuild_keyword_stats(*, team_id: int) -> int:
-    """Recompute the team's BM25 statistics (search.models.KeywordStat) from its chunks
-    (reindex_team does, and the `reindex` command through it); returns how many rows.
-    The team's row is locked first, as the triggers on search_chunk do: an indexing
-    adding chunks meanwhile either commits before (and is counted here) or waits and
-    adds its own counts to the rebuilt rows after. The caller is in the team's scope."""
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT 1 FROM search_keywordstat WHERE team_id = %s AND lexeme = '' FOR UPDATE", [team_id]
-        )
-        cursor.execute("DELETE FROM search_keywordstat WHERE team_id = %s", [team_id])
-        cursor.execute(
-            """
-            INSERT INTO search_keywordstat (team_id, lexeme, chunks, length)
-            SELECT %(team)s, lexeme, sum(chunks), sum(length) FROM (
-                SELECT '' AS lexeme, 1 AS chunks, length(c.search_vector) AS length
-                FROM search_chunk c WHERE c.team_id = %(team)s
-                UNION ALL
-                SELECT u.lexeme, 1, 0 FROM search_chunk c, unnest(c.search_vector) AS u
-                WHERE c.team_id = %(team)s
-            ) AS counted GROUP BY lexeme ORDER BY lexeme
-            """,
-            {"team": team_id},
-        )
-        return cursor.rowcount
-
-
-def _lacks_vectors_of(model: str | None) -> Q:
-    """Memories (as a filter) that search cannot find fully with `model`: never
-    chunked, or a chunk without a vector of `model` (None: the keyword-only profile,
-    which needs chunks only)."""
-    chunks = Chunk.objects.filter(memory_id=OuterRef("pk"))
-    unchunked = Q(~Exists(chunks))
-    if model is None:
-        return unchunked
-    vector = ChunkEmbedding.objects.filter(chunk_id=OuterRef("pk"), model=model)
-    return unchunked | Q(Exists(chunks.filter(~Exists(vector))))
 
 
 def claim_stuck_memories(*, older_than_seconds: float, limit: int) -> list[tuple[int, uuid.UUID]]:

@@ -17,12 +17,47 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from celery import shared_task
+from celery import Task, shared_task
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from kombu import pools
+
+from core.redis_outage import note_redis_failure, redis_skipped
 
 logger = logging.getLogger(__name__)
+
+
+class BrokerSkipped(Exception):
+    """Not handed to the broker: Redis failed in this process a moment ago (core.redis_outage)."""
+
+
+def publish(task: Task[Any, Any], args: tuple[Any, ...]) -> None:
+    """Hand `task` to the broker within MEMORYHUB_REDIS_REQUEST_TIMEOUT_SECONDS, or raise.
+
+    Through a producer pool of its own, on connections whose transport options bound
+    connecting and each answer by that figure (the worker's and beat's connections keep
+    MEMORYHUB_BROKER_SOCKET_TIMEOUT: a slow answer there costs a reconnect, not a web
+    thread), waiting no longer for a free producer, with no retry. While Redis is marked
+    down nothing is tried (BrokerSkipped). Without a broker the task runs in-process."""
+    app = task.app
+    if app.conf.task_always_eager:
+        task.apply_async(args, retry=False)
+        return
+    if redis_skipped():
+        raise BrokerSkipped
+    bound = settings.MEMORYHUB_REDIS_REQUEST_TIMEOUT_SECONDS
+    connection = app.connection_for_write(
+        transport_options={"socket_connect_timeout": bound, "socket_timeout": bound, "max_retries": 0}
+    )
+    try:
+        # kombu keys its pools by the connection's parameters, options included: this finds
+        # the pool the first call made, not a new one per call.
+        with pools.producers[connection].acquire(block=True, timeout=bound) as producer:
+            task.apply_async(args, retry=False, producer=producer)
+    except Exception as exc:  # kombu raises OperationalError or LimitExceeded, redis-py its own
+        note_redis_failure("a task's publish", exc)
+        raise
 
 
 @shared_task(name="search.index_memory", ignore_result=True)
@@ -34,9 +69,9 @@ def index_memory(team_id: int, memory_id: str) -> str:
 
 @shared_task(name="search.reindex_team", ignore_result=True)
 def reindex_team(team_id: int, profile: str | None = None) -> dict[str, object]:
-    from search import services
+    from search import reindexing
 
-    report = services.reindex_team(team_id=team_id, profile=profile)
+    report = reindexing.reindex_team(team_id=team_id, profile=profile)
     return {"memories": report.memories, "chunks_embedded": report.chunks_embedded, "model": report.model}
 
 
@@ -123,15 +158,21 @@ def announce_indexed(team_id: int, memory_ids: list[str]) -> int:
     return services.announce_indexed(team_id=team_id, memory_ids=memory_ids)
 
 
+def _refusal_level(error: Exception) -> int:
+    """A publish not even tried (Redis failed a moment ago, and that was logged) is INFO."""
+    return logging.INFO if isinstance(error, BrokerSkipped) else logging.WARNING
+
+
 def enqueue_announce(team_id: int, memory_ids: list[str]) -> None:
     """Hand announce_indexed to the broker; when it refuses, announce here and now (the
     entries are indexed either way: only the order of the work changes)."""
     from search import services
 
     try:
-        announce_indexed.apply_async((team_id, memory_ids), retry=False)
+        publish(announce_indexed, (team_id, memory_ids))
     except Exception as exc:  # as enqueue_index
-        logger.warning(
+        logger.log(
+            _refusal_level(exc),
             "could not enqueue the announce of %d indexed memories (team %s): %s; announcing them now",
             len(memory_ids),
             team_id,
@@ -143,15 +184,16 @@ def enqueue_announce(team_id: int, memory_ids: list[str]) -> None:
 def enqueue_index(team_id: int, memory_id: uuid.UUID | str) -> bool:
     """Hand one index task to the broker; False when the broker refused it.
 
-    The broker transport fails fast (settings: CELERY_BROKER_TRANSPORT_OPTIONS), and a
-    refusal is logged, never raised: the entry stays `pending`, its lease is released,
-    and the reconcile job enqueues it once the broker is back."""
+    The publish is bounded (`publish`), and a refusal is logged, never raised: the entry
+    stays `pending`, its lease is released, and the reconcile job enqueues it once the
+    broker is back."""
     from search import services
 
     try:
-        index_memory.apply_async((team_id, str(memory_id)), retry=False)
+        publish(index_memory, (team_id, str(memory_id)))
     except Exception as exc:  # kombu raises OperationalError, a transport may raise others
-        logger.warning(
+        logger.log(
+            _refusal_level(exc),
             "could not enqueue indexing of memory %s (team %s): %s; it stays pending",
             memory_id,
             team_id,
@@ -189,9 +231,10 @@ def enqueue_index_batch(team_id: int, memory_ids: list[uuid.UUID]) -> bool:
     from search import services
 
     try:
-        index_memories.apply_async((team_id, [str(memory_id) for memory_id in memory_ids]), retry=False)
+        publish(index_memories, (team_id, [str(memory_id) for memory_id in memory_ids]))
     except Exception as exc:  # as enqueue_index
-        logger.warning(
+        logger.log(
+            _refusal_level(exc),
             "could not enqueue indexing of %d memories (team %s): %s; they stay pending",
             len(memory_ids),
             team_id,
@@ -220,4 +263,4 @@ def reindex_after_commit(*, team_id: int, profile: str | None = None) -> None:
     """Enqueue a whole-team re-index once the current transaction commits (with
     `profile`: embed with its model, then switch the team to it)."""
     args = (team_id,) if profile is None else (team_id, profile)
-    transaction.on_commit(lambda: reindex_team.apply_async(args, retry=False), robust=True)
+    transaction.on_commit(lambda: publish(reindex_team, args), robust=True)

@@ -32,6 +32,7 @@ from rest_framework.throttling import SimpleRateThrottle
 from core.client_address import client_address
 from core.locks import advisory_session_unlock, try_advisory_session_lock
 from core.metrics import THROTTLED_REQUESTS
+from core.redis_outage import note_redis_failure, redis_skipped
 from teams.models import AgentToken
 from teams.permissions import needed_scope
 
@@ -41,7 +42,9 @@ logger = logging.getLogger(__name__)
 class _SettingsRateThrottle(SimpleRateThrottle):
     """Reads its rate from settings on every request (DRF binds THROTTLE_RATES at import,
     which override_settings and a changed environment cannot reach), and lets requests
-    through when the cache cannot be reached: a limit is protection, not a dependency."""
+    through when the cache cannot be reached: a limit is protection, not a dependency.
+    Each cache call is bounded (CACHES' socket timeouts), and after one fails the
+    throttles do not ask again for a while (core.redis_outage)."""
 
     rate_setting = ""
 
@@ -50,10 +53,12 @@ class _SettingsRateThrottle(SimpleRateThrottle):
         return rate
 
     def allow_request(self, request: Request, view: Any) -> bool:
+        if redis_skipped():
+            return True
         try:
             allowed: bool = super().allow_request(request, view)
         except (RedisError, OSError) as exc:
-            logger.warning("rate limits are not enforced: the cache is unreachable (%s)", exc)
+            note_redis_failure("the rate limits' counts", exc)
             return True
         if not allowed:
             THROTTLED_REQUESTS.labels(scope=self.scope).inc()

@@ -10,12 +10,19 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
+from core.redis_outage import forget_redis_failures
 from teams import services
 from teams.models import Team
 from teams.scope import dangerously_bypass_team_scope
 from tests.factories import TeamFactory
 
 pytest_plugins = ["tests.db_roles", "tests.worker", "tests.freshness.anchor_site"]
+
+
+@pytest.fixture(autouse=True)
+def _redis_not_marked_down() -> None:
+    """A test that met a Redis failure (core.redis_outage) must not make the next one skip Redis."""
+    forget_redis_failures()
 
 
 @dataclass

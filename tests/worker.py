@@ -33,6 +33,7 @@ from celery.signals import after_task_publish
 from django.conf import settings
 from kombu import pools
 
+from core.redis_outage import forget_redis_failures
 from memories.models import Memory
 from memoryhub import embedded_redis as embedded
 from memoryhub.celery import app as celery_app
@@ -179,6 +180,7 @@ def _forget_broker_connections() -> None:
     """Celery keeps the pools of the first broker it used in this process; close and drop
     them so the next publish connects to the broker configured now."""
     pools.reset()
+    forget_redis_failures()  # a failure of the broker before says nothing about this one
     # Private attributes: Celery has no public way to forget its pools.
     celery_app._pool = None  # type: ignore[attr-defined]
     celery_app.amqp._producer_pool = None  # type: ignore[attr-defined]

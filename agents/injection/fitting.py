@@ -17,6 +17,7 @@ from django.core.cache import cache
 from agents.injection.entries import SKILL_SECTION, IncludedReason, InjectionEntry, entry_from
 from agents.injection.ranking import SKILL_GROUP, RankedRow
 from agents.injection.rendering import SECTION_HEADINGS, TITLE, block_tokens, tokens_of
+from core.redis_outage import note_redis_failure, redis_skipped
 from memories.types import MemoryType
 from teams.models import Team
 
@@ -99,10 +100,14 @@ def limit_warnings(
 
 
 def _first_in_a_while(key: str) -> bool:
-    """True once per CAP_WARNING_LOG_SECONDS for `key`; True too when the cache is down."""
+    """True once per CAP_WARNING_LOG_SECONDS for `key`; True too when the cache is down
+    (its calls are bounded, and skipped while Redis is marked down: core.redis_outage)."""
+    if redis_skipped():
+        return True
     try:
         return bool(cache.add(key, 1, timeout=CAP_WARNING_LOG_SECONDS))
-    except Exception:  # a cache outage must not silence the warning nor fail injection
+    except Exception as error:  # a cache outage must not silence the warning nor fail injection
+        note_redis_failure("the injection cap warning's mark", error)
         return True
 
 

@@ -252,7 +252,7 @@ def test_switching_the_embedding_profile_queues_a_reindex_and_keeps_the_old_one_
 
     assert (unknown.status_code, same.status_code, switched.status_code) == (400, 400, 302)
     assert "already uses the profile" in same.content.decode()
-    # The team switches when the re-index is done (search.services.reindex_team), not now.
+    # The team switches when the re-index is done (search.reindexing.reindex_team), not now.
     assert fresh(team).embedding_profile == "local"
     with operator_view():
         [event] = AuditEvent.objects.filter(team=team, action="team.reindex")

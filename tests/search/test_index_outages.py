@@ -32,7 +32,8 @@ from memories import services as memory_services
 from memories.models import Memory
 from search.embeddings.profiles import provider_for, reset_providers
 from search.models import EmbeddingCache
-from search.services import claim_stuck_memories, index_memory, reindex_team, request_reindex
+from search.reindexing import reindex_team
+from search.services import claim_stuck_memories, index_memory, request_reindex
 from search.tasks import reconcile_index_states
 from teams.models import Membership, Team
 from teams.scope import team_scope

@@ -14,10 +14,11 @@ from django.test.utils import CaptureQueriesContext
 
 from memories.models import Memory
 from search.models import Chunk, KeywordStat
+from search.reindexing import reindex_team
 from search.retrieval import candidates
 from search.retrieval.candidates import SearchFilters, keyword_matches, keyword_sql, plan_keyword_query
 from search.selectors import search_memories
-from search.services import delete_team_index, reindex_team
+from search.services import delete_team_index
 from teams.models import Team
 from teams.roles import as_owner
 from teams.scope import dangerously_bypass_team_scope, team_scope

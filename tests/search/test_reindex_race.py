@@ -9,8 +9,11 @@ the model) and queues again every live entry the new model does not cover.
 
 The first test forces the interleaving: the fake provider (a real local HTTP server,
 tests/search/embedding_server.py) saves and indexes an entry, as a concurrent worker
-would, while it answers the re-index's first request. The last test runs saves and a
-re-index on two real worker processes (tests/worker.py)."""
+would, while it answers the re-index's first request. The third forces the re-index's
+chunking of a never-chunked entry to meet the entry's index task chunking it (that
+re-index used to fail, leaving the whole team on the old model). The last test runs
+saves and a re-index on two real worker processes (tests/worker.py), and prints every
+entry's state when it gives up."""
 
 from __future__ import annotations
 
@@ -24,20 +27,24 @@ from django.test import override_settings
 
 from memories import services as memory_services
 from memories.models import Memory
+from search.chunking import chunk_text
 from search.embeddings.local import LocalOnnxProvider
 from search.embeddings.profiles import reset_providers
 from search.models import Chunk, ChunkEmbedding
-from search.services import reindex_team
+from search.reindexing import reindex_team
+from search.services import replace_chunks
 from search.tasks import reindex_team as reindex_task
 from teams.models import Team
 from teams.scope import team_scope
 from tests.conftest import Agent, operator_view
+from tests.factories import MemoryFactory
 from tests.search.embedding_server import API_KEY, EmbeddingServer
 from tests.worker import CeleryProcess, wait_for, wait_for_index_state
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 NEW_MODEL = "fake-minilm@128"
+WAIT_SECONDS = 30.0  # a hang detector
 PROFILES = """
 profiles:
   small:
@@ -99,6 +106,17 @@ class ProviderWithHook:
         return self.local.embed_documents(texts)
 
 
+def blocked_by(pid: int) -> bool:
+    """Whether a session of this database waits for a lock that backend `pid` holds."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND %s = ANY(pg_blocking_pids(pid))",
+            [pid],
+        )
+        return bool(cursor.fetchone()[0])
+
+
 def coverage(team: Team) -> dict[str, tuple[str, int, int]]:
     """key → (index_state, chunks, chunks with a vector of the new model), live entries."""
     with team_scope(team.id):
@@ -110,6 +128,24 @@ def coverage(team: Team) -> dict[str, tuple[str, int, int]]:
             )
             for memory in Memory.objects.filter(team=team, deleted_at__isnull=True)
         }
+
+
+def describe_coverage(team: Team) -> str:
+    """Per live entry: index_state, when it was queued, its chunks and the models of its
+    vectors: what a test that gives up waiting prints."""
+    lines = []
+    with team_scope(team.id):
+        for memory in Memory.objects.filter(team=team, deleted_at__isnull=True).order_by("created_at"):
+            models = sorted(
+                set(ChunkEmbedding.objects.filter(chunk__memory=memory).values_list("model", flat=True))
+            )
+            chunks = Chunk.objects.filter(memory=memory).count()
+            lines.append(
+                f"{memory.key}: {memory.index_state}, queued {memory.index_queued_at}, "
+                f"attempts {memory.index_attempts} {memory.index_last_error}, {chunks} chunks, models {models}"
+            )
+        profile = Team.objects.get(id=team.id).embedding_profile
+    return f"team profile {profile!r}\n" + "\n".join(lines)
 
 
 def assert_every_entry_is_searchable_with_the_new_model(team: Team) -> None:
@@ -184,13 +220,67 @@ def test_indexing_that_embedded_with_the_old_model_embeds_again_when_the_switch_
     assert_every_entry_is_searchable_with_the_new_model(member.team)
 
 
+def test_a_reindex_that_meets_an_indexing_chunking_the_same_entry_waits_for_it_and_completes(
+    profiles: Path, member: Agent, server: EmbeddingServer
+) -> None:
+    """The re-index chunks the entries saved but never chunked; the index task of such an
+    entry chunks it at the same moment. Forced here: the task's first step (chunking, in
+    its own transaction) has inserted the chunks and not committed when the re-index
+    lists the entry as unchunked and inserts the same chunks. It must wait, keep the
+    task's chunks and go on; it used to fail on the unique (memory, chunk_index), which
+    left the whole team on the old model."""
+    server.start()
+    team_id = member.team.id
+    memory = MemoryFactory(team=member.team, key=LATE_KEY, content=LATE_CONTENT)  # saved, its task not run
+    chunked, commit = threading.Event(), threading.Event()
+    holder: list[int] = []
+    errors: list[BaseException] = []
+
+    def index_task_chunking() -> None:
+        try:
+            with team_scope(team_id):  # index_memory's first step
+                replace_chunks(memory, chunk_text(memory.content))
+                holder.append(connection.connection.info.backend_pid)
+                chunked.set()
+                assert commit.wait(WAIT_SECONDS), "never told to commit"
+        except BaseException as error:
+            errors.append(error)
+        finally:
+            connection.close()
+
+    def reindex() -> None:
+        try:
+            reindex_team(team_id=team_id, profile="small")
+        except BaseException as error:
+            errors.append(error)
+        finally:
+            connection.close()
+
+    indexing = threading.Thread(target=index_task_chunking)
+    indexing.start()
+    try:
+        assert chunked.wait(WAIT_SECONDS) and not errors, errors
+        reindexing = threading.Thread(target=reindex)
+        reindexing.start()
+        wait_for(lambda: blocked_by(holder[0]), WAIT_SECONDS, "the re-index to wait for the task's chunks")
+    finally:
+        commit.set()
+        indexing.join(WAIT_SECONDS)
+    reindexing.join(WAIT_SECONDS)
+
+    assert not reindexing.is_alive() and not errors, errors
+    assert_every_entry_is_searchable_with_the_new_model(member.team)
+    with team_scope(team_id):  # the task's chunks, once
+        assert Chunk.objects.filter(memory=memory).count() == len(chunk_text(LATE_CONTENT))
+
+
 def test_saves_during_a_reindex_on_real_workers_all_end_with_the_new_models_vectors(
     profiles: Path, member: Agent, server: EmbeddingServer, start_worker: Callable[..., CeleryProcess]
 ) -> None:
     server.start()
     env = {"MEMORYHUB_EMBEDDING_PROFILES_FILE": str(profiles), "MEMORYHUB_TEST_EMBEDDINGS_KEY": API_KEY}
     first = start_worker(**env)
-    start_worker(queue=first.env["MEMORYHUB_QUEUE"], **env)  # a second process on the same queue
+    workers = [first, start_worker(queue=first.env["MEMORYHUB_QUEUE"], **env)]  # a second process, same queue
     for key, content in NOTES.items():
         response = member.client.post(
             member.url("memories/"), {"key": key, "content": content}, format="json"
@@ -213,5 +303,9 @@ def test_saves_during_a_reindex_on_real_workers_all_end_with_the_new_models_vect
             state == "indexed" and vectors == chunks for state, chunks, vectors in entries.values()
         )
 
-    wait_for(settled, 120, "every entry to be indexed with the new model")
+    try:
+        wait_for(settled, 120, "every entry to be indexed with the new model")
+    except AssertionError as gave_up:
+        logs = "\n".join(f"--- {w.log.name}\n{w.log_since(0)[-4000:]}" for w in workers)
+        raise AssertionError(f"{gave_up}\n{describe_coverage(member.team)}\n{logs}") from None
     assert_every_entry_is_searchable_with_the_new_model(member.team)

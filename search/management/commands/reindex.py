@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from search import services
+from search import reindexing
 from search.embeddings.base import EmbeddingUnavailable
 from search.embeddings.profiles import UnknownProfile, get_profile
 from search.models import Chunk
@@ -48,7 +48,7 @@ class Command(BaseCommand):
                 total = Chunk.objects.filter(team_id=t.id, memory__deleted_at__isnull=True).count()
             with tqdm(total=total, desc=t.slug, unit="chunk", disable=no_progress, file=self.stderr) as bar:
                 try:
-                    report = services.reindex_team(team_id=t.id, profile=model, progress=bar.update)
+                    report = reindexing.reindex_team(team_id=t.id, profile=model, progress=bar.update)
                 except EmbeddingUnavailable as exc:
                     raise CommandError(
                         f"{t.slug}: embedding failed, team left on its old model: {exc}"
