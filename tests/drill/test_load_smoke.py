@@ -10,7 +10,7 @@ import pytest
 from teams.services import create_team, create_token
 from tests.drill.load import AgentPlan, Write, drive, failures, summarize, verify
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]  # the load drill's smoke run
 
 
 def plans_for(teams: int, agents_per_team: int) -> list[AgentPlan]:

@@ -14,6 +14,8 @@ from tests.memoryhub.test_metrics import two_process_server  # noqa: F401 (a fix
 from tests.web_server import WebServer, server_env
 from tests.worker import database_url
 
+pytestmark = pytest.mark.slow  # gunicorn, Python
+
 IDLE_SECONDS = 3.0  # past gunicorn's own default keep-alive of 2 s
 
 
