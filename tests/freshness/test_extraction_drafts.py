@@ -5,9 +5,11 @@ meets on the labelled transcripts (tests/freshness/extraction_transcripts/)."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
+from freshness import extraction
 from freshness.extraction import (
     MAX_CANDIDATES,
     MAX_CONTENT_CHARS,
@@ -310,11 +312,27 @@ def test_a_secret_straddling_the_cap_is_never_kept_in_part() -> None:
     assert prepare_transcript("y" * (TRANSCRIPT_MAX_CHARS + 1)) == ""  # no break at all: dropped whole
 
 
-def test_a_plain_str_is_prepared_first_and_a_prepared_one_is_not_prepared_again() -> None:
+def test_a_plain_str_is_prepared_first_and_a_prepared_one_is_not_prepared_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     raw = f"Lesson: tokens like {GITHUB_TOKEN} expire after 90 days."
     prepared = prepare_transcript(raw)
     assert isinstance(prepared, PreparedTranscript)
-    assert extract_candidates(raw) == extract_candidates(prepared)
+    preparing = extraction.prepare_transcript
+    prepared_texts: list[str] = []
+
+    def counted(text: str, *args: Any, **kwargs: Any) -> PreparedTranscript:
+        prepared_texts.append(text)
+        return preparing(text, *args, **kwargs)
+
+    monkeypatch.setattr(extraction, "prepare_transcript", counted)
+
+    from_raw = extract_candidates(raw)
+    assert prepared_texts == [raw]
+    assert [c.content for c in from_raw] == ["tokens like [REDACTED:github_token] expire after 90 days."]
+
+    assert extract_candidates(prepared) == from_raw
+    assert prepared_texts == [raw]  # not prepared a second time
 
 
 def test_adversarial_64_kib_inputs_complete() -> None:

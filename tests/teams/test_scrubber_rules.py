@@ -297,4 +297,10 @@ def test_an_ordinary_key_that_mentions_a_password_is_saved(member: Agent) -> Non
         member.url("memories/"), {"key": "db-password-rotation", "content": "rotate monthly"}, format="json"
     )
 
-    assert response.status_code == 201
+    assert response.status_code == 201, response.content
+    assert (response.json()["key"], response.json()["content"]) == ("db-password-rotation", "rotate monthly")
+    with operator_view():
+        saved = Memory.objects.get(team=member.team)
+    assert (saved.key, saved.content, saved.is_active) == ("db-password-rotation", "rotate monthly", True)
+    read = member.client.get(member.url("memories/db-password-rotation/"))
+    assert read.status_code == 200 and read.json()["content"] == "rotate monthly"
