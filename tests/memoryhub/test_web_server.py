@@ -31,7 +31,7 @@ def test_an_idle_kept_alive_connection_is_still_served_seconds_later(
         assert first.status == 200
         assert first.getheader("Connection", "").lower() != "close"
 
-        time.sleep(IDLE_SECONDS)
+        time.sleep(IDLE_SECONDS)  # the scenario: a connection left idle that long
         connection.request("GET", "/healthz")  # on the same socket: raises if the server closed it
         second = connection.getresponse()
         second.read()
