@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from memories import feedback, services
+from memories.models import Memory
 from memories.learnings import record_learning
 from teams.models import Team
 from teams.scope import team_scope
@@ -113,3 +114,34 @@ def import_file(agent: Agent, body: bytes, **params: str) -> Any:
     return agent.client.post(
         agent.url("import/") + (f"?{query}" if query else ""), data=body, content_type="application/jsonl"
     )
+
+
+def seed_every_field(team: Team) -> None:
+    """seed_rich_team, plus what a version carries besides its text: anchors (one replaced
+    by another), confirmations with and without a note (on an active and on a superseded
+    version), and reads (access counts)."""
+    seed_rich_team(team)
+    with team_scope(team.id):
+        services.save_memory(
+            team=team,
+            key="runbook-link",
+            content="The runbook lives in docs/runbook.md.",
+            updated_by="ann",
+            type_name="reference",
+            anchor={"type": "file", "value": "docs/runbook.md"},
+        )
+        services.confirm_memory(team=team, key="runbook-link", confirmed_by="bob", note="still there")
+        services.save_memory(
+            team=team,
+            key="runbook-link",
+            content="The runbook lives on the wiki.",
+            supersede_reason="moved to the wiki",
+            updated_by="ann",
+            anchor={"type": "url", "value": "https://wiki.example.com/runbook", "expect": "Runbook"},
+        )
+        services.confirm_memory(team=team, key="runbook-link", confirmed_by="bob")
+        services.confirm_memory(team=team, key="runbook-link", confirmed_by="cat", note="checked the page")
+        services.confirm_memory(team=team, key="deploy-steps", confirmed_by="dan")
+        active = Memory.objects.filter(team=team, is_active=True).order_by("key")
+        feedback.record_access(team=team, memory_ids=[row.id for row in active[:3]])
+        feedback.record_access(team=team, memory_ids=[active[0].id])
