@@ -13,7 +13,7 @@
 - hook receivers: a confirmation resolves the entry's open due and anchor nudges; an
   archive resolves the entry's open nudges; a team shutdown deletes its nudges.
 
-Locking: a resolution locks the nudge row, then (through memories.services) the key of
+Locking: a resolution locks the nudge row, then (through memories.writes) the key of
 the entry it confirms, always in that order.
 """
 
@@ -35,7 +35,7 @@ from django.utils import timezone
 from core.errors import Conflict, InvalidInput, NotFound
 from freshness import contradictions
 from freshness.models import Nudge, NudgeAction, NudgeKind, NudgeState
-from memories import services as memory_services
+from memories import writes
 from memories.exceptions import MemoryNotFound, StaleVersion
 from memories.freshness import FreshnessWindows, due_condition
 from memories.models import Memory
@@ -340,7 +340,7 @@ def _confirm(team: Team, nudge: Nudge, actor: str) -> None:
             field="action",
         )
     for memory in sorted(entries, key=lambda m: m.key):  # one order of key locks
-        memory_services.confirm_memory(
+        writes.confirm_memory(
             team=team, key=memory.key, confirmed_by=actor, note=f"confirmed from a {nudge.kind} nudge"
         )
     if nudge.kind == NudgeKind.CONTRADICTION:
@@ -349,9 +349,7 @@ def _confirm(team: Team, nudge: Nudge, actor: str) -> None:
 
 def _dismiss(team: Team, nudge: Nudge, actor: str) -> None:
     if nudge.kind == NudgeKind.ANCHOR_BROKEN:
-        memory_services.set_freshness_flag(
-            team=team, memory_ids=[nudge.memory_id], flag="anchor_broken_at", on=False
-        )
+        writes.set_freshness_flag(team=team, memory_ids=[nudge.memory_id], flag="anchor_broken_at", on=False)
     elif nudge.kind == NudgeKind.CONTRADICTION:
         _lower_contradiction_flags(team, nudge)
 
@@ -370,9 +368,7 @@ def _lower_contradiction_flags(team: Team, nudge: Nudge) -> None:
             )
         )
         if not others.exists():
-            memory_services.set_freshness_flag(
-                team=team, memory_ids=[memory.id], flag="contradicted_at", on=False
-            )
+            writes.set_freshness_flag(team=team, memory_ids=[memory.id], flag="contradicted_at", on=False)
 
 
 def _supersede(team: Team, nudge: Nudge, actor: str) -> None:
@@ -384,7 +380,7 @@ def _supersede(team: Team, nudge: Nudge, actor: str) -> None:
         raise ActionNotApplicable("this nudge links one entry", field="action")
     _require_active(team, [newer, older])
     archived = _archive_version(team, older, actor=actor)
-    memory_services.confirm_memory(
+    writes.confirm_memory(
         team=team, key=newer.key, confirmed_by=actor, note=f"kept over '{older.key}' (contradiction)"
     )
     nudge.details = {
@@ -425,9 +421,7 @@ def _require_active(team: Team, entries: list[Memory]) -> None:
 def _archive_version(team: Team, memory: Memory, *, actor: str) -> Memory:
     """Archive exactly this version (the key's lock checks it is still the active one)."""
     try:
-        return memory_services.archive_memory(
-            team=team, key=memory.key, archived_by=actor, expected_version=memory.id
-        )
+        return writes.archive_memory(team=team, key=memory.key, archived_by=actor, expected_version=memory.id)
     except (StaleVersion, MemoryNotFound):
         raise ActionNotApplicable(
             f"'{memory.key}' changed since this nudge was made: dismiss it", field="action"
@@ -562,7 +556,7 @@ def _open_contradiction(
             )
     except IntegrityError:
         return False
-    memory_services.set_freshness_flag(team=team, memory_ids=[older.id], flag="contradicted_at", on=True)
+    writes.set_freshness_flag(team=team, memory_ids=[older.id], flag="contradicted_at", on=True)
     return True
 
 
@@ -601,9 +595,7 @@ def close_nudges_of_archived(*, team: Team, memory_id: uuid.UUID, archived_by: s
             Q(memory_id=partner) | Q(other_memory_id=partner)
         )
         if not still.exists():
-            memory_services.set_freshness_flag(
-                team=team, memory_ids=[partner], flag="contradicted_at", on=False
-            )
+            writes.set_freshness_flag(team=team, memory_ids=[partner], flag="contradicted_at", on=False)
 
 
 # --------------------------------------------------------------------------- prune

@@ -24,8 +24,7 @@ from core.api_errors import (
 )
 from core.errors import InvalidInput
 from core.pagination import KeysetPagination
-from memories import batch as batch_saves
-from memories import feedback, selectors, services
+from memories import feedback, selectors, writes
 from memories.extraction import parse_filter_param
 from memories.models import Memory
 from memories.serializers import (
@@ -281,7 +280,7 @@ class MemoryViewSet(TeamScopedViewSet):
         payload = MemoryCreateInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         data = payload.validated_data
-        result = services.save_memory(
+        result = writes.save_memory(
             team=self.get_team(),
             key=data["key"],
             content=data["content"],
@@ -289,9 +288,9 @@ class MemoryViewSet(TeamScopedViewSet):
             supersede_reason=data.get("supersede_reason"),
             project=data.get("project"),
             metadata=data.get("metadata"),
-            skill_trigger=data.get("skill_trigger", services.UNSET),
+            skill_trigger=data.get("skill_trigger", writes.UNSET),
             allow_duplicate=data["allow_duplicate"],
-            anchor=data.get("anchor", services.UNSET),
+            anchor=data.get("anchor", writes.UNSET),
             updated_by=agent_actor(request),
             expected_version=_expected_version(request, data.get("expected_version")),
         )
@@ -367,7 +366,7 @@ class MemoryViewSet(TeamScopedViewSet):
 
     def destroy(self, request: Request, team: str, key: str) -> Response:
         check_key(key)
-        services.delete_memory(team=self.get_team(), key=key, deleted_by=agent_actor(request))
+        writes.delete_memory(team=self.get_team(), key=key, deleted_by=agent_actor(request))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @action(detail=True, methods=["get"])
@@ -404,7 +403,7 @@ class MemoryViewSet(TeamScopedViewSet):
         check_key(key)
         payload = UnsupersedeInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        memory = services.unsupersede_memory(
+        memory = writes.unsupersede_memory(
             team=self.get_team(),
             key=key,
             reason=payload.validated_data["reason"],
@@ -417,7 +416,7 @@ class MemoryViewSet(TeamScopedViewSet):
         check_key(key)
         payload = ConfirmInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        result = services.confirm_memory(
+        result = writes.confirm_memory(
             team=self.get_team(),
             key=key,
             confirmed_by=agent_actor(request),
@@ -430,7 +429,7 @@ class MemoryViewSet(TeamScopedViewSet):
         check_key(key)
         payload = ArchiveInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        memory = services.archive_memory(
+        memory = writes.archive_memory(
             team=self.get_team(),
             key=key,
             archived_by=agent_actor(request),
@@ -441,7 +440,7 @@ class MemoryViewSet(TeamScopedViewSet):
     @action(detail=True, methods=["post"])
     def restore(self, request: Request, team: str, key: str) -> Response:
         check_key(key)
-        memory = services.restore_archived(team=self.get_team(), key=key, restored_by=agent_actor(request))
+        memory = writes.restore_archived(team=self.get_team(), key=key, restored_by=agent_actor(request))
         return Response(self._detail(memory))
 
     @action(detail=True, methods=["post"])
@@ -530,7 +529,7 @@ def batch_payload(
     by default an entry named in an error as MemoryOutputSerializer does). The MCP tool
     memory_save_batch shares it, with its own serializer and key."""
     view = view or _MemoryErrorExtras()
-    entries: list[batch_saves.BatchEntry] = []
+    entries: list[writes.BatchEntry] = []
     results: dict[int, dict[str, Any]] = {}
     for index, raw in enumerate(raw_entries):
         entry = entry_serializer(data=raw)
@@ -540,7 +539,7 @@ def batch_payload(
             continue
         data = entry.validated_data
         entries.append(
-            batch_saves.BatchEntry(
+            writes.BatchEntry(
                 index=index,
                 key=key_of(data),
                 content=data["content"],
@@ -548,18 +547,18 @@ def batch_payload(
                 supersede_reason=data.get("supersede_reason"),
                 project=data.get("project"),
                 metadata=data.get("metadata"),
-                skill_trigger=data.get("skill_trigger", services.UNSET),
+                skill_trigger=data.get("skill_trigger", writes.UNSET),
                 allow_duplicate=data["allow_duplicate"],
                 expected_version=data.get("expected_version"),
-                anchor=data.get("anchor", services.UNSET),
+                anchor=data.get("anchor", writes.UNSET),
             )
         )
-    for outcome in batch_saves.save_batch(team=team, entries=entries, updated_by=updated_by):
+    for outcome in writes.save_batch(team=team, entries=entries, updated_by=updated_by):
         refusal = None if outcome.error is None else domain_error_body(outcome.error, view)
         results[outcome.index] = batch_result_payload(outcome, refusal)
     ordered = [results[index] for index in sorted(results)]
     counts = Counter(result["status"] for result in ordered)
-    return {"results": ordered, "counts": {name: counts[name] for name in batch_saves.STATUSES}}
+    return {"results": ordered, "counts": {name: counts[name] for name in writes.STATUSES}}
 
 
 class _MemoryErrorExtras:

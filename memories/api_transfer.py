@@ -3,7 +3,7 @@
 The export is streamed (teams.streaming): read through server-side cursors in a
 transaction of its own bound to the team, redacted of the vault's secrets line by line.
 The import reads a body of at most MAX_REQUEST_BODY_BYTES and applies it through the
-write services (memories.importing)."""
+write pipeline (memories.writes.importing)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from rest_framework.response import Response
 
 from core.api_errors import BODY_ERRORS, TEAM_SCOPED_ERRORS, ErrorSerializer, RequestTooLarge, error_responses
 from core.errors import InvalidInput
-from memories import exporting, importing
+from memories import exporting, writes
 from teams.authentication import agent_actor
 from teams.models import AuditEvent
 from teams.services import record_event
@@ -191,7 +191,7 @@ class ImportViewSet(TeamScopedViewSet):
         raw = request.data.get("body") if isinstance(request.data, dict) else None
         if not isinstance(raw, bytes) or not raw.strip():
             raise InvalidInput("send the export file as the body", field="body")
-        report = importing.import_export(
+        report = writes.import_export(
             team=self.get_team(),
             raw=raw,
             actor=agent_actor(request),

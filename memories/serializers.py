@@ -19,7 +19,6 @@ from core.api_errors import ErrorSerializer
 from memories.anchors import ANCHOR_TYPES, MAX_ANCHOR_VALUE_CHARS, MAX_EXPECT_CHARS
 from memories.freshness import Freshness, FreshnessWindows, freshness_of
 from memories.models import MAX_CONTENT_BYTES, MAX_NOTE_LENGTH, Annotation, Memory, MemoryState, SupersedeKind
-from memories.services import MAX_REASON_LENGTH, SaveResult
 from memories.skills import (
     MAX_KEYWORD_CHARS,
     MAX_KEYWORDS,
@@ -28,6 +27,7 @@ from memories.skills import (
     SKILL_NAME_PATTERN,
 )
 from memories.types import ACCEPTED_TYPE_NAMES, MemoryType, resolve_type
+from memories.writes import MAX_REASON_LENGTH, SaveResult
 from teams.serializers import StrictBooleanField, StrictCharField, StrictInputSerializer, StrictRegexField
 from teams.validators import KEY_PATTERN
 

@@ -54,11 +54,10 @@ from freshness.api_drafts import (
     DraftPagination,
 )
 from freshness.models import NudgeAction, NudgeKind
-from memories import feedback, learnings, selectors, services, skills
+from memories import feedback, learnings, selectors, skills, writes
 from memories.anchors import ANCHOR_TYPES, MAX_ANCHOR_VALUE_CHARS, MAX_EXPECT_CHARS
 from memories.api import HistoryPagination, MemoryPagination, batch_payload
 from memories.api_learnings import LearningInputSerializer
-from memories.batch import MAX_BATCH_ENTRIES
 from memories.exceptions import MemoryNotFound
 from memories.extraction import parse_filter_param
 from memories.keys import derive_key
@@ -79,8 +78,8 @@ from memories.serializers import (
     duplicate_payload,
     saved_payload,
 )
-from memories.services import MAX_REASON_LENGTH
 from memories.types import ACCEPTED_TYPE_NAMES
+from memories.writes import MAX_BATCH_ENTRIES, MAX_REASON_LENGTH
 from search import querying
 from search.api import SearchInputSerializer, SearchOutputSerializer
 from search.selectors import MAX_QUERY_CHARS, MAX_RESULTS
@@ -231,7 +230,7 @@ class SaveArguments(MemoryCreateInputSerializer):
 def memory_save(call: ToolCall) -> dict[str, Any]:
     data = validated(SaveArguments, call.arguments)
     key = data.get("key") or derived_key(call.team, data["content"])
-    result = services.save_memory(
+    result = writes.save_memory(
         team=call.team,
         key=key,
         content=data["content"],
@@ -239,11 +238,11 @@ def memory_save(call: ToolCall) -> dict[str, Any]:
         supersede_reason=data.get("supersede_reason"),
         project=data.get("project"),
         metadata=data.get("metadata"),
-        skill_trigger=data.get("skill_trigger", services.UNSET),
+        skill_trigger=data.get("skill_trigger", writes.UNSET),
         allow_duplicate=data["allow_duplicate"],
         updated_by=call.actor,
         expected_version=data.get("expected_version"),
-        anchor=data.get("anchor", services.UNSET),
+        anchor=data.get("anchor", writes.UNSET),
     )
     if not result.saved:
         return dict(duplicate_payload(result))
@@ -662,7 +661,7 @@ HISTORY = Tool(
 
 def memory_delete(call: ToolCall) -> dict[str, Any]:
     key = validated(KeyArgument, call.arguments)["key"]
-    memory = services.delete_memory(team=call.team, key=key, deleted_by=call.actor)
+    memory = writes.delete_memory(team=call.team, key=key, deleted_by=call.actor)
     return {"deleted": True, "key": key, "id": str(memory.id)}
 
 
@@ -689,7 +688,7 @@ class UnsupersedeArguments(KeyArgument, UnsupersedeInputSerializer):
 
 def memory_unsupersede(call: ToolCall) -> dict[str, Any]:
     data = validated(UnsupersedeArguments, call.arguments)
-    memory = services.unsupersede_memory(
+    memory = writes.unsupersede_memory(
         team=call.team, key=data["key"], reason=data["reason"], updated_by=call.actor
     )
     replaced = [] if memory.is_active else [memory.id]
@@ -1123,7 +1122,7 @@ class ConfirmArguments(KeyArgument, ConfirmInputSerializer):
 
 def memory_confirm(call: ToolCall) -> dict[str, Any]:
     data = validated(ConfirmArguments, call.arguments)
-    result = services.confirm_memory(
+    result = writes.confirm_memory(
         team=call.team, key=data["key"], confirmed_by=call.actor, note=data.get("note")
     )
     return memory_detail(call.team, result.memory)

@@ -27,7 +27,7 @@ from django_celery_beat.models import PeriodicTask
 
 from agents.models import AgentSession
 from freshness.models import AnchorCheck, JobRun, Nudge, NudgeKind
-from memories import services as memory_services
+from memories import writes
 from memories.models import Memory
 from memoryhub.celery import app as celery_app
 from teams.models import Team
@@ -49,7 +49,7 @@ def entry(
     team: Team, key: str, *, anchor: dict[str, Any] | None = None, type_name: str = "decision"
 ) -> uuid.UUID:
     with team_scope(team.id):
-        saved = memory_services.save_memory(
+        saved = writes.save_memory(
             team=team,
             key=key,
             content=f"{team.slug}: {key}.",

@@ -201,6 +201,19 @@ def test_a_json_lines_export_imported_into_an_empty_team_reproduces_every_field_
     assert response.json()["errors"] == []
     source, copy = versions_by_key(team), versions_by_key(empty_team_admin.team)
     assert {key: len(rows) for key, rows in copy.items()} == {key: len(rows) for key, rows in source.items()}
+    places = place_of(source)
+    across_keys = {
+        (places(row.id), link, places(getattr(row, f"{link}_id")))
+        for rows in source.values()
+        for row in rows
+        for link in ("supersedes", "restored_from")
+        if getattr(row, f"{link}_id")
+        and not str(places(getattr(row, f"{link}_id"))).startswith(row.key + "#")
+    }
+    assert across_keys == {
+        ("cache-policy#1", "supersedes", "reborn#2"),
+        ("reborn#3", "supersedes", "cache-policy#1"),
+    }
     compared = CARRIED | WITH_PROVENANCE | LINKS | RELATED
     problems = []
     for key, rows in source.items():
