@@ -32,7 +32,7 @@ from memoryhub_client.section import BEGIN, END
 
 JSON_LINES = "application/jsonl"
 EXPORT_FORMAT = "memoryhub-export"  # memories.exporting (the client imports no server code)
-EXPORT_VERSION = 1
+EXPORT_VERSION = 2
 PASSPHRASE_HEADER = "X-MemoryHub-Vault-Passphrase"  # noqa: S105 (a header name)
 # An import is applied before the server answers; a big file takes a while.
 IMPORT_TIMEOUT_SECONDS = 600.0
@@ -40,6 +40,25 @@ IMPORT_TIMEOUT_SECONDS = 600.0
 DEFAULT_BATCH_BYTES = 900 * 1024
 MAX_KEY_CHARS = 200
 MARKDOWN_SUFFIXES = (".md", ".markdown")
+# What export-markdown writes of each entry, in a marker line `import-markdown` reads back.
+ENTRY_BEGIN = "<!-- memoryhub:entry "
+ENTRY_MARKER_END = " -->"
+ENTRY_END = "<!-- memoryhub:entry-end -->"
+ENTRY_FIELDS = (
+    "key",
+    "type",
+    "project",
+    "metadata",
+    "skill_trigger",
+    "anchor",
+    "updated_by",
+    "created_at",
+    "last_confirmed_at",
+    "upvotes",
+    "downvotes",
+    "access_count",
+    "last_accessed_at",
+)
 # The closing hashes are stripped in Python: a lazy title before `[ \t#]*$` rescans a
 # long run of " #" from every position.
 _heading = re.compile(r"^(#{1,6})[ \t]+(\S.*)$")
@@ -317,14 +336,16 @@ class ImportBatch:
 
 def import_batches(raw: bytes, batch_bytes: int = 0) -> list[ImportBatch]:
     """The file cut into bodies of at most `batch_bytes` (a server takes 1 MiB by
-    default), each led by the file's header. A key's versions and their notes always go
-    together, and the vault with the first batch; a key bigger than a batch goes alone
+    default), each led by the file's header. A key's versions, notes and confirmations
+    always go together, with the keys whose versions name each other's (a longer
+    duplicate saved under another key, an unsupersede that gave another key its entry
+    back), and the vault with the first batch; a group bigger than a batch goes alone
     (and the server reports it too large). Lines that do not parse go with the first
     batch, so the server reports them with their number."""
     batch_bytes = batch_bytes or DEFAULT_BATCH_BYTES
     lines = raw.split(b"\n")
     header = lines[0]
-    groups: dict[str, list[tuple[int, bytes]]] = {"": []}  # "" : the first batch's
+    parsed: list[tuple[int, bytes, dict[str, Any] | None]] = []
     key_of_id: dict[str, str] = {}
     for number, line in enumerate(lines[1:], start=2):
         if not line.strip():
@@ -333,16 +354,29 @@ def import_batches(raw: bytes, batch_bytes: int = 0) -> list[ImportBatch]:
             record = json.loads(line)
         except ValueError:
             record = None
-        kind = record.get("record") if isinstance(record, dict) else None
-        if kind == "end":
+        record = record if isinstance(record, dict) else None
+        if record is not None and record.get("record") == "end":
             continue
-        group = ""
-        if kind == "memory" and isinstance(record.get("key"), str):
-            group = "key:" + record["key"]
-            if isinstance(record.get("id"), str):
-                key_of_id[record["id"]] = group
-        elif kind == "annotation":
-            group = key_of_id.get(str(record.get("memory")), "")
+        parsed.append((number, line, record))
+        if record is not None and record.get("record") == "memory":
+            key, memory_id = record.get("key"), record.get("id")
+            if isinstance(key, str) and isinstance(memory_id, str):
+                key_of_id[memory_id] = key
+    together = _KeyGroups()
+    for _, _, record in parsed:
+        if record is not None and record.get("record") == "memory" and isinstance(record.get("key"), str):
+            for link in ("supersedes", "restored_from"):
+                other = key_of_id.get(str(record.get(link)))
+                if other is not None:
+                    together.join(record["key"], other)
+    groups: dict[str, list[tuple[int, bytes]]] = {"": []}  # "" : the first batch's
+    for number, line, record in parsed:
+        key = None
+        if record is not None and record.get("record") == "memory" and isinstance(record.get("key"), str):
+            key = record["key"]
+        elif record is not None and record.get("record") in ("annotation", "confirmation"):
+            key = key_of_id.get(str(record.get("memory")))
+        group = "" if key is None else "key:" + together.root(key)
         groups.setdefault(group, []).append((number, line))
     batches: list[ImportBatch] = []
     body: list[bytes] = [header]
@@ -361,6 +395,25 @@ def import_batches(raw: bytes, batch_bytes: int = 0) -> list[ImportBatch]:
     return batches
 
 
+class _KeyGroups:
+    """Keys that must travel together (union-find)."""
+
+    def __init__(self) -> None:
+        self.parent: dict[str, str] = {}
+
+    def root(self, key: str) -> str:
+        self.parent.setdefault(key, key)
+        while self.parent[key] != key:
+            self.parent[key] = self.parent[self.parent[key]]
+            key = self.parent[key]
+        return key
+
+    def join(self, one: str, other: str) -> None:
+        first, second = self.root(one), self.root(other)
+        if first != second:
+            self.parent[second] = first
+
+
 # ----- markdown in -----
 
 
@@ -368,7 +421,8 @@ def run_import_markdown(arguments: argparse.Namespace) -> int:
     records: list[dict[str, Any]] = []
     for path in _markdown_files([Path(p) for p in arguments.paths]):
         try:
-            text = path.read_text(encoding="utf-8")
+            # Read as it is (no newline translation): an exported entry's text is kept exactly.
+            text = path.read_bytes().decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"cannot read {path}: {exc}") from None
         records += markdown_records(
@@ -405,9 +459,62 @@ def _source_name(path: Path, given: list[str]) -> str:
 
 
 def markdown_records(source: str, text: str, *, project: str) -> list[dict[str, Any]]:
-    """One memory record per heading section with text (the text before the first
+    """The memory records of a markdown file: each entry `export-markdown` wrote (its
+    marker says what the entry is, its key included; its text is kept byte for byte),
+    then one record per heading section with text of the rest (the text before the first
     heading counts as the file's own section). MemoryHub's injected section is left out:
     re-importing it would save the team's memory as new memories."""
+    entries, rest = _exported_entries(text)
+    return entries + _section_records(source, "\n".join(rest), project=project)
+
+
+def _exported_entries(text: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """The entries of an exported file, and the lines that are not part of one. An entry
+    is its marker line, its text's lines and the end line; a marker inside a code fence
+    of the other lines is text."""
+    lines = text.split("\n")
+    entries: list[dict[str, Any]] = []
+    rest: list[str] = []
+    in_fence = False
+    index = 0
+    while index < len(lines):
+        entry = None if in_fence else _entry_at(lines, index)
+        if entry is None:
+            if _fence.match(lines[index]):
+                in_fence = not in_fence
+            rest.append(lines[index])
+            index += 1
+            continue
+        record, index = entry
+        entries.append(record)
+    return entries, rest
+
+
+def _entry_at(lines: list[str], index: int) -> tuple[dict[str, Any], int] | None:
+    """The entry whose marker is lines[index], and the index after its end line; None
+    when that line is no marker (or one whose entry does not end)."""
+    line = lines[index]
+    if not (line.startswith(ENTRY_BEGIN) and line.endswith(ENTRY_MARKER_END)):
+        return None
+    try:
+        said = json.loads(line[len(ENTRY_BEGIN) : -len(ENTRY_MARKER_END)])
+    except ValueError:
+        return None
+    if not isinstance(said, dict) or not isinstance(said.get("key"), str):
+        return None
+    start = index + 1
+    end = start + said["lines"] if isinstance(said.get("lines"), int) and said["lines"] >= 0 else -1
+    if not 0 <= end < len(lines) or lines[end] != ENTRY_END:
+        # Edited by hand since: the text runs to the end line.
+        end = next((i for i in range(start, len(lines)) if lines[i] == ENTRY_END), -1)
+        if end < 0:
+            return None
+    record = {name: said[name] for name in ENTRY_FIELDS if name in said}
+    return {"record": "memory", **record, "content": "\n".join(lines[start:end])}, end + 1
+
+
+def _section_records(source: str, text: str, *, project: str) -> list[dict[str, Any]]:
+    """One memory record per heading section with text."""
     records: list[dict[str, Any]] = []
     path: list[str] = []
     body: list[str] = []
@@ -504,17 +611,31 @@ def run_export_markdown(arguments: argparse.Namespace) -> int:
     directory = Path(arguments.directory)
     directory.mkdir(parents=True, exist_ok=True)
     for type_name, memories in sorted(by_type.items()):
-        (directory / f"{type_name}.md").write_text(render_type_file(type_name, memories), encoding="utf-8")
+        # newline="": the text is written as it is (an entry's text may hold "\r").
+        (directory / f"{type_name}.md").write_text(
+            render_type_file(type_name, memories), encoding="utf-8", newline=""
+        )
     print(f"wrote {sum(map(len, by_type.values()))} memories to {directory}/ ({len(by_type)} files)")
     return 0
 
 
 def render_type_file(type_name: str, memories: list[dict[str, Any]]) -> str:
+    """The type's active entries, sorted by key: each under a heading of its key, with a
+    marker line saying what the entry is (hidden when the markdown is rendered) and its
+    text as it is, so that `import-markdown` reads the entry back under its own key."""
     lines = [f"# {type_name.capitalize()}", ""]
     for memory in sorted(memories, key=lambda m: str(m.get("key"))):
-        lines.append(f"## {memory.get('key')}")
-        lines.append("")
-        if memory.get("project"):
-            lines += [f"_project: {memory['project']}_", ""]
-        lines += [str(memory.get("content", "")).rstrip(), ""]
+        text = str(memory.get("content", "")).split("\n")
+        said = {name: memory[name] for name in ENTRY_FIELDS if name in memory}
+        said["lines"] = len(text)
+        # "-->" can only be inside a JSON string, where \u003e reads back as ">".
+        marker = json.dumps(said, ensure_ascii=False, sort_keys=True).replace("-->", "--\\u003e")
+        lines += [
+            f"## {memory.get('key')}",
+            "",
+            f"{ENTRY_BEGIN}{marker}{ENTRY_MARKER_END}",
+            *text,
+            ENTRY_END,
+            "",
+        ]
     return "\n".join(lines)

@@ -44,7 +44,13 @@ def test_export_markdown_file_is_sorted_by_key() -> None:
         [{"key": "b", "content": "B.", "project": ""}, {"key": "a", "content": "A.", "project": "web"}],
     )
 
-    assert rendered == "# Lesson\n\n## a\n\n_project: web_\n\nA.\n\n## b\n\nB.\n"
+    assert rendered == (
+        "# Lesson\n\n"
+        '## a\n\n<!-- memoryhub:entry {"key": "a", "lines": 1, "project": "web"} -->\nA.\n'
+        "<!-- memoryhub:entry-end -->\n\n"
+        '## b\n\n<!-- memoryhub:entry {"key": "b", "lines": 1, "project": ""} -->\nB.\n'
+        "<!-- memoryhub:entry-end -->\n"
+    )
 
 
 def test_closing_hashes_are_stripped_and_adversarial_headings_complete() -> None:
