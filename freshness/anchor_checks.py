@@ -1,6 +1,6 @@
 """Anchored verification (issue 12): checking anchors, recording checks, flagging.
 
-- `check_anchors`: the beat job. Every team in its own scope (services._sweep_teams,
+- `check_anchors`: the beat job. Every team in its own scope (freshness.sweeps.sweep_teams,
   with the resume cursor) yields its active entries with a `url` or `api` anchor not
   checked for MEMORYHUB_ANCHOR_CHECK_INTERVAL_SECONDS, never-checked first, at most
   MEMORYHUB_ANCHOR_CHECK_BATCH per run across teams. The fetches run outside any
@@ -45,7 +45,7 @@ from django.utils import timezone
 
 from freshness.anchor_http import CheckResult, FetchPolicy, check_anchor_url, guarded_client
 from freshness.models import AnchorCheck, AnchorCheckSource, Nudge, NudgeAction, NudgeKind, NudgeState
-from freshness.services import TeamSweep, _sweep_teams
+from freshness.sweeps import TeamSweep, sweep_teams
 from memories import writes
 from memories.anchor_urls import host_and_port, vetted_anchor_url
 from memories.anchors import InvalidAnchor, normalise_anchor
@@ -140,7 +140,7 @@ def check_anchors(
         run.skipped += skipped
         return len(found), 0
 
-    _sweep_teams(
+    sweep_teams(
         run,
         job="anchors",
         budget=settings.MEMORYHUB_ANCHOR_CHECK_BATCH if limit is None else limit,

@@ -591,7 +591,7 @@ class MemoryBatchOutputSerializer(serializers.Serializer):
 
 
 def batch_result_payload(outcome: Any, error_body: dict[str, Any] | None) -> dict[str, Any]:
-    """One entry's outcome (memories.batch.BatchOutcome) as MemoryBatchResultSerializer
+    """One entry's outcome (memories.writes.BatchOutcome) as MemoryBatchResultSerializer
     shows it; `error_body` is its error in the one error shape."""
     body: dict[str, Any] = {"index": outcome.index, "key": outcome.key, "status": outcome.status}
     result: SaveResult | None = outcome.result

@@ -81,7 +81,10 @@ def test_keys_whose_versions_name_each_other_travel_in_one_batch() -> None:
 
     assert len(batches) > 2
     holding = [
-        {json.loads(line).get("key") or json.loads(line)["memory"] for line in b.body.decode().splitlines()[1:]}
+        {
+            json.loads(line).get("key") or json.loads(line)["memory"]
+            for line in b.body.decode().splitlines()[1:]
+        }
         for b in batches
     ]
     [together] = [keys for keys in holding if "cache-policy" in keys]

@@ -18,10 +18,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from dashboard import selectors
-from freshness.models import Draft, JobRun, Nudge, NudgeKind, NudgeState
+from freshness.models import Draft, Nudge, NudgeKind, NudgeState
 from memories import writes
 from memories.models import Confirmation, Memory
-from teams.models import Team
+from teams.models import JobRun, Team
 from teams.scope import team_scope
 from tests.conftest import operator_view
 from tests.dashboard.conftest import BravoData, Cast, client_for, save

@@ -19,9 +19,9 @@ from django.db import connection
 from django.test import override_settings
 
 from freshness import tasks as freshness_tasks
-from freshness.models import AnchorCheck, JobRun
+from freshness.models import AnchorCheck
 from memories import writes
-from teams.models import Team
+from teams.models import JobRun, Team
 from teams.scope import team_scope
 from tests.conftest import make_agent, operator_view
 from tests.drill.record import record

@@ -26,10 +26,10 @@ from freshness.anchor_http import (
     guarded_client,
     parse_networks,
 )
-from freshness.models import AnchorCheck, JobRun, Nudge, NudgeKind, NudgeState
+from freshness.models import AnchorCheck, Nudge, NudgeKind, NudgeState
 from memories import writes
 from memories.models import Memory
-from teams.models import Team
+from teams.models import JobRun, Team
 from teams.scope import team_scope
 from tests.conftest import Agent, operator_view
 from tests.freshness.anchor_site import Site

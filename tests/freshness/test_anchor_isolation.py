@@ -15,10 +15,10 @@ from django.db import connection
 from django.test import override_settings
 
 from freshness import anchor_checks, anchor_http, tasks
-from freshness.models import AnchorCheck, JobRun, Nudge, NudgeKind
+from freshness.models import AnchorCheck, Nudge, NudgeKind
 from memories import writes
 from memories.models import Memory
-from teams.models import Team
+from teams.models import JobRun, Team
 from teams.scope import team_scope
 from teams.services import shutdown_team
 from tests.conftest import operator_view

@@ -26,11 +26,11 @@ from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
 from agents.models import AgentSession
-from freshness.models import AnchorCheck, JobRun, Nudge, NudgeKind
+from freshness.models import AnchorCheck, Nudge, NudgeKind
 from memories import writes
 from memories.models import Memory
 from memoryhub.celery import app as celery_app
-from teams.models import Team
+from teams.models import JobRun, Team
 from teams.scope import team_scope
 from tests.conftest import operator_view
 from tests.freshness.anchor_site import Site
