@@ -78,11 +78,13 @@ class ExportViewSet(TeamScopedViewSet):
         summary="Export the team",
         description="The team's whole memory as JSON Lines, streamed: a header "
         f"(`format` `{exporting.EXPORT_FORMAT}`, `version` {exporting.EXPORT_VERSION}), every version "
-        "of every key (oldest first per key, with its supersede chain, deletion, votes, skill and "
-        'learning), every note, and a trailer `{"record": "end", ...}` with the counts: a file '
-        "without it was cut short. The vault is never exported; its secrets are redacted from every "
-        "line. With `with_vault` and a passphrase in the `X-MemoryHub-Vault-Passphrase` header, every vault "
-        'entry follows the notes (`{"record": "vault", ...}`), its value sealed under the passphrase '
+        "of every key with every field it has (oldest first per key: its supersede chain, deletion "
+        "or archive, times, votes, reads, anchor, skill and learning), every note, every "
+        'confirmation, and a trailer `{"record": "end", ...}` with the counts: a file '
+        "without it was cut short. Imported into an empty team, it reproduces the team. The vault is "
+        "never exported; its secrets are redacted from every line. With `with_vault` and a passphrase "
+        "in the `X-MemoryHub-Vault-Passphrase` header, every vault entry follows the confirmations "
+        '(`{"record": "vault", ...}`), its value sealed under the passphrase '
         "(scrypt and Fernet; the header's `vault` says how to open it). Every export is in the team's "
         "audit trail. Needs the admin scope.",
         parameters=[TEAM_PATH_PARAMETER, ExportQuerySerializer, PASSPHRASE_PARAMETER],

@@ -80,8 +80,6 @@ class _Link:
     row: Memory
     name: str  # "supersedes" or "restored_from"
     target: str  # the file's id
-    reason: str = ""
-    kind: str = ""
 
 
 @dataclass
@@ -243,7 +241,8 @@ class NewKeyWriter:
             anchor=line.anchor,
             secrets=self.secrets,
         )
-        reason = (prepared.reason or IMPORTED_REASON) if linked else ""
+        # The file's reason and kind as it gives them; a supersede it gives none is "imported".
+        reason = prepared.reason or (IMPORTED_REASON if linked else "")
         soft = reason.lower() == SOFT_SUPERSEDE_REASON
         redactions = ScrubResult(text="")
         row = new_row(
@@ -257,11 +256,10 @@ class NewKeyWriter:
         )
         plan.redactions.update(prepared.version.redactions.redactions)
         plan.redactions.update(redactions.redactions)
-        kind = line.supersede_kind or supersede_kind(superseding=linked, soft=soft)
-        if replaced is not None:
-            row.supersede_kind = kind
-        elif elsewhere is not None:
-            plan.links.append(_Link(row, "supersedes", elsewhere, reason=reason, kind=kind))
+        row.supersede_reason = reason
+        row.supersede_kind = line.supersede_kind or supersede_kind(superseding=linked, soft=soft)
+        if elsewhere is not None:
+            plan.links.append(_Link(row, "supersedes", elsewhere))
         if line.restored_from is not None:
             restored = local.get(line.restored_from)
             if restored is not None:
@@ -371,13 +369,9 @@ class NewKeyWriter:
                 if target is None:
                     continue
                 setattr(link.row, f"{link.name}_id", target)
-                if link.name == "supersedes":
-                    link.row.supersede_reason, link.row.supersede_kind = link.reason, link.kind
                 linked.append(link.row)
         if linked:
-            Memory.objects.bulk_update(
-                linked, ["supersedes", "supersede_reason", "supersede_kind", "restored_from"]
-            )
+            Memory.objects.bulk_update(linked, ["supersedes", "restored_from"])
 
 
 def _skill_name(row: Memory | None) -> str | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memoryhub_client.transfer import markdown_records, render_type_file
+from memoryhub_client.markdown import markdown_records, render_type_file
 
 
 def test_each_heading_section_with_text_is_one_record_keyed_by_file_and_heading_path() -> None:
