@@ -24,8 +24,7 @@ from core.api_errors import (
 )
 from core.errors import InvalidInput
 from core.pagination import KeysetPagination
-from memories import batch as batch_saves
-from memories import feedback, selectors, services, use_cases
+from memories import feedback, selectors, use_cases, writes
 from memories.inputs import (
     AnnotationInputSerializer,
     ArchiveInputSerializer,
@@ -348,7 +347,7 @@ class MemoryViewSet(TeamScopedViewSet):
 
     def destroy(self, request: Request, team: str, key: str) -> Response:
         check_key(key)
-        services.delete_memory(team=self.get_team(), key=key, deleted_by=agent_actor(request))
+        writes.delete_memory(team=self.get_team(), key=key, deleted_by=agent_actor(request))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @action(detail=True, methods=["get"])
@@ -381,7 +380,7 @@ class MemoryViewSet(TeamScopedViewSet):
         check_key(key)
         payload = UnsupersedeInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        memory = services.unsupersede_memory(
+        memory = writes.unsupersede_memory(
             team=self.get_team(),
             key=key,
             reason=payload.validated_data["reason"],
@@ -394,7 +393,7 @@ class MemoryViewSet(TeamScopedViewSet):
         check_key(key)
         payload = ConfirmInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        result = services.confirm_memory(
+        result = writes.confirm_memory(
             team=self.get_team(),
             key=key,
             confirmed_by=agent_actor(request),
@@ -407,7 +406,7 @@ class MemoryViewSet(TeamScopedViewSet):
         check_key(key)
         payload = ArchiveInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        memory = services.archive_memory(
+        memory = writes.archive_memory(
             team=self.get_team(),
             key=key,
             archived_by=agent_actor(request),
@@ -418,7 +417,7 @@ class MemoryViewSet(TeamScopedViewSet):
     @action(detail=True, methods=["post"])
     def restore(self, request: Request, team: str, key: str) -> Response:
         check_key(key)
-        memory = services.restore_archived(team=self.get_team(), key=key, restored_by=agent_actor(request))
+        memory = writes.restore_archived(team=self.get_team(), key=key, restored_by=agent_actor(request))
         return Response(detail_payload(team=self.get_team(), memory=memory))
 
     @action(detail=True, methods=["post"])
@@ -485,7 +484,7 @@ def batch_payload(
     being an `error` result of its own) and its answer: one result per entry, in order,
     and the count per status. The MCP tool memory_save_batch shares it, with the
     serializer of its saves (a key may be left out)."""
-    entries: list[batch_saves.BatchEntry] = []
+    entries: list[writes.BatchEntry] = []
     results: dict[int, dict[str, Any]] = {}
     for index, raw in enumerate(raw_entries):
         entry = entry_serializer(data=raw)
@@ -494,12 +493,12 @@ def batch_payload(
             results[index] = {"index": index, "key": _sent_key(raw), "status": "error", "error": error}
             continue
         entries.append(use_cases.batch_entry(team=team, index=index, arguments=entry.to_arguments()))
-    for outcome in batch_saves.save_batch(team=team, entries=entries, updated_by=updated_by):
+    for outcome in writes.save_batch(team=team, entries=entries, updated_by=updated_by):
         refusal = None if outcome.error is None else domain_error_body(outcome.error, _MemoryErrorExtras())
         results[outcome.index] = batch_result_payload(outcome, refusal)
     ordered = [results[index] for index in sorted(results)]
     counts = Counter(result["status"] for result in ordered)
-    return {"results": ordered, "counts": {name: counts[name] for name in batch_saves.STATUSES}}
+    return {"results": ordered, "counts": {name: counts[name] for name in writes.STATUSES}}
 
 
 class _MemoryErrorExtras:

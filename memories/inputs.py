@@ -21,10 +21,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from memories.anchors import ANCHOR_TYPES, MAX_ANCHOR_VALUE_CHARS, MAX_EXPECT_CHARS
-from memories.batch import MAX_BATCH_ENTRIES
 from memories.extraction import parse_filter_param
 from memories.models import MAX_CONTENT_BYTES, MAX_NOTE_LENGTH
-from memories.services import MAX_REASON_LENGTH, UNSET, _Unset
 from memories.skills import (
     MAX_KEYWORD_CHARS,
     MAX_KEYWORDS,
@@ -33,6 +31,7 @@ from memories.skills import (
     SKILL_NAME_PATTERN,
 )
 from memories.types import ACCEPTED_TYPE_NAMES, resolve_type
+from memories.writes import MAX_BATCH_ENTRIES, MAX_REASON_LENGTH, UNSET, Unset
 from teams.serializers import StrictBooleanField, StrictCharField, StrictInputSerializer, StrictRegexField
 from teams.validators import KEY_PATTERN
 
@@ -224,10 +223,10 @@ class SaveArguments:
     supersede_reason: str | None = None
     project: str | None = None
     metadata: dict[str, Any] | None = None
-    skill_trigger: dict[str, Any] | _Unset | None = UNSET
+    skill_trigger: dict[str, Any] | Unset | None = UNSET
     allow_duplicate: bool = False
     expected_version: uuid.UUID | None = None
-    anchor: dict[str, Any] | _Unset | None = UNSET
+    anchor: dict[str, Any] | Unset | None = UNSET
 
     def as_kwargs(self) -> dict[str, Any]:
         return {field.name: getattr(self, field.name) for field in fields(self)}

@@ -17,8 +17,8 @@ from memories.anchors import ANCHOR_TYPES
 from memories.freshness import Freshness, FreshnessWindows, freshness_of
 from memories.inputs import AnchorExpectField
 from memories.models import Annotation, Memory, MemoryState, SupersedeKind
-from memories.services import SaveResult
 from memories.types import MemoryType
+from memories.writes import SaveResult
 from teams.models import Team
 
 
@@ -356,7 +356,7 @@ class MemoryBatchOutputSerializer(serializers.Serializer):
 
 
 def batch_result_payload(outcome: Any, error_body: dict[str, Any] | None) -> dict[str, Any]:
-    """One entry's outcome (memories.batch.BatchOutcome) as MemoryBatchResultSerializer
+    """One entry's outcome (memories.writes.BatchOutcome) as MemoryBatchResultSerializer
     shows it; `error_body` is its error in the one error shape."""
     body: dict[str, Any] = {"index": outcome.index, "key": outcome.key, "status": outcome.status}
     result: SaveResult | None = outcome.result

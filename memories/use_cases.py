@@ -9,8 +9,7 @@ import uuid
 from dataclasses import replace
 from datetime import datetime
 
-from memories import feedback, selectors, services, skills
-from memories.batch import BatchEntry
+from memories import feedback, selectors, skills, writes
 from memories.exceptions import MemoryNotFound
 from memories.inputs import SaveArguments
 from memories.keys import key_for_text
@@ -18,15 +17,15 @@ from memories.models import Memory
 from teams.models import Team
 
 
-def save_entry(*, team: Team, arguments: SaveArguments, updated_by: str) -> services.SaveResult:
-    """One save (memories.services.save_memory), with a key derived from the text when
+def save_entry(*, team: Team, arguments: SaveArguments, updated_by: str) -> writes.SaveResult:
+    """One save (memories.writes.save_memory), with a key derived from the text when
     none is given."""
-    return services.save_memory(team=team, updated_by=updated_by, **_keyed(team, arguments).as_kwargs())
+    return writes.save_memory(team=team, updated_by=updated_by, **_keyed(team, arguments).as_kwargs())
 
 
-def batch_entry(*, team: Team, index: int, arguments: SaveArguments) -> BatchEntry:
-    """One entry of a batch save (memories.batch.save_batch), keyed as save_entry keys it."""
-    return BatchEntry(index=index, **_keyed(team, arguments).as_kwargs())
+def batch_entry(*, team: Team, index: int, arguments: SaveArguments) -> writes.BatchEntry:
+    """One entry of a batch save (memories.writes.save_batch), keyed as save_entry keys it."""
+    return writes.BatchEntry(index=index, **_keyed(team, arguments).as_kwargs())
 
 
 def _keyed(team: Team, arguments: SaveArguments) -> SaveArguments:

@@ -1,5 +1,5 @@
 """The memory browser, the memory detail page and its actions (edit = supersede,
-delete, unsupersede, annotate, rate). Every write goes through memories.services."""
+delete, unsupersede, annotate, rate). Every write goes through memories.writes."""
 
 from __future__ import annotations
 
@@ -26,9 +26,8 @@ from dashboard.forms import (
     UnsupersedeForm,
     parse_version,
 )
-from memories import feedback
+from memories import feedback, writes
 from memories import selectors as memory_selectors
-from memories import services as memory_services
 from memories.exceptions import MemoryNotFound, StaleVersion
 from memories.inputs import save_arguments
 from memories.models import Memory
@@ -200,7 +199,7 @@ def memory_create(request: HttpRequest, access: TeamAccess) -> HttpResponse:
     return render(request, "dashboard/memory_form.html", context, status=status)
 
 
-def _report_save(request: HttpRequest, result: memory_services.SaveResult) -> None:
+def _report_save(request: HttpRequest, result: writes.SaveResult) -> None:
     verb = "superseded" if result.superseded is not None else "saved"
     messages.success(request, f"Memory \u201c{result.memory.key}\u201d {verb}.")
     replaced = result.superseded
@@ -283,7 +282,7 @@ def memory_edit(request: HttpRequest, access: TeamAccess, key: str) -> HttpRespo
 def memory_delete(request: HttpRequest, access: TeamAccess, key: str) -> HttpResponse:
     current = memory_selectors.get_active_memory(team=access.team, key=path_key(key))
     if request.method == "POST":
-        memory_services.delete_memory(team=access.team, key=key, deleted_by=person_actor(request))
+        writes.delete_memory(team=access.team, key=key, deleted_by=person_actor(request))
         messages.success(request, f"Memory \u201c{key}\u201d deleted. Its history is kept.")
         return redirect(_detail_url(access, key))
     return render(request, "dashboard/memory_delete.html", page_context(access, key=key, current=current))
@@ -299,7 +298,7 @@ def memory_unsupersede(request: HttpRequest, access: TeamAccess, key: str) -> Ht
         status = 400
         if form.is_valid():
             try:
-                memory_services.unsupersede_memory(
+                writes.unsupersede_memory(
                     team=access.team,
                     key=key,
                     reason=form.cleaned_data["reason"],

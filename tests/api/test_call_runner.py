@@ -23,7 +23,7 @@ from django.utils import timezone
 from agents import sessions
 from agents.models import AgentSession
 from memories.models import Memory
-from memories.services import save_memory
+from memories.writes import save_memory
 from teams import hooks
 from teams.models import AgentToken, Team
 from teams.scope import team_scope

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from memories.services import archive_memory, save_memory
+from memories.writes import archive_memory, save_memory
 from teams.scope import team_scope
 from tests.conftest import Agent
 from tests.mcp.conftest import call_in_process

@@ -10,9 +10,8 @@ from typing import Any
 from rest_framework import serializers
 
 from agents.mcp.tools.base import KeyArgument, PageArguments, Tool, ToolCall, page_of
-from memories import feedback, selectors, services, use_cases
+from memories import feedback, selectors, use_cases, writes
 from memories.api import HistoryPagination, MemoryPagination, batch_payload
-from memories.batch import MAX_BATCH_ENTRIES
 from memories.inputs import (
     AS_OF_HELP,
     AnnotationInputSerializer,
@@ -34,6 +33,7 @@ from memories.serializers import (
     duplicate_payload,
     saved_payload,
 )
+from memories.writes import MAX_BATCH_ENTRIES
 from teams.serializers import StrictInputSerializer, StrictIntegerField
 
 MAX_LINES = 100_000  # from_line / lines: far past any 64 KiB text
@@ -252,7 +252,7 @@ HISTORY = Tool(
 
 def memory_delete(call: ToolCall, payload: KeyArgument) -> dict[str, Any]:
     key = payload.validated_data["key"]
-    memory = services.delete_memory(team=call.team, key=key, deleted_by=call.actor)
+    memory = writes.delete_memory(team=call.team, key=key, deleted_by=call.actor)
     return {"deleted": True, "key": key, "id": str(memory.id)}
 
 
@@ -279,7 +279,7 @@ class UnsupersedeArguments(KeyArgument, UnsupersedeInputSerializer):
 
 def memory_unsupersede(call: ToolCall, payload: UnsupersedeArguments) -> dict[str, Any]:
     data = payload.validated_data
-    memory = services.unsupersede_memory(
+    memory = writes.unsupersede_memory(
         team=call.team, key=data["key"], reason=data["reason"], updated_by=call.actor
     )
     return detail_payload(team=call.team, memory=memory)
@@ -368,7 +368,7 @@ class ConfirmArguments(KeyArgument, ConfirmInputSerializer):
 
 def memory_confirm(call: ToolCall, payload: ConfirmArguments) -> dict[str, Any]:
     data = payload.validated_data
-    result = services.confirm_memory(
+    result = writes.confirm_memory(
         team=call.team, key=data["key"], confirmed_by=call.actor, note=data.get("note")
     )
     return detail_payload(team=call.team, memory=result.memory)
