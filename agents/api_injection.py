@@ -19,7 +19,7 @@ from agents.injection.relevant import RELEVANT_MAX
 from core.api_errors import TEAM_SCOPED_ERRORS, error_responses
 from memories.types import MemoryType
 from search.selectors import MAX_QUERY_CHARS
-from teams.serializers import StrictInputSerializer
+from teams.serializers import StrictCharField, StrictInputSerializer, StrictIntegerField
 from teams.viewsets import TEAM_PATH_PARAMETER, TeamScopedViewSet
 
 
@@ -32,42 +32,64 @@ class QueryIntegerField(serializers.IntegerField):
         return super().to_internal_value(data)
 
 
-class InjectionQuerySerializer(StrictInputSerializer):
-    """Query parameters. Unknown parameters are rejected, like unknown body fields."""
+MAX_ENTRIES_HELP = "Entry cap (default: the team's); identity entries stay."
+MAX_TOKENS_HELP = "Token budget (default: the team's)."
+
+
+class _InjectionParameters(StrictInputSerializer):
+    """What the block is built for, but the caps (typed as each door sends them)."""
 
     format = serializers.ChoiceField(
         choices=["markdown", "json"],
         default="markdown",
-        help_text="markdown (default): the block in `text`. json: `text` plus every entry in and out, "
-        "with why.",
+        help_text="json: also every entry in and out, with why.",
     )
-    project = serializers.CharField(
+    project = StrictCharField(
         required=False,
         allow_blank=True,
         max_length=injection.MAX_PROJECT_CHARS,
         trim_whitespace=False,
-        help_text="Entries of this project and entries with no project; empty: entries with no "
-        "project only. Left out: every project.",
+        help_text="This project's and team-wide entries; empty: team-wide only.",
     )
-    query = serializers.CharField(
+    query = StrictCharField(
         required=False,
         max_length=MAX_QUERY_CHARS,
-        help_text=f"Adds a 'relevant' section: the top {RELEVANT_MAX} active search results "
-        "(any type) not in the block already, within the token budget.",
+        help_text=f"Adds the top {RELEVANT_MAX} search results for it.",
     )
-    max_entries = QueryIntegerField(
-        required=False,
-        min_value=1,
-        max_value=injection.MAX_ENTRIES_LIMIT,
-        help_text="Entry cap for this call, instead of the team's setting (default 50). "
-        "Identity entries are never dropped.",
+
+    def to_arguments(self) -> dict[str, Any]:
+        """agents.injection.build_injection's arguments (but the team)."""
+        data = self.validated_data
+        return {name: data.get(name) for name in ("project", "query", "max_entries", "max_tokens")}
+
+
+def _max_entries(field: type[serializers.IntegerField]) -> serializers.IntegerField:
+    return field(
+        required=False, min_value=1, max_value=injection.MAX_ENTRIES_LIMIT, help_text=MAX_ENTRIES_HELP
     )
-    max_tokens = QueryIntegerField(
+
+
+def _max_tokens(field: type[serializers.IntegerField]) -> serializers.IntegerField:
+    return field(
         required=False,
         min_value=injection.MIN_TOKENS,
         max_value=injection.MAX_TOKENS,
-        help_text="Token budget for this call, instead of the team's setting (default 2,000).",
+        help_text=MAX_TOKENS_HELP,
     )
+
+
+class InjectionQuerySerializer(_InjectionParameters):
+    """Query parameters. Unknown parameters are rejected, like unknown body fields."""
+
+    max_entries = _max_entries(QueryIntegerField)
+    max_tokens = _max_tokens(QueryIntegerField)
+
+
+class InjectionArgumentsSerializer(_InjectionParameters):
+    """The same parameters as JSON values (MCP's memory_context) rather than query strings."""
+
+    max_entries = _max_entries(StrictIntegerField)
+    max_tokens = _max_tokens(StrictIntegerField)
 
 
 class InjectionEntrySerializer(serializers.Serializer):
@@ -219,15 +241,8 @@ class InjectionViewSet(TeamScopedViewSet):
     def list(self, request: Request, team: str) -> Response:
         params = InjectionQuerySerializer(data=_single_values(request))
         params.is_valid(raise_exception=True)
-        data = params.validated_data
-        result = injection.build_injection(
-            team=self.get_team(),
-            project=data.get("project"),
-            query=data.get("query"),
-            max_entries=data.get("max_entries"),
-            max_tokens=data.get("max_tokens"),
-        )
-        return Response(injection_payload(result, data["format"]))
+        result = injection.build_injection(team=self.get_team(), **params.to_arguments())
+        return Response(injection_payload(result, params.validated_data["format"]))
 
 
 def _single_values(request: Request) -> dict[str, str]:

@@ -8,6 +8,7 @@ TeamScopedViewSet.check_permissions), and it also names the session in `updated_
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from django.db import transaction
 from drf_spectacular.types import OpenApiTypes
@@ -27,7 +28,7 @@ from agents.models import AgentSession
 from core.api_errors import BODY_ERRORS, TEAM_SCOPED_ERRORS, error_responses
 from core.pagination import KeysetPagination
 from teams.authentication import SESSION_ID
-from teams.models import Team
+from teams.models import AgentToken, Team
 from teams.serializers import StrictCharField, StrictInputSerializer, StrictIntegerField
 from teams.viewsets import TEAM_PATH_PARAMETER, TeamScopedViewSet
 
@@ -63,19 +64,33 @@ class AgentSessionBootInputSerializer(StrictInputSerializer):
         required=False,
         allow_blank=True,
         max_length=200,
-        help_text="The project the agent works on; memories use the same name.",
+        help_text="The project worked on (as memories name it).",
     )
-    cwd = StrictCharField(required=False, allow_blank=True, max_length=1024, trim_whitespace=False)
-    pid = StrictIntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_PID)
-    host = StrictCharField(required=False, allow_blank=True, max_length=255)
-    current_task = StrictCharField(required=False, allow_blank=True, max_length=1000)
+    cwd = StrictCharField(
+        required=False,
+        allow_blank=True,
+        max_length=1024,
+        trim_whitespace=False,
+        help_text="The working directory.",
+    )
+    pid = StrictIntegerField(
+        required=False, allow_null=True, min_value=0, max_value=MAX_PID, help_text="The agent's process id."
+    )
+    host = StrictCharField(required=False, allow_blank=True, max_length=255, help_text="The machine.")
+    current_task = StrictCharField(
+        required=False, allow_blank=True, max_length=1000, help_text="What the agent is doing."
+    )
 
 
 class AgentSessionUpdateInputSerializer(StrictInputSerializer):
     """What may change during a session. An empty body is an explicit heartbeat."""
 
-    current_task = StrictCharField(required=False, allow_blank=True, max_length=1000)
-    project = StrictCharField(required=False, allow_blank=True, max_length=200)
+    current_task = StrictCharField(
+        required=False, allow_blank=True, max_length=1000, help_text="What the agent is doing now."
+    )
+    project = StrictCharField(
+        required=False, allow_blank=True, max_length=200, help_text="The project worked on now."
+    )
 
 
 class AgentSessionListQuerySerializer(serializers.Serializer):
@@ -195,17 +210,8 @@ class AgentSessionViewSet(TeamScopedViewSet):
     def create(self, request: Request, team: str) -> Response:
         payload = AgentSessionBootInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        token = self.get_token()
-        booted = sessions.boot_session(
-            team=self.get_team(), token=token, agent=token.name, **payload.validated_data
-        )
-        body = {
-            "session": booted.session,
-            "other_sessions": booted.others,
-            "expired_sessions": booted.expired,
-            "injection": _injection(self.get_team(), booted.session.project),
-        }
-        return Response(AgentSessionBootOutputSerializer(body).data, status=status.HTTP_201_CREATED)
+        body = boot_payload(team=self.get_team(), token=self.get_token(), arguments=payload.validated_data)
+        return Response(body, status=status.HTTP_201_CREATED)
 
     def retrieve(self, request: Request, team: str, id: str) -> Response:
         session = sessions.get_session(team=self.get_team(), session_id=sessions.parse_session_id(id))
@@ -223,6 +229,19 @@ class AgentSessionViewSet(TeamScopedViewSet):
     def destroy(self, request: Request, team: str, id: str) -> Response:
         sessions.end_session(team=self.get_team(), session_id=sessions.parse_session_id(id))
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+def boot_payload(*, team: Team, token: AgentToken, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Boot a session for the token (the boot's fields, validated) and the answer every
+    door gives: the session, the other live ones of its project, and its injection block."""
+    booted = sessions.boot_session(team=team, token=token, agent=token.name, **arguments)
+    body = {
+        "session": booted.session,
+        "other_sessions": booted.others,
+        "expired_sessions": booted.expired,
+        "injection": _injection(team, booted.session.project),
+    }
+    return dict(AgentSessionBootOutputSerializer(body).data)
 
 
 def _injection(team: Team, project: str) -> str | None:

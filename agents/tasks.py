@@ -10,7 +10,7 @@ def expire_sessions() -> dict[str, int]:
     """End every team's sessions whose heartbeat is older than the TTL, each team in its
     own scope (a session boot also sweeps its own team; this catches quiet teams)."""
     from agents import sessions
-    from freshness.jobs import recorded_run
+    from teams.jobs import recorded_run
 
     with recorded_run("agents.expire_sessions") as outcome:
         run = sessions.expire_stale_sessions_everywhere()

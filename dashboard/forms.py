@@ -14,8 +14,8 @@ from django import forms
 
 from core.errors import DomainError
 from memories.models import MAX_NOTE_LENGTH
-from memories.services import MAX_REASON_LENGTH, SOFT_SUPERSEDE_REASON
 from memories.types import MemoryType
+from memories.writes import MAX_REASON_LENGTH, SOFT_SUPERSEDE_REASON
 from search.selectors import MAX_QUERY_CHARS, MAX_RESULTS
 from teams.models import AgentToken, Membership
 from teams.validators import validate_key

@@ -20,7 +20,6 @@ from freshness.models import (
     AnchorCheckSource,
     Draft,
     DraftState,
-    JobRun,
     Nudge,
     NudgeKind,
     NudgeState,
@@ -31,7 +30,7 @@ from memories.freshness import FreshnessWindows, due_condition
 from memories.models import Confirmation, IndexState, Memory, MemoryState
 from memories.selectors import HistoryEvent, history_events, list_memory_versions, recent_history
 from memories.types import MemoryType
-from teams.models import AuditEvent, Membership, Team
+from teams.models import AuditEvent, JobRun, Membership, Team
 from teams.scope import own_memberships_scope
 
 # --- the team picker ---------------------------------------------------------

@@ -1,6 +1,6 @@
 """Anchored verification (issue 12): checking anchors, recording checks, flagging.
 
-- `check_anchors`: the beat job. Every team in its own scope (services._sweep_teams,
+- `check_anchors`: the beat job. Every team in its own scope (freshness.sweeps.sweep_teams,
   with the resume cursor) yields its active entries with a `url` or `api` anchor not
   checked for MEMORYHUB_ANCHOR_CHECK_INTERVAL_SECONDS, never-checked first, at most
   MEMORYHUB_ANCHOR_CHECK_BATCH per run across teams. The fetches run outside any
@@ -18,7 +18,7 @@
 - `record_checks`: what the job and a client's file report (`POST anchors/report/`)
   share: an AnchorCheck row per check (the newest KEEP per entry kept), then the flag
   rule: MEMORYHUB_ANCHOR_FAILURES_TO_FLAG failed checks in a row flag the entry
-  `anchor_broken` (memories.services.set_freshness_flag: an UPDATE, no new version,
+  `anchor_broken` (memories.writes.set_freshness_flag: an UPDATE, no new version,
   updated_at stays) and open one `anchor_broken` nudge (the open-nudge constraint keeps
   it one); an ok check lowers the flag and resolves the open nudge.
 """
@@ -45,8 +45,8 @@ from django.utils import timezone
 
 from freshness.anchor_http import CheckResult, FetchPolicy, check_anchor_url, guarded_client
 from freshness.models import AnchorCheck, AnchorCheckSource, Nudge, NudgeAction, NudgeKind, NudgeState
-from freshness.services import TeamSweep, _sweep_teams
-from memories import services as memory_services
+from freshness.sweeps import TeamSweep, sweep_teams
+from memories import writes
 from memories.anchor_urls import host_and_port, vetted_anchor_url
 from memories.anchors import InvalidAnchor, normalise_anchor
 from memories.models import Memory
@@ -140,7 +140,7 @@ def check_anchors(
         run.skipped += skipped
         return len(found), 0
 
-    _sweep_teams(
+    sweep_teams(
         run,
         job="anchors",
         budget=settings.MEMORYHUB_ANCHOR_CHECK_BATCH if limit is None else limit,
@@ -429,7 +429,7 @@ def _raise_flags(
     entries = list(
         Memory.objects.filter(team=team, id__in=broken, is_active=True).values_list("id", "key", "anchor")
     )
-    flagged = memory_services.set_freshness_flag(
+    flagged = writes.set_freshness_flag(
         team=team, memory_ids=[e[0] for e in entries], flag="anchor_broken_at", on=True
     )
     Nudge.objects.bulk_create(
@@ -466,9 +466,7 @@ def anchor_broken_message(key: str, anchor: dict[str, Any], result: CheckResult,
 
 
 def _lower_flags(team: Team, ok_ids: list[uuid.UUID], *, now: dt.datetime) -> int:
-    lowered = memory_services.set_freshness_flag(
-        team=team, memory_ids=ok_ids, flag="anchor_broken_at", on=False
-    )
+    lowered = writes.set_freshness_flag(team=team, memory_ids=ok_ids, flag="anchor_broken_at", on=False)
     Nudge.objects.filter(
         team=team, kind=NudgeKind.ANCHOR_BROKEN, state=NudgeState.OPEN, memory_id__in=ok_ids
     ).update(

@@ -21,6 +21,7 @@ from freshness import selectors, services
 from freshness.models import Nudge, NudgeAction, NudgeKind, NudgeState
 from memories.models import Memory
 from teams.authentication import agent_actor
+from teams.serializers import StrictInputSerializer
 from teams.viewsets import TEAM_PATH_PARAMETER, TeamScopedViewSet
 
 ID_PATH_PARAMETER = OpenApiParameter(
@@ -40,21 +41,13 @@ class NudgeListQuerySerializer(serializers.Serializer):  # type: ignore[type-arg
     )
 
 
-class NudgeResolveInputSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class NudgeResolveInputSerializer(StrictInputSerializer):
     action = serializers.ChoiceField(
         choices=NudgeAction.choices,
-        help_text="confirm: the entry (both entries of a contradiction) is still true; dismiss: close "
-        "the nudge, changing nothing; archive and supersede: the prune and contradiction flows.",
+        help_text="confirm: still true; compatible: a contradiction's two entries both hold; "
+        "dismiss: change nothing; supersede: archive a contradiction's older entry; archive: a prune "
+        "proposal's entry.",
     )
-
-    def to_internal_value(self, data: Any) -> Any:
-        if isinstance(data, dict):
-            unknown = sorted(set(data) - set(self.fields))
-            if unknown:
-                raise serializers.ValidationError(
-                    {name: ["unknown field"] for name in unknown}, code="unknown_field"
-                )
-        return super().to_internal_value(data)
 
 
 class NudgeEntrySerializer(serializers.Serializer):  # type: ignore[type-arg]

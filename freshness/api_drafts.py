@@ -24,8 +24,8 @@ from core.pagination import KeysetPagination
 from freshness import drafts
 from freshness.api import _version_path
 from freshness.models import Draft, DraftConflict, DraftState
+from memories.inputs import TYPE_HELP, key_field
 from memories.models import MAX_CONTENT_BYTES
-from memories.types import ACCEPTED_TYPE_NAMES
 from teams.authentication import agent_actor
 from teams.serializers import StrictCharField, StrictInputSerializer, StrictRegexField
 from teams.validators import KEY_PATTERN
@@ -56,36 +56,36 @@ class DraftExtractInputSerializer(StrictInputSerializer):
     transcript = StrictCharField(
         max_length=settings.MAX_REQUEST_BODY_BYTES,
         trim_whitespace=False,
-        help_text="A session transcript or notes. Credentials, the team's secrets, e-mail addresses, "
-        "phone numbers and code blocks are removed before any extractor reads it.",
+        help_text="The transcript or notes (credentials, secrets, PII and code are removed first).",
     )
     source_session = StrictCharField(
         required=False,
         allow_blank=True,
         max_length=drafts.MAX_SOURCE_SESSION_CHARS,
-        help_text="Where it came from: the agent session's id or a label.",
+        help_text="Where it came from: the session's id or a label.",
     )
+
+
+INTO_KEY_HELP = "The key of the active entry to merge into."
+DRAFT_CONTENT_HELP = (
+    "accept: the edited text; merge: the merged text (default: the entry's, then the draft's)."
+)
 
 
 class DraftAcceptInputSerializer(StrictInputSerializer):
-    type = StrictCharField(
-        required=False,
-        max_length=32,
-        help_text=f"Store it as this type instead (one of: {', '.join(ACCEPTED_TYPE_NAMES)}).",
-    )
-    key = StrictRegexField(KEY_PATTERN, required=False, max_length=200, help_text="Store it under this key.")
+    type = StrictCharField(required=False, max_length=32, help_text=f"Store it as this type: {TYPE_HELP}.")
+    key = key_field("Store it under this key.", required=False)
     content = StrictCharField(
-        required=False, max_length=MAX_CONTENT_BYTES, trim_whitespace=False, help_text="The edited text."
+        required=False, max_length=MAX_CONTENT_BYTES, trim_whitespace=False, help_text=DRAFT_CONTENT_HELP
     )
 
 
 class DraftMergeInputSerializer(StrictInputSerializer):
-    into_key = StrictRegexField(KEY_PATTERN, max_length=200, help_text="The active entry to merge into.")
+    into_key = StrictRegexField(
+        KEY_PATTERN, max_length=200, help_text="The key of the active entry to merge into."
+    )
     content = StrictCharField(
-        required=False,
-        max_length=MAX_CONTENT_BYTES,
-        trim_whitespace=False,
-        help_text="The merged text; by default the entry's text, a blank line, then the draft's.",
+        required=False, max_length=MAX_CONTENT_BYTES, trim_whitespace=False, help_text=DRAFT_CONTENT_HELP
     )
 
 

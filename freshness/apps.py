@@ -9,7 +9,7 @@ class FreshnessConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from freshness import drafts, jobs, services
+        from freshness import drafts, services
         from memories import hooks as memory_hooks
         from search import hooks as search_hooks
         from teams import hooks as team_hooks
@@ -18,6 +18,5 @@ class FreshnessConfig(AppConfig):
         memory_hooks.memory_archived.register(services.close_nudges_of_archived)
         search_hooks.memory_indexed.register(services.contradictions_after_indexing)
         search_hooks.texts_disagree.register(services.texts_disagree)
-        search_hooks.job_ran.register(jobs.record_finished_run)
         team_hooks.team_shutdown.register(services.delete_team_nudges)
         team_hooks.team_shutdown.register(drafts.delete_team_drafts)

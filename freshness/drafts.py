@@ -12,7 +12,7 @@ the text: search.dedup, exact hash then near vectors) or `contradiction` (an act
 entry near it disagrees: freshness.contradictions.judge_pair), linking that entry.
 
 Review (each on a pending draft only, else DraftNotPending, 409):
-- accept: memories.services.save_memory under the draft's key (or the edited one),
+- accept: memories.writes.save_memory under the draft's key (or the edited one),
   with the draft's provenance under the metadata's `draft`; the contradiction flow
   follows the save as for any save (nudge after indexing);
 - reject: nothing stored;
@@ -38,7 +38,7 @@ from freshness import contradictions
 from freshness.extraction import Candidate, PreparedTranscript, extract_candidates, prepare_transcript
 from freshness.llm_extraction import ChatExtractor, ExtractorUnavailable, extractor_name
 from freshness.models import Draft, DraftConflict, DraftState
-from memories import services as memory_services
+from memories import writes
 from memories.exceptions import MemoryExists, MemoryNotFound, UnknownMemoryType
 from memories.models import Memory
 from memories.types import ACCEPTED_TYPE_NAMES, resolve_type
@@ -290,7 +290,7 @@ def accept_draft(
         new_text = content if content is not None else draft.content
         _check_content(new_text)
         try:
-            result = memory_services.save_memory(
+            result = writes.save_memory(
                 team=team,
                 key=new_key,
                 content=new_text,
@@ -336,7 +336,7 @@ def merge_draft(
         _check_content(merged)
         metadata = dict(existing.metadata or {})
         metadata["draft"] = _provenance(draft, actor)
-        result = memory_services.save_memory(
+        result = writes.save_memory(
             team=team,
             key=into_key,
             content=merged,

@@ -97,25 +97,6 @@ class Nudge(models.Model):
         return f"{self.kind} nudge on {self.memory_id} ({self.state})"
 
 
-class JobRun(models.Model):
-    """One run of a beat job (freshness.jobs.recorded_run): when, whether it finished,
-    and its counts (checked, flagged, errors...), so operators see in the admin what the
-    jobs did. Not team-scoped: a run spans teams and records only counts."""
-
-    job = models.CharField(max_length=100)
-    started_at = models.DateTimeField()
-    finished_at = models.DateTimeField(null=True, blank=True)
-    succeeded = models.BooleanField(null=True, blank=True)
-    outcome = models.JSONField(default=dict, blank=True)
-    error = models.CharField(max_length=500, blank=True, default="")
-
-    class Meta:
-        indexes = [models.Index(fields=["job", "-started_at"], name="jobrun_job_recent")]
-
-    def __str__(self) -> str:
-        return f"{self.job} at {self.started_at:%Y-%m-%d %H:%M:%S}"
-
-
 class AnchorCheckSource(models.TextChoices):
     SERVER = "server"  # the beat job fetched a url or api anchor
     CLIENT = "client"  # a client (`memoryhub verify`, the session-start hook) reported a file anchor

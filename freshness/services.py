@@ -1,4 +1,4 @@
-"""Every write of nudges, and the due job (issue 12).
+"""Every write of nudges, and the due and prune jobs.
 
 - `mark_due_entries`: the beat job that opens a `due` nudge for every active entry
   unconfirmed for longer than its window (memories.freshness), team by team in each
@@ -13,36 +13,37 @@
 - hook receivers: a confirmation resolves the entry's open due and anchor nudges; an
   archive resolves the entry's open nudges; a team shutdown deletes its nudges.
 
-Locking: a resolution locks the nudge row, then (through memories.services) the key of
+The jobs walk the teams, page their candidates and open nudges with freshness.sweeps.
+
+Locking: a resolution locks the nudge row, then (through memories.writes) the key of
 the entry it confirms, always in that order.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import json
 import logging
 import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
-from django.db.models import Q, QuerySet
+from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from core.errors import Conflict, InvalidInput, NotFound
 from freshness import contradictions
 from freshness.models import Nudge, NudgeAction, NudgeKind, NudgeState
-from memories import services as memory_services
+from freshness.sweeps import TeamSweep, new_candidates, nudged_entries, open_nudges, sweep_teams
+from memories import writes
 from memories.exceptions import MemoryNotFound, StaleVersion
 from memories.freshness import FreshnessWindows, due_condition
 from memories.models import Memory
 from search.hooks import IndexedEntry
 from search.selectors import nearest_other_active_entries
 from teams.models import Team
-from teams.scope import team_scope
 
 logger = logging.getLogger(__name__)
 
@@ -68,31 +69,6 @@ class ActionNotApplicable(InvalidInput):
 
 
 @dataclass
-class TeamSweep:
-    """What one run of a job over every team did: `checked` entries found, `opened`
-    nudges opened for them (fewer when a concurrent run opened some first), `errors`
-    teams whose pass failed (logged, retried next run). `resume_after_team` is where
-    the next run starts (0: from the first team)."""
-
-    checked: int = 0
-    opened: int = 0
-    errors: int = 0
-    teams: int = 0
-    resume_after_team: int = 0
-    failed_teams: list[int] = field(default_factory=list)
-    OPENED_NAME: ClassVar[str] = "opened"
-
-    def as_dict(self) -> dict[str, int]:
-        return {
-            "checked": self.checked,
-            self.OPENED_NAME: self.opened,
-            "errors": self.errors,
-            "teams": self.teams,
-            "resume_after_team": self.resume_after_team,
-        }
-
-
-@dataclass
 class DueRun(TeamSweep):
     """The due job's run: its nudges are `flagged` entries."""
 
@@ -103,54 +79,16 @@ class DueRun(TeamSweep):
         return self.opened
 
 
-def _sweep_teams(
-    run: TeamSweep,
-    *,
-    job: str,
-    budget: int,
-    start_after_team: int,
-    visit: Callable[[int, int], tuple[int, int]],
-) -> None:
-    """Call `visit(team_id, budget_left) -> (checked, opened)` for each team, in id order
-    from after `start_after_team`, wrapping around once, each in its own scope (its own
-    transaction: one team's failure is counted and the others go on), until `budget`
-    entries were checked. A run that stops at the budget says in `resume_after_team`
-    which team to go on from, so a team with a large backlog never starves the others."""
-    # The teams table is not team-scoped: listing ids needs no bypass.
-    team_ids = list(Team.objects.order_by("id").values_list("id", flat=True))
-    ordered = [t for t in team_ids if t > start_after_team] + [t for t in team_ids if t <= start_after_team]
-    for team_id in ordered:
-        if run.checked >= budget:
-            run.resume_after_team = _previous_team(ordered, team_id, start_after_team)
-            break
-        run.teams += 1
-        try:
-            with team_scope(team_id):
-                checked, opened = visit(team_id, budget - run.checked)
-        except Exception:
-            logger.exception("freshness %s job: team %s failed", job, team_id)
-            run.errors += 1
-            run.failed_teams.append(team_id)
-            continue
-        run.checked += checked
-        run.opened += opened
-        if run.checked >= budget:
-            # The budget may have cut this team short: the next run starts with it.
-            run.resume_after_team = _previous_team(ordered, team_id, start_after_team)
-            break
-    logger.info("freshness %s job: %s", job, run.as_dict())
-
-
 def mark_due_entries(
     *, now: dt.datetime | None = None, limit: int | None = None, start_after_team: int = 0
 ) -> DueRun:
     """Open a `due` nudge for each active entry past its team's window, at most `limit`
     (MEMORYHUB_FRESHNESS_DUE_BATCH) per run, every team in its own scope from after
-    `start_after_team` (_sweep_teams). Idempotent: entries with an open due nudge are
+    `start_after_team` (freshness.sweeps.sweep_teams). Idempotent: entries with an open due nudge are
     skipped, and the open-nudge constraint holds against a concurrent run."""
     now = now or timezone.now()
     run = DueRun()
-    _sweep_teams(
+    sweep_teams(
         run,
         job="due",
         budget=settings.MEMORYHUB_FRESHNESS_DUE_BATCH if limit is None else limit,
@@ -160,87 +98,21 @@ def mark_due_entries(
     return run
 
 
-def _previous_team(ordered: list[int], team_id: int, start_after_team: int) -> int:
-    """The cursor that makes the next run start at `team_id`."""
-    index = ordered.index(team_id)
-    return ordered[index - 1] if index > 0 else start_after_team
-
-
 def _mark_team_due(team_id: int, *, now: dt.datetime, budget: int) -> tuple[int, int]:
     """Inside the team's scope: the due entries without an open due nudge, the longest
-    unconfirmed first (_new_candidates), at most `budget`; open one nudge each."""
+    unconfirmed first (freshness.sweeps.new_candidates), at most `budget`; open one nudge each."""
     team = Team.objects.get(id=team_id)
     windows = FreshnessWindows.for_team(team)
     due = Memory.objects.for_team(team_id).active().filter(due_condition(windows, now))
 
     def open_due(ids: list[uuid.UUID]) -> set[uuid.UUID]:
-        return _nudged_entries(team_id, NudgeKind.DUE, ids, open_only=True)
+        return nudged_entries(team_id, NudgeKind.DUE, ids, open_only=True)
 
     checked = flagged = 0
-    for page in _new_candidates(due, named=open_due, budget=budget, fields=("key",)):
+    for page in new_candidates(due, named=open_due, budget=budget, fields=("key",), page_size=DUE_PAGE_SIZE):
         checked += len(page)
         flagged += _open_due_nudges(team_id, page, now=now)
     return checked, flagged
-
-
-def _new_candidates(
-    candidates: QuerySet[Memory],
-    *,
-    named: Callable[[list[uuid.UUID]], set[uuid.UUID]],
-    budget: int,
-    fields: tuple[str, ...],
-) -> Iterator[list[tuple[Any, ...]]]:
-    """Pages of (id, last_confirmed_at, *fields) of `candidates` (one team's active
-    entries a job looks for) whose id is not in `named(ids)` (those a nudge of the job
-    names), the longest unconfirmed first, at most `budget` rows in all.
-
-    The candidates and the nudges are read apart, never as an anti-join: a keyset page
-    of candidates over (last_confirmed_at, id) (the partial index
-    memory_team_active_confirmed), then the nudges naming that page's ids
-    (_nudged_entries). The planner's estimate of a team's nudges is often far off (a team
-    created since the nudge table was last analyzed is estimated at 1 row, and the
-    jobs add thousands a run), and the anti-join it then chose was a nested loop that
-    re-read each of the team's nudges for every candidate (docs/decisions.md,
-    "Freshness pass throughput"). Each query here reads one table, at most a page or
-    the team's nudges, whatever the estimates. The walk ends at the budget or at the
-    team's last candidate: each page moves the keyset on."""
-    ordered = candidates.order_by("last_confirmed_at", "id")
-    taken = 0
-    last: tuple[dt.datetime, uuid.UUID] | None = None
-    while taken < budget:
-        rows = ordered if last is None else ordered.filter(after_position(*last))
-        page = list(rows.values_list("id", "last_confirmed_at", *fields)[:DUE_PAGE_SIZE])
-        if not page:
-            return
-        last = (page[-1][1], page[-1][0])
-        nudged = named([row[0] for row in page])
-        new = [row for row in page if row[0] not in nudged][: budget - taken]
-        if new:
-            taken += len(new)
-            yield new
-
-
-def _nudged_entries(team_id: int, kind: str, ids: list[uuid.UUID], *, open_only: bool) -> set[uuid.UUID]:
-    """Which of `ids` a nudge of `kind` of the team names (only open ones with
-    `open_only`). The ids go as one array parameter: an IN list of a page's 5,000
-    placeholders costs more to build and parse than the lookup itself."""
-    # The query is a constant: each kind's open nudges, or all of them.
-    states = [NudgeState.OPEN] if open_only else list(NudgeState.values)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT memory_id FROM freshness_nudge "
-            "WHERE team_id = %s AND kind = %s AND state = ANY(%s) AND memory_id = ANY(%s::uuid[])",
-            [team_id, kind, states, ids],
-        )
-        return {row[0] for row in cursor.fetchall()}
-
-
-def after_position(confirmed_at: dt.datetime, memory_id: uuid.UUID) -> Q:
-    """Rows after (confirmed_at, memory_id) in (last_confirmed_at, id) order (the first
-    term, implied by the others, lets the index start the page at its position)."""
-    return Q(last_confirmed_at__gte=confirmed_at) & (
-        Q(last_confirmed_at__gt=confirmed_at) | Q(last_confirmed_at=confirmed_at, id__gt=memory_id)
-    )
 
 
 def due_message(key: str, days: int) -> str:
@@ -252,30 +124,12 @@ def due_message(key: str, days: int) -> str:
 
 
 def _open_due_nudges(team_id: int, page: list[tuple[Any, ...]], *, now: dt.datetime) -> int:
-    """One INSERT for the page; ON CONFLICT DO NOTHING leaves the open nudge a concurrent
-    run made (the partial unique constraint). Returns how many were opened."""
-    ids, messages, details = [], [], []
+    nudges = []
     for memory_id, confirmed_at, key in page:
         days = max(0, (now - confirmed_at).days)
-        ids.append(memory_id)
-        messages.append(due_message(key, days))
-        details.append(
-            json.dumps({"days_since_confirmed": days, "last_confirmed_at": confirmed_at.isoformat()})
-        )
-    with connection.cursor() as cursor:
-        cursor.execute(
-            """
-            INSERT INTO freshness_nudge (id, team_id, kind, memory_id, other_memory_id, message, details,
-                                         state, resolution, created_at, resolved_at, resolved_by)
-            SELECT gen_random_uuid(), %s, %s, page.memory_id, NULL, page.message, page.details::jsonb,
-                   %s, '', %s, NULL, ''
-            FROM unnest(%s::uuid[], %s::text[], %s::text[]) AS page(memory_id, message, details)
-            ON CONFLICT DO NOTHING
-            RETURNING id
-            """,
-            [team_id, NudgeKind.DUE, NudgeState.OPEN, now, ids, messages, details],
-        )
-        return len(cursor.fetchall())
+        details = {"days_since_confirmed": days, "last_confirmed_at": confirmed_at.isoformat()}
+        nudges.append((memory_id, due_message(key, days), details))
+    return open_nudges(team_id, NudgeKind.DUE, nudges, now=now)
 
 
 def resolve_nudge(*, team: Team, nudge_id: uuid.UUID, action: str, actor: str) -> Nudge:
@@ -340,7 +194,7 @@ def _confirm(team: Team, nudge: Nudge, actor: str) -> None:
             field="action",
         )
     for memory in sorted(entries, key=lambda m: m.key):  # one order of key locks
-        memory_services.confirm_memory(
+        writes.confirm_memory(
             team=team, key=memory.key, confirmed_by=actor, note=f"confirmed from a {nudge.kind} nudge"
         )
     if nudge.kind == NudgeKind.CONTRADICTION:
@@ -349,9 +203,7 @@ def _confirm(team: Team, nudge: Nudge, actor: str) -> None:
 
 def _dismiss(team: Team, nudge: Nudge, actor: str) -> None:
     if nudge.kind == NudgeKind.ANCHOR_BROKEN:
-        memory_services.set_freshness_flag(
-            team=team, memory_ids=[nudge.memory_id], flag="anchor_broken_at", on=False
-        )
+        writes.set_freshness_flag(team=team, memory_ids=[nudge.memory_id], flag="anchor_broken_at", on=False)
     elif nudge.kind == NudgeKind.CONTRADICTION:
         _lower_contradiction_flags(team, nudge)
 
@@ -370,9 +222,7 @@ def _lower_contradiction_flags(team: Team, nudge: Nudge) -> None:
             )
         )
         if not others.exists():
-            memory_services.set_freshness_flag(
-                team=team, memory_ids=[memory.id], flag="contradicted_at", on=False
-            )
+            writes.set_freshness_flag(team=team, memory_ids=[memory.id], flag="contradicted_at", on=False)
 
 
 def _supersede(team: Team, nudge: Nudge, actor: str) -> None:
@@ -384,7 +234,7 @@ def _supersede(team: Team, nudge: Nudge, actor: str) -> None:
         raise ActionNotApplicable("this nudge links one entry", field="action")
     _require_active(team, [newer, older])
     archived = _archive_version(team, older, actor=actor)
-    memory_services.confirm_memory(
+    writes.confirm_memory(
         team=team, key=newer.key, confirmed_by=actor, note=f"kept over '{older.key}' (contradiction)"
     )
     nudge.details = {
@@ -425,9 +275,7 @@ def _require_active(team: Team, entries: list[Memory]) -> None:
 def _archive_version(team: Team, memory: Memory, *, actor: str) -> Memory:
     """Archive exactly this version (the key's lock checks it is still the active one)."""
     try:
-        return memory_services.archive_memory(
-            team=team, key=memory.key, archived_by=actor, expected_version=memory.id
-        )
+        return writes.archive_memory(team=team, key=memory.key, archived_by=actor, expected_version=memory.id)
     except (StaleVersion, MemoryNotFound):
         raise ActionNotApplicable(
             f"'{memory.key}' changed since this nudge was made: dismiss it", field="action"
@@ -562,7 +410,7 @@ def _open_contradiction(
             )
     except IntegrityError:
         return False
-    memory_services.set_freshness_flag(team=team, memory_ids=[older.id], flag="contradicted_at", on=True)
+    writes.set_freshness_flag(team=team, memory_ids=[older.id], flag="contradicted_at", on=True)
     return True
 
 
@@ -601,9 +449,7 @@ def close_nudges_of_archived(*, team: Team, memory_id: uuid.UUID, archived_by: s
             Q(memory_id=partner) | Q(other_memory_id=partner)
         )
         if not still.exists():
-            memory_services.set_freshness_flag(
-                team=team, memory_ids=[partner], flag="contradicted_at", on=False
-            )
+            writes.set_freshness_flag(team=team, memory_ids=[partner], flag="contradicted_at", on=False)
 
 
 # --------------------------------------------------------------------------- prune
@@ -645,7 +491,7 @@ def propose_prunes(
     archived here: archiving is a person's or agent's answer to the nudge."""
     now = now or timezone.now()
     run = PruneRun()
-    _sweep_teams(
+    sweep_teams(
         run,
         job="prune",
         budget=settings.MEMORYHUB_FRESHNESS_PRUNE_BATCH if limit is None else limit,
@@ -664,34 +510,20 @@ def prune_message(key: str, days: int) -> str:
 
 def _propose_team_prunes(team_id: int, *, now: dt.datetime, budget: int) -> tuple[int, int]:
     """Inside the team's scope: the stale entries that never had a prune nudge, the
-    longest unconfirmed first (_new_candidates, as the due job), at most `budget`."""
+    longest unconfirmed first (freshness.sweeps.new_candidates, as the due job), at most `budget`."""
     candidates = Memory.objects.for_team(team_id).active().filter(prune_condition(now))
 
     def ever_proposed(ids: list[uuid.UUID]) -> set[uuid.UUID]:
-        return _nudged_entries(team_id, NudgeKind.PRUNE, ids, open_only=False)
+        return nudged_entries(team_id, NudgeKind.PRUNE, ids, open_only=False)
 
-    pages = _new_candidates(candidates, named=ever_proposed, budget=budget, fields=("key", "created_at"))
+    pages = new_candidates(
+        candidates, named=ever_proposed, budget=budget, fields=("key", "created_at"), page_size=DUE_PAGE_SIZE
+    )
     stale = [row for page in pages for row in page]
-    ids, messages, details = [], [], []
+    nudges = []
     for memory_id, _confirmed_at, key, created_at in stale:
         days = max(0, (now - created_at).days)
-        ids.append(memory_id)
-        messages.append(prune_message(key, days))
-        details.append(json.dumps({"days_old": days, "created_at": created_at.isoformat()}))
-    if not ids:
-        return 0, 0
-    # ON CONFLICT DO NOTHING: a concurrent run's open proposal (the constraint) stands.
-    with connection.cursor() as cursor:
-        cursor.execute(
-            """
-            INSERT INTO freshness_nudge (id, team_id, kind, memory_id, other_memory_id, message, details,
-                                         state, resolution, created_at, resolved_at, resolved_by)
-            SELECT gen_random_uuid(), %s, %s, page.memory_id, NULL, page.message, page.details::jsonb,
-                   %s, '', %s, NULL, ''
-            FROM unnest(%s::uuid[], %s::text[], %s::text[]) AS page(memory_id, message, details)
-            ON CONFLICT DO NOTHING
-            RETURNING id
-            """,
-            [team_id, NudgeKind.PRUNE, NudgeState.OPEN, now, ids, messages, details],
+        nudges.append(
+            (memory_id, prune_message(key, days), {"days_old": days, "created_at": created_at.isoformat()})
         )
-        return len(stale), len(cursor.fetchall())
+    return len(stale), open_nudges(team_id, NudgeKind.PRUNE, nudges, now=now)

@@ -15,7 +15,7 @@ PRUNE_CURSOR_CACHE_KEY = "freshness:propose_prunes:resume_after_team"
 def mark_due() -> dict[str, int]:
     """Open `due` nudges for entries past their window: bounded per run, idempotent."""
     from freshness import services
-    from freshness.jobs import recorded_run
+    from teams.jobs import recorded_run
 
     with recorded_run("freshness.mark_due") as outcome:
         run = services.mark_due_entries(start_after_team=int(cache.get(DUE_CURSOR_CACHE_KEY) or 0))
@@ -29,7 +29,7 @@ def propose_prunes() -> dict[str, int]:
     """Open `prune` nudges proposing to archive old, never read, unrated entries:
     bounded per run, idempotent; nothing is archived or deleted here."""
     from freshness import services
-    from freshness.jobs import recorded_run
+    from teams.jobs import recorded_run
 
     with recorded_run("freshness.propose_prunes") as outcome:
         run = services.propose_prunes(start_after_team=int(cache.get(PRUNE_CURSOR_CACHE_KEY) or 0))
@@ -46,7 +46,7 @@ def check_anchors() -> dict[str, int]:
     """Check due url and api anchors of every team (freshness.anchor_checks): bounded per
     run, each anchor at most once per interval; broken ones flag their entry."""
     from freshness import anchor_checks
-    from freshness.jobs import recorded_run
+    from teams.jobs import recorded_run
 
     with recorded_run("freshness.check_anchors") as outcome:
         run = anchor_checks.check_anchors(start_after_team=int(cache.get(ANCHOR_CURSOR_CACHE_KEY) or 0))

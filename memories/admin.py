@@ -1,6 +1,6 @@
 """Operator admin for memories: a read-only browser plus the supersede audit per (team, key).
 
-Writes go through memories.services only (they lock the key, scrub secrets and keep the
+Writes go through memories.writes only (they lock the key, scrub secrets and keep the
 chain intact), so the admin never adds, changes or deletes a memory. Staff requests run
 in the audited bypass scope set by teams.middleware.OperatorScopeMiddleware.
 """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from drf_spectacular.types import OpenApiTypes
@@ -24,33 +24,33 @@ from core.api_errors import (
 )
 from core.errors import InvalidInput
 from core.pagination import KeysetPagination
-from memories import batch as batch_saves
-from memories import feedback, selectors, services
-from memories.extraction import parse_filter_param
-from memories.models import Memory
-from memories.serializers import (
-    AnnotationCreatedOutputSerializer,
+from memories import feedback, selectors, use_cases, writes
+from memories.inputs import (
     AnnotationInputSerializer,
-    AnnotationOutputSerializer,
     ArchiveInputSerializer,
     ConfirmInputSerializer,
-    ConflictErrorSerializer,
     MemoryBatchInputSerializer,
-    MemoryBatchOutputSerializer,
-    MemoryBatchSchemaSerializer,
     MemoryCreateInputSerializer,
+    MemoryListQuerySerializer,
+    MemoryRetrieveQuerySerializer,
+    RateInputSerializer,
+    UnsupersedeInputSerializer,
+)
+from memories.serializers import (
+    AnnotationCreatedOutputSerializer,
+    AnnotationOutputSerializer,
+    ConflictErrorSerializer,
+    MemoryBatchOutputSerializer,
     MemoryDetailOutputSerializer,
     MemoryDuplicateOutputSerializer,
     MemoryHistoryOutputSerializer,
-    MemoryListQuerySerializer,
     MemoryOutputSerializer,
-    MemoryRetrieveQuerySerializer,
     MemorySavedOutputSerializer,
     NoPreviousVersionErrorSerializer,
-    RateInputSerializer,
-    UnsupersedeInputSerializer,
     batch_result_payload,
+    detail_payload,
     duplicate_payload,
+    memory_error_extra,
     saved_payload,
 )
 from teams.authentication import agent_actor
@@ -260,15 +260,7 @@ class MemoryViewSet(TeamScopedViewSet):
     def list(self, request: Request, team: str) -> Response:
         query = MemoryListQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
-        memories = selectors.list_memories(
-            team=self.get_team(),
-            memory_type=query.validated_data.get("type"),
-            project=query.validated_data.get("project"),
-            as_of=query.validated_data.get("as_of"),
-            tags=parse_filter_param(query.validated_data.get("tags")),
-            people=parse_filter_param(query.validated_data.get("people")),
-            include_archived=query.validated_data["include_archived"],
-        )
+        memories = selectors.list_memories(team=self.get_team(), **query.to_arguments())
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(memories, request, view=self) or []
         successors = selectors.successors_of(
@@ -280,20 +272,12 @@ class MemoryViewSet(TeamScopedViewSet):
     def create(self, request: Request, team: str) -> Response:
         payload = MemoryCreateInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        data = payload.validated_data
-        result = services.save_memory(
+        arguments = payload.to_arguments()
+        expected_version = _expected_version(request, arguments.expected_version)
+        result = use_cases.save_entry(
             team=self.get_team(),
-            key=data["key"],
-            content=data["content"],
-            type_name=data.get("type"),
-            supersede_reason=data.get("supersede_reason"),
-            project=data.get("project"),
-            metadata=data.get("metadata"),
-            skill_trigger=data.get("skill_trigger", services.UNSET),
-            allow_duplicate=data["allow_duplicate"],
-            anchor=data.get("anchor", services.UNSET),
+            arguments=replace(arguments, expected_version=expected_version),
             updated_by=agent_actor(request),
-            expected_version=_expected_version(request, data.get("expected_version")),
         )
         if not result.saved:
             return Response(duplicate_payload(result), status=status.HTTP_200_OK)
@@ -316,7 +300,7 @@ class MemoryViewSet(TeamScopedViewSet):
         "one request against the token's write rate; the team's quota of active memories applies to "
         "every entry.",
         parameters=[TEAM_PATH_PARAMETER],
-        request=MemoryBatchSchemaSerializer,
+        request=MemoryBatchInputSerializer,
         responses={
             200: OpenApiResponse(
                 MemoryBatchOutputSerializer,
@@ -335,7 +319,6 @@ class MemoryViewSet(TeamScopedViewSet):
             team=self.get_team(),
             raw_entries=payload.validated_data["entries"],
             updated_by=agent_actor(request),
-            view=self,
         )
         return Response(body, status=status.HTTP_200_OK)
 
@@ -355,11 +338,8 @@ class MemoryViewSet(TeamScopedViewSet):
         query = MemoryRetrieveQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         as_of = query.validated_data.get("as_of")
-        if as_of is None:
-            memory = selectors.get_active_memory(team=self.get_team(), key=key)
-        else:
-            memory = selectors.get_memory_as_of(team=self.get_team(), key=key, as_of=as_of)
-        response = Response(self._detail(memory, as_of=as_of, count_access=True))
+        memory = use_cases.read_entry(team=self.get_team(), key=key, as_of=as_of)
+        response = Response(detail_payload(team=self.get_team(), memory=memory, as_of=as_of))
         if as_of is None:
             # What a writer sends back in If-Match to supersede exactly this version.
             response["ETag"] = f'"{memory.id}"'
@@ -367,7 +347,7 @@ class MemoryViewSet(TeamScopedViewSet):
 
     def destroy(self, request: Request, team: str, key: str) -> Response:
         check_key(key)
-        services.delete_memory(team=self.get_team(), key=key, deleted_by=agent_actor(request))
+        writes.delete_memory(team=self.get_team(), key=key, deleted_by=agent_actor(request))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @action(detail=True, methods=["get"])
@@ -376,18 +356,14 @@ class MemoryViewSet(TeamScopedViewSet):
         versions = selectors.list_memory_versions(team=self.get_team(), key=key)
         paginator = HistoryPagination()
         page = paginator.paginate_queryset(versions, request, view=self) or []
-        confirmations = selectors.confirmations_for(
-            team_id=self.get_team().id, memory_ids=[v.id for v in page]
-        )
-        events = selectors.history_events(page, page, confirmations)
-        context = {"successors": selectors.history_successors(events, team_id=self.get_team().id)}
+        events, successors = selectors.history_page(team_id=self.get_team().id, versions=page)
         body = {
             "key": key,
             "history": events,
             "next": paginator.get_next_link(),
             "previous": paginator.get_previous_link(),
         }
-        return Response(MemoryHistoryOutputSerializer(body, context=context).data)
+        return Response(MemoryHistoryOutputSerializer(body, context={"successors": successors}).data)
 
     @action(detail=True, methods=["get"], url_path=r"versions/(?P<version_id>[^/]+)")
     def version(self, request: Request, team: str, key: str, version_id: str) -> Response:
@@ -396,53 +372,53 @@ class MemoryViewSet(TeamScopedViewSet):
             parsed_id = uuid.UUID(version_id)
         except ValueError:
             raise InvalidInput("malformed version id", field="version_id") from None
-        memory = selectors.get_memory_version(team=self.get_team(), key=key, version_id=parsed_id)
-        return Response(self._detail(memory, count_access=True))
+        memory = use_cases.read_entry(team=self.get_team(), key=key, version_id=parsed_id)
+        return Response(detail_payload(team=self.get_team(), memory=memory))
 
     @action(detail=True, methods=["post"])
     def unsupersede(self, request: Request, team: str, key: str) -> Response:
         check_key(key)
         payload = UnsupersedeInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        memory = services.unsupersede_memory(
+        memory = writes.unsupersede_memory(
             team=self.get_team(),
             key=key,
             reason=payload.validated_data["reason"],
             updated_by=agent_actor(request),
         )
-        return Response(self._detail(memory), status=status.HTTP_201_CREATED)
+        return Response(detail_payload(team=self.get_team(), memory=memory), status=status.HTTP_201_CREATED)
 
     @action(detail=True, methods=["post"])
     def confirm(self, request: Request, team: str, key: str) -> Response:
         check_key(key)
         payload = ConfirmInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        result = services.confirm_memory(
+        result = writes.confirm_memory(
             team=self.get_team(),
             key=key,
             confirmed_by=agent_actor(request),
             note=payload.validated_data.get("note"),
         )
-        return Response(self._detail(result.memory))
+        return Response(detail_payload(team=self.get_team(), memory=result.memory))
 
     @action(detail=True, methods=["post"])
     def archive(self, request: Request, team: str, key: str) -> Response:
         check_key(key)
         payload = ArchiveInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        memory = services.archive_memory(
+        memory = writes.archive_memory(
             team=self.get_team(),
             key=key,
             archived_by=agent_actor(request),
             expected_version=payload.validated_data.get("expected_version"),
         )
-        return Response(self._detail(memory))
+        return Response(detail_payload(team=self.get_team(), memory=memory))
 
     @action(detail=True, methods=["post"])
     def restore(self, request: Request, team: str, key: str) -> Response:
         check_key(key)
-        memory = services.restore_archived(team=self.get_team(), key=key, restored_by=agent_actor(request))
-        return Response(self._detail(memory))
+        memory = writes.restore_archived(team=self.get_team(), key=key, restored_by=agent_actor(request))
+        return Response(detail_payload(team=self.get_team(), memory=memory))
 
     @action(detail=True, methods=["post"])
     def rate(self, request: Request, team: str, key: str) -> Response:
@@ -494,25 +470,7 @@ class MemoryViewSet(TeamScopedViewSet):
         return Response(AnnotationCreatedOutputSerializer(annotation).data, status=status.HTTP_201_CREATED)
 
     def serialize_error_extra(self, name: str, value: Any) -> Any:
-        if isinstance(value, Memory):
-            return MemoryOutputSerializer(value).data
-        return value
-
-    def _detail(self, memory: Memory, *, as_of: Any = None, count_access: bool = False) -> dict[str, Any]:
-        """One version with where the truth moved to and the notes of its key. A read
-        that hands the entry to an agent counts as an access (one UPDATE)."""
-        team = self.get_team()
-        memory.team = team  # the row the view holds: the serializer reads the team's windows from it
-        if count_access:
-            # Show this read in the answer too.
-            memory.last_accessed_at = feedback.record_access(team=team, memory_ids=[memory.id])
-            memory.access_count += 1
-        replaced = [] if memory.is_active else [memory.id]
-        context = {
-            "successors": selectors.successors_of(team_id=team.id, memory_ids=replaced),
-            "annotations": selectors.annotations_for(team.id, [memory.id], as_of=as_of),
-        }
-        return MemoryDetailOutputSerializer(memory, context=context).data
+        return memory_error_extra(name, value)
 
 
 def batch_payload(
@@ -520,17 +478,13 @@ def batch_payload(
     team: Team,
     raw_entries: list[Any],
     updated_by: str,
-    view: Any = None,
-    entry_serializer: type[drf_serializers.Serializer[Any]] = MemoryCreateInputSerializer,
-    key_of: Callable[[dict[str, Any]], str] = lambda data: str(data["key"]),
+    entry_serializer: type[MemoryCreateInputSerializer] = MemoryCreateInputSerializer,
 ) -> dict[str, Any]:
     """The batch save of `raw_entries` (each parsed by `entry_serializer`, a bad one
     being an `error` result of its own) and its answer: one result per entry, in order,
-    and the count per status. `view` renders errors' extras (serialize_error_extra;
-    by default an entry named in an error as MemoryOutputSerializer does). The MCP tool
-    memory_save_batch shares it, with its own serializer and key."""
-    view = view or _MemoryErrorExtras()
-    entries: list[batch_saves.BatchEntry] = []
+    and the count per status. The MCP tool memory_save_batch shares it, with the
+    serializer of its saves (a key may be left out)."""
+    entries: list[writes.BatchEntry] = []
     results: dict[int, dict[str, Any]] = {}
     for index, raw in enumerate(raw_entries):
         entry = entry_serializer(data=raw)
@@ -538,35 +492,20 @@ def batch_payload(
             error = validation_error_body(drf_serializers.ValidationError(entry.errors))
             results[index] = {"index": index, "key": _sent_key(raw), "status": "error", "error": error}
             continue
-        data = entry.validated_data
-        entries.append(
-            batch_saves.BatchEntry(
-                index=index,
-                key=key_of(data),
-                content=data["content"],
-                type_name=data.get("type"),
-                supersede_reason=data.get("supersede_reason"),
-                project=data.get("project"),
-                metadata=data.get("metadata"),
-                skill_trigger=data.get("skill_trigger", services.UNSET),
-                allow_duplicate=data["allow_duplicate"],
-                expected_version=data.get("expected_version"),
-                anchor=data.get("anchor", services.UNSET),
-            )
-        )
-    for outcome in batch_saves.save_batch(team=team, entries=entries, updated_by=updated_by):
-        refusal = None if outcome.error is None else domain_error_body(outcome.error, view)
+        entries.append(use_cases.batch_entry(team=team, index=index, arguments=entry.to_arguments()))
+    for outcome in writes.save_batch(team=team, entries=entries, updated_by=updated_by):
+        refusal = None if outcome.error is None else domain_error_body(outcome.error, _MemoryErrorExtras())
         results[outcome.index] = batch_result_payload(outcome, refusal)
     ordered = [results[index] for index in sorted(results)]
     counts = Counter(result["status"] for result in ordered)
-    return {"results": ordered, "counts": {name: counts[name] for name in batch_saves.STATUSES}}
+    return {"results": ordered, "counts": {name: counts[name] for name in writes.STATUSES}}
 
 
 class _MemoryErrorExtras:
-    """Renders an entry named in an error (`current`) as MemoryViewSet does."""
+    """Renders an entry named in an error (`current`) as every door does."""
 
     def serialize_error_extra(self, name: str, value: Any) -> Any:
-        return MemoryOutputSerializer(value).data if isinstance(value, Memory) else value
+        return memory_error_extra(name, value)
 
 
 def _sent_key(raw: Any) -> str:

@@ -11,11 +11,10 @@ from rest_framework.response import Response
 
 from core.api_errors import BODY_ERRORS, TEAM_SCOPED_ERRORS, error_responses
 from memories import learnings
-from memories.models import Memory
 from memories.serializers import (
     ConflictErrorSerializer,
-    MemoryOutputSerializer,
     MemorySavedOutputSerializer,
+    memory_error_extra,
     saved_payload,
 )
 from teams.authentication import agent_actor
@@ -28,12 +27,11 @@ class LearningInputSerializer(StrictInputSerializer):
 
     topic = StrictCharField(
         max_length=learnings.MAX_TOPIC_CHARS,
-        help_text="What the claim is about, e.g. `deploys`; its slug is part of the key.",
+        help_text="What the claim is about, e.g. deploys (part of the key).",
     )
     claim = StrictCharField(
         max_length=learnings.MAX_CLAIM_CHARS,
-        help_text="The claim itself, one statement. The same claim (ignoring case and spacing) "
-        "about the same topic is the same learning.",
+        help_text="One statement; the same claim (case and spacing aside) on a topic is the same learning.",
     )
     confidence = serializers.ChoiceField(choices=learnings.Confidence.choices)
     corroborated = StrictBooleanField(default=False, help_text="Confirmed by a second source.")
@@ -41,12 +39,16 @@ class LearningInputSerializer(StrictInputSerializer):
         child=StrictCharField(max_length=learnings.MAX_DOMAIN_CHARS),
         max_length=learnings.MAX_DOMAINS,
         default=list,
-        help_text="Short labels of the areas the claim applies to, e.g. `ci`, `postgres`.",
+        help_text="Short labels of the areas it applies to, e.g. ci.",
     )
     verified = StrictBooleanField(default=False, help_text="Checked against reality, e.g. by a test.")
-    type = serializers.ChoiceField(
-        choices=list(learnings.LEARNING_TYPES), default="lesson", help_text="lesson (default) or reference."
-    )
+    type = serializers.ChoiceField(choices=list(learnings.LEARNING_TYPES), default="lesson")
+
+    def to_arguments(self) -> dict[str, Any]:
+        """memories.learnings.record_learning's arguments (but the team and the writer)."""
+        data = self.validated_data
+        names = ("topic", "claim", "confidence", "corroborated", "domains", "verified")
+        return {**{name: data[name] for name in names}, "type_name": data["type"]}
 
 
 class LearningSavedOutputSerializer(MemorySavedOutputSerializer):
@@ -89,17 +91,8 @@ class LearningViewSet(TeamScopedViewSet):
     def create(self, request: Request, team: str) -> Response:
         payload = LearningInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        data = payload.validated_data
         result = learnings.record_learning(
-            team=self.get_team(),
-            topic=data["topic"],
-            claim=data["claim"],
-            confidence=data["confidence"],
-            corroborated=data["corroborated"],
-            domains=data["domains"],
-            verified=data["verified"],
-            type_name=data["type"],
-            updated_by=agent_actor(request),
+            team=self.get_team(), updated_by=agent_actor(request), **payload.to_arguments()
         )
         body = dict(saved_payload(result.saved))
         body["outcome"] = result.outcome
@@ -107,6 +100,4 @@ class LearningViewSet(TeamScopedViewSet):
         return Response(body, status=code)
 
     def serialize_error_extra(self, name: str, value: Any) -> Any:
-        if isinstance(value, Memory):
-            return MemoryOutputSerializer(value).data
-        return value
+        return memory_error_extra(name, value)

@@ -8,8 +8,8 @@ from rest_framework.response import Response
 
 from core.api_errors import TEAM_SCOPED_ERRORS, error_responses
 from core.errors import InvalidInput
-from memories import feedback, selectors, skills
-from memories.serializers import MemoryDetailOutputSerializer
+from memories import skills, use_cases
+from memories.serializers import MemoryDetailOutputSerializer, detail_payload
 from teams.viewsets import TEAM_PATH_PARAMETER, TeamScopedViewSet
 
 SKILL_NAME_PATH_PARAMETER = OpenApiParameter(
@@ -31,10 +31,6 @@ class SkillViewSet(TeamScopedViewSet):
     def retrieve(self, request: Request, team: str, name: str) -> Response:
         if not skills.is_skill_name(name):
             raise InvalidInput("malformed skill name", field="name")
-        owner = self.get_team()
-        memory = skills.get_skill(team=owner, name=name)
         # Loading a skill hands it to an agent: an access, shown in the answer too.
-        memory.last_accessed_at = feedback.record_access(team=owner, memory_ids=[memory.id])
-        memory.access_count += 1
-        context = {"annotations": selectors.annotations_for(owner.id, [memory.id])}
-        return Response(MemoryDetailOutputSerializer(memory, context=context).data)
+        memory = use_cases.load_skill(team=self.get_team(), name=name)
+        return Response(detail_payload(team=self.get_team(), memory=memory))

@@ -3,7 +3,7 @@
 The export is streamed (teams.streaming): read through server-side cursors in a
 transaction of its own bound to the team, redacted of the vault's secrets line by line.
 The import reads a body of at most MAX_REQUEST_BODY_BYTES and applies it through the
-write services (memories.importing)."""
+write pipeline (memories.writes.importing)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from rest_framework.response import Response
 
 from core.api_errors import BODY_ERRORS, TEAM_SCOPED_ERRORS, ErrorSerializer, RequestTooLarge, error_responses
 from core.errors import InvalidInput
-from memories import exporting, importing
+from memories import exporting, writes
 from teams.authentication import agent_actor
 from teams.models import AuditEvent
 from teams.services import record_event
@@ -78,11 +78,13 @@ class ExportViewSet(TeamScopedViewSet):
         summary="Export the team",
         description="The team's whole memory as JSON Lines, streamed: a header "
         f"(`format` `{exporting.EXPORT_FORMAT}`, `version` {exporting.EXPORT_VERSION}), every version "
-        "of every key (oldest first per key, with its supersede chain, deletion, votes, skill and "
-        'learning), every note, and a trailer `{"record": "end", ...}` with the counts: a file '
-        "without it was cut short. The vault is never exported; its secrets are redacted from every "
-        "line. With `with_vault` and a passphrase in the `X-MemoryHub-Vault-Passphrase` header, every vault "
-        'entry follows the notes (`{"record": "vault", ...}`), its value sealed under the passphrase '
+        "of every key with every field it has (oldest first per key: its supersede chain, deletion "
+        "or archive, times, votes, reads, anchor, skill and learning), every note, every "
+        'confirmation, and a trailer `{"record": "end", ...}` with the counts: a file '
+        "without it was cut short. Imported into an empty team, it reproduces the team. The vault is "
+        "never exported; its secrets are redacted from every line. With `with_vault` and a passphrase "
+        "in the `X-MemoryHub-Vault-Passphrase` header, every vault entry follows the confirmations "
+        '(`{"record": "vault", ...}`), its value sealed under the passphrase '
         "(scrypt and Fernet; the header's `vault` says how to open it). Every export is in the team's "
         "audit trail. Needs the admin scope.",
         parameters=[TEAM_PATH_PARAMETER, ExportQuerySerializer, PASSPHRASE_PARAMETER],
@@ -191,7 +193,7 @@ class ImportViewSet(TeamScopedViewSet):
         raw = request.data.get("body") if isinstance(request.data, dict) else None
         if not isinstance(raw, bytes) or not raw.strip():
             raise InvalidInput("send the export file as the body", field="body")
-        report = importing.import_export(
+        report = writes.import_export(
             team=self.get_team(),
             raw=raw,
             actor=agent_actor(request),

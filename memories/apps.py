@@ -6,7 +6,7 @@ class MemoriesConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from memories import services
+        from memories import writes
         from teams import hooks as team_hooks
 
-        team_hooks.team_shutdown.register(services.delete_team_memories)
+        team_hooks.team_shutdown.register(writes.delete_team_memories)

@@ -1,13 +1,15 @@
 """A team's whole memory as export records (docs/decisions.md, "Export and import").
 
 The records, in order: one header (format and version), every memory version (by key,
-then oldest first: each key's history reads top to bottom, with its supersede chain,
-deletions, ratings, skills and learnings, which are memories carrying `skill_trigger`
-or `metadata.learning`), every note, and a trailer with the counts, so a reader can
-tell a complete file from one cut short. The vault is left out, unless the export is
-given a passphrase seal (an admin's `with_vault`): then every vault entry follows the
-notes, its value sealed under the passphrase (teams.vault_crypto.PassphraseSeal) and
-the header says how to open it.
+then oldest first: each key's history reads top to bottom, with every field a version
+has: its supersede chain, deletions and archives with their times, votes, reads,
+anchor, confirmation time, skills and learnings, which are memories carrying
+`skill_trigger` or `metadata.learning`), every note, every confirmation, and a trailer
+with the counts, so a reader can tell a complete file from one cut short. An import
+(memories.writes.importing) into an empty team reproduces the team from it. The vault is
+left out, unless the export is given a passphrase seal (an admin's `with_vault`): then
+every vault entry follows the confirmations, its value sealed under the passphrase
+(teams.vault_crypto.PassphraseSeal) and the header says how to open it.
 
 Rows are read through server-side cursors (`iterator(chunk_size=…)`), so exporting
 100k memories holds one chunk at a time, never the team. Call `export_records` inside
@@ -22,13 +24,16 @@ from typing import Any
 
 from django.utils import timezone
 
-from memories.models import Annotation, Memory, MemoryState
+from memories.models import Annotation, Confirmation, Memory, MemoryState
 from teams.models import Team, VaultEntry
 from teams.selectors import reveal_vault_value
 from teams.vault_crypto import PassphraseSeal
 
 EXPORT_FORMAT = "memoryhub-export"
-EXPORT_VERSION = 1
+# Version 2 added anchors, confirmations, `last_confirmed_at` and reads; a version 1 file
+# still imports (what it lacks takes its default).
+EXPORT_VERSION = 2
+READABLE_VERSIONS = frozenset({1, 2})
 ROWS_PER_FETCH = 1000
 
 MEMORY_FIELDS = (
@@ -54,6 +59,10 @@ MEMORY_FIELDS = (
     "upvotes",
     "downvotes",
     "access_count",
+    "last_accessed_at",
+    "anchor",
+    "last_confirmed_at",
+    "confirmed_by_count",
 )
 
 
@@ -85,9 +94,28 @@ def export_records(*, team: Team, vault_seal: PassphraseSeal | None = None) -> I
             "memory": str(memory_id),
             "note": note,
             "created_by": created_by,
-            "created_at": created_at,
+            "created_at": _time(created_at),
         }
-    trailer: dict[str, Any] = {"record": "end", "memories": memories, "annotations": annotations}
+    confirmations = 0
+    confirmed = Confirmation.objects.filter(team=team).order_by("confirmed_at", "id")
+    for confirmation_id, memory_id, confirmed_by, note, confirmed_at in confirmed.values_list(
+        "id", "memory_id", "confirmed_by", "note", "confirmed_at"
+    ).iterator(chunk_size=ROWS_PER_FETCH):
+        confirmations += 1
+        yield {
+            "record": "confirmation",
+            "id": str(confirmation_id),
+            "memory": str(memory_id),
+            "confirmed_by": confirmed_by,
+            "note": note,
+            "confirmed_at": _time(confirmed_at),
+        }
+    trailer: dict[str, Any] = {
+        "record": "end",
+        "memories": memories,
+        "annotations": annotations,
+        "confirmations": confirmations,
+    }
     if vault_seal is not None:
         trailer["vault"] = 0
         entries = VaultEntry.objects.filter(team=team).order_by("key")
@@ -123,21 +151,31 @@ def memory_record(row: dict[str, Any]) -> dict[str, Any]:
         "metadata": row["metadata"],
         "skill_trigger": row["skill_trigger"],
         "state": state,
-        "deleted_at": deleted_at,
+        "deleted_at": _time(deleted_at),
         "deleted_by": row["deleted_by"],
-        "archived_at": row["archived_at"],
+        "archived_at": _time(row["archived_at"]),
         "archived_by": row["archived_by"],
         "supersedes": _optional_id(row["supersedes_id"]),
         "supersede_reason": row["supersede_reason"],
         "supersede_kind": row["supersede_kind"],
         "restored_from": _optional_id(row["restored_from_id"]),
         "updated_by": row["updated_by"],
-        "created_at": row["created_at"],
-        "updated_at": row["updated_at"],
+        "created_at": _time(row["created_at"]),
+        "updated_at": _time(row["updated_at"]),
         "upvotes": row["upvotes"],
         "downvotes": row["downvotes"],
         "access_count": row["access_count"],
+        "last_accessed_at": _time(row["last_accessed_at"]),
+        "anchor": row["anchor"],
+        "last_confirmed_at": _time(row["last_confirmed_at"]),
+        "confirmed_by_count": row["confirmed_by_count"],
     }
+
+
+def _time(value: datetime | None) -> str | None:
+    """ISO 8601 to the microsecond (the JSON encoder would cut it to milliseconds): an
+    import keeps the time, and history orders by it."""
+    return None if value is None else value.isoformat()
 
 
 def _optional_id(value: object) -> str | None:

@@ -80,14 +80,21 @@ class AnnotateResult:
     redactions: list[dict[str, object]] = field(default_factory=list)
 
 
-def annotate_memory(*, team: Team, key: str, note: str, created_by: str) -> AnnotateResult:
-    """Attach a note to the active entry of a key, scrubbed of credentials like content."""
-    check_key(key)
+def checked_note(note: str | None, *, required: bool = True) -> str:
+    """A note (on an entry, or with a confirmation), stripped and within its limit
+    (blank is refused when `required`). Every writer of notes checks them here."""
     note = (note or "").strip()
-    if not note:
+    if required and not note:
         raise InvalidInput("note must not be empty", field="note")
     if len(note) > MAX_NOTE_LENGTH:
         raise InvalidInput(f"note is limited to {MAX_NOTE_LENGTH} characters", field="note")
+    return note
+
+
+def annotate_memory(*, team: Team, key: str, note: str, created_by: str) -> AnnotateResult:
+    """Attach a note to the active entry of a key, scrubbed of credentials like content."""
+    check_key(key)
+    note = checked_note(note)
     with transaction.atomic():
         scrubbed = scrub(note, team_secret_values(team_id=team.id))
         # The key lock keeps the note from landing on a version superseded meanwhile.

@@ -50,10 +50,10 @@ find_duplicate: Hook[DuplicateMatch | None] = Hook(
 find_duplicates: Hook[list[DuplicateMatch | None]] = Hook(
     "memories.find_duplicates",
     """The exact (content-hash) check of many texts at once (the batch save,
-    memories.batch): `receiver(team=Team, texts=list[str]) -> list[DuplicateMatch | None]`,
+    memories.writes.save_batch): `receiver(team=Team, texts=list[str]) -> list[DuplicateMatch | None]`,
     one answer per text in order; the first receiver's answer counts. Called before the
     batch takes any lock; it embeds nothing: the batch's near check runs after indexing
-    (Memory.near_check_pending, memories.batch.settle_near_check).""",
+    (Memory.near_check_pending, memories.writes.settle_near_check).""",
 )
 
 memory_confirmed: Hook[None] = Hook(
@@ -65,7 +65,7 @@ memory_confirmed: Hook[None] = Hook(
 
 memory_archived: Hook[None] = Hook(
     "memories.memory_archived",
-    """The active entry of a key was archived (memories.services.archive_memory):
+    """The active entry of a key was archived (memories.writes.archive_memory):
     `receiver(team=Team, memory_id=UUID, archived_by=str)`. Called inside the archiving
     transaction (freshness closes the open nudges that name the entry).""",
 )

@@ -6,6 +6,9 @@ same key, whoever proposes it."""
 from __future__ import annotations
 
 from memories.learnings import claim_hash, topic_slug
+from teams.models import Team
+from teams.scrubber import scrub
+from teams.selectors import team_secret_values
 
 DERIVED_KEY_PREFIX = "mem"
 DERIVED_KEY_WORDS = 8
@@ -19,3 +22,10 @@ def derive_key(scrubbed_text: str) -> str:
     words = " ".join(first_line.split()[:DERIVED_KEY_WORDS])
     slug = topic_slug(words)[:DERIVED_SLUG_CHARS].rstrip("-")
     return f"{DERIVED_KEY_PREFIX}:{slug}:{claim_hash(scrubbed_text)}"
+
+
+def key_for_text(*, team: Team, content: str) -> str:
+    """The key of a text saved without one: derived after the credential scrub (as
+    learnings derive theirs), so the same text always gets the same key and a secret
+    never shapes one."""
+    return derive_key(scrub(content, team_secret_values(team_id=team.id)).text)

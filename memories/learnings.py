@@ -32,8 +32,8 @@ from django.db import models, transaction
 from core.errors import InvalidInput
 from memories.locks import lock_active_memory
 from memories.models import Memory
-from memories.services import SOFT_SUPERSEDE_REASON, SaveResult, save_memory
 from memories.types import MemoryType
+from memories.writes import SOFT_SUPERSEDE_REASON, SaveResult, save_memory
 from teams.models import Team
 from teams.scrubber import scrub
 from teams.selectors import team_secret_values

@@ -19,6 +19,22 @@ from teams.validators import validate_key
 MAX_CONTENT_BYTES = 64 * 1024
 
 
+class CreatedAtField(models.DateTimeField):  # type: ignore[type-arg]
+    """When a row was made: now on insert (auto_now_add), unless the row was given a time.
+    Only an import gives one (memories.writes.importing): an imported version, note or
+    confirmation keeps the time it was made, which drives decay and orders history."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("auto_now_add", True)
+        super().__init__(*args, **kwargs)
+
+    def pre_save(self, model_instance: models.Model, add: bool) -> Any:
+        given = getattr(model_instance, self.attname)
+        if add and given is not None:
+            return given
+        return super().pre_save(model_instance, add)
+
+
 class ConfirmedAtField(models.DateTimeField):  # type: ignore[type-arg]
     """When a version was last confirmed as still true. A new row starts confirmed at
     its creation: on insert, a row given no value takes its own `created_at`, which
@@ -154,7 +170,7 @@ class Memory(models.Model):
     # the entry is indexed (search.near_check; docs/decisions.md, "Deferred near-duplicate
     # check for batch saves (issue 13)"). Changed only by UPDATE statements.
     near_check_pending = models.BooleanField(default=False, db_default=False)
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    created_at = CreatedAtField(db_index=True)
     updated_at = models.DateTimeField(auto_now=True)
     # Quality signals. Changed only by UPDATE statements (feedback.record_access,
     # feedback.rate_memory), never by Model.save(), so they never move updated_at:
@@ -290,7 +306,7 @@ class Annotation(models.Model):
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="annotations")
     note = models.TextField()
     created_by = models.CharField(max_length=200, blank=True, default="")
-    created_at = models.DateTimeField(auto_now_add=True)
+    created_at = CreatedAtField()
 
     class Meta:
         indexes = [
@@ -313,7 +329,7 @@ class Confirmation(models.Model):
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="confirmations")
     confirmed_by = models.CharField(max_length=200, blank=True, default="")
     note = models.TextField(blank=True, default="")
-    confirmed_at = models.DateTimeField(auto_now_add=True)
+    confirmed_at = CreatedAtField()
 
     class Meta:
         indexes = [

@@ -275,3 +275,14 @@ def replaced_version(*, team: Team, memory: Memory) -> Memory | None:
     if memory.supersedes_id is None:
         return None
     return Memory.objects.for_team(team.id).filter(id=memory.supersedes_id).first()
+
+
+def history_page(
+    *, team_id: int, versions: list[Memory]
+) -> tuple[list[HistoryEvent], dict[uuid.UUID, dict[str, Any]]]:
+    """The events of a page of a key's versions (list_memory_versions), with each
+    version's newest confirmations, and the successors they name (for
+    `superseded_by`): what every door shows of a key's history."""
+    confirmations = confirmations_for(team_id=team_id, memory_ids=[v.id for v in versions])
+    events = history_events(versions, versions, confirmations)
+    return events, history_successors(events, team_id=team_id)

@@ -1,231 +1,31 @@
-"""The memories API's input and output serializers. One module past the style's 400
-lines on purpose: every serializer of the memory resource (save, supersede, history,
-versions, notes, votes, learnings, skills) shares the strict field types and the
-output shapes defined here, and reads best side by side."""
+"""The memories API's output serializers: what every door (REST, MCP) answers about
+entries, versions, history, notes and saves. What the doors accept is in
+memories.inputs."""
 
 from __future__ import annotations
 
-import datetime as dt
-import re
-import uuid
+from datetime import datetime
 from typing import Any, cast
 
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core.api_errors import ErrorSerializer
-from memories.anchors import ANCHOR_TYPES, MAX_ANCHOR_VALUE_CHARS, MAX_EXPECT_CHARS
+from memories import selectors
+from memories.anchors import ANCHOR_TYPES
 from memories.freshness import Freshness, FreshnessWindows, freshness_of
-from memories.models import MAX_CONTENT_BYTES, MAX_NOTE_LENGTH, Annotation, Memory, MemoryState, SupersedeKind
-from memories.services import MAX_REASON_LENGTH, SaveResult
-from memories.skills import (
-    MAX_KEYWORD_CHARS,
-    MAX_KEYWORDS,
-    MAX_PROJECT_CHARS,
-    MAX_PROJECTS,
-    SKILL_NAME_PATTERN,
-)
-from memories.types import ACCEPTED_TYPE_NAMES, MemoryType, resolve_type
-from teams.serializers import StrictBooleanField, StrictCharField, StrictInputSerializer, StrictRegexField
-from teams.validators import KEY_PATTERN
-
-
-class SkillTriggerInputSerializer(StrictInputSerializer):
-    """Makes the memory a skill. Unknown fields are rejected."""
-
-    name = StrictRegexField(
-        SKILL_NAME_PATTERN,
-        max_length=63,
-        help_text="Unique among the team's active entries: lowercase letters, digits and '-'. "
-        "`GET skills/{name}/` loads the entry.",
-    )
-    keywords = serializers.ListField(
-        child=StrictCharField(max_length=MAX_KEYWORD_CHARS),
-        max_length=MAX_KEYWORDS,
-        default=list,
-        help_text="Words or phrases; the skill fires in a search whose query contains one as a whole "
-        "word or phrase (case and spacing ignored).",
-    )
-    projects = serializers.ListField(
-        child=StrictCharField(max_length=MAX_PROJECT_CHARS),
-        max_length=MAX_PROJECTS,
-        default=list,
-        help_text="Fire only where one of these is the project asked for (search and injection `project`). "
-        "Empty: everywhere.",
-    )
-    always_on = StrictBooleanField(
-        default=False, help_text="Injected in every prompt injection (Skills section), within the budget."
-    )
-
-
-class AnchorExpectField(serializers.Field):  # type: ignore[type-arg]
-    """An HTTP status (an integer, 100-599) or a substring of the answer's body."""
-
-    def to_internal_value(self, data: Any) -> int | str:
-        if isinstance(data, bool) or not isinstance(data, int | str):
-            raise serializers.ValidationError("an HTTP status (100-599) or a substring")
-        if isinstance(data, int) and not 100 <= data <= 599:
-            raise serializers.ValidationError("an HTTP status is from 100 to 599")
-        if isinstance(data, str) and not 1 <= len(data) <= MAX_EXPECT_CHARS:
-            raise serializers.ValidationError(f"a substring of 1 to {MAX_EXPECT_CHARS} characters")
-        return data
-
-    def to_representation(self, value: Any) -> Any:
-        return value
-
-
-# The schema of `expect`: an integer or a string.
-extend_schema_field(
-    {
-        "oneOf": [
-            {"type": "integer", "minimum": 100, "maximum": 599},
-            {"type": "string", "maxLength": MAX_EXPECT_CHARS},
-        ]
-    }
-)(AnchorExpectField)
-
-
-class AnchorInputSerializer(StrictInputSerializer):
-    """What the entry can be checked against (memories.anchors). Unknown fields are rejected."""
-
-    type = serializers.ChoiceField(
-        choices=list(ANCHOR_TYPES),
-        help_text="url: a page that should still answer; api: an API endpoint; file: a path in the worktree.",
-    )
-    value = StrictCharField(
-        max_length=MAX_ANCHOR_VALUE_CHARS,
-        help_text="For url and api, an http(s) URL (no credentials in it); for file, a path.",
-    )
-    expect = AnchorExpectField(
-        required=False,
-        allow_null=True,
-        help_text="What a good answer looks like: an HTTP status, or a substring of the body.",
-    )
+from memories.inputs import AnchorExpectField
+from memories.models import Annotation, Memory, MemoryState, SupersedeKind
+from memories.types import MemoryType
+from memories.writes import SaveResult
+from teams.models import Team
 
 
 class AnchorSerializer(serializers.Serializer):  # type: ignore[type-arg]
     type = serializers.ChoiceField(choices=list(ANCHOR_TYPES))
     value = serializers.CharField()
     expect = AnchorExpectField(required=False, help_text="An HTTP status or a substring; absent when none.")
-
-
-class StrictUUIDField(serializers.UUIDField):
-    """A UUID sent as a JSON string (not a number)."""
-
-    def to_internal_value(self, data: Any) -> uuid.UUID:
-        if not isinstance(data, str):
-            self.fail("invalid", value=data)
-        return super().to_internal_value(data)
-
-
-class MemoryCreateInputSerializer(StrictInputSerializer):
-    """Save a memory: a new key, or a new version of a key when `supersede_reason` is
-    given. Unknown fields are rejected."""
-
-    key = StrictRegexField(KEY_PATTERN, max_length=200)
-    # The byte limit is checked by the service; this bound only stops absurd input early.
-    content = StrictCharField(max_length=MAX_CONTENT_BYTES, trim_whitespace=False)
-    type = StrictCharField(
-        required=False,
-        allow_null=True,
-        allow_blank=True,
-        max_length=32,
-        help_text=f"One of: {', '.join(ACCEPTED_TYPE_NAMES)}. Aliases resolve to the six "
-        "canonical types. Default: context.",
-    )
-    supersede_reason = StrictCharField(
-        required=False, allow_null=True, allow_blank=True, max_length=MAX_REASON_LENGTH
-    )
-    project = StrictCharField(required=False, allow_blank=True, max_length=200)
-    metadata = serializers.DictField(required=False)
-    skill_trigger = SkillTriggerInputSerializer(
-        required=False,
-        allow_null=True,
-        help_text="Makes the entry a skill. Left out on a supersede: carried over; null: no skill.",
-    )
-    allow_duplicate = StrictBooleanField(
-        default=False,
-        help_text="Save a new key even when an active entry already holds the same text "
-        "(skips the duplicate check).",
-    )
-    expected_version = StrictUUIDField(
-        required=False,
-        allow_null=True,
-        help_text="The id of the active version this write was based on (also accepted as the "
-        "`If-Match` header). When the key's active version is another one, or the key has none, "
-        "nothing is written: 409 `stale_version` with the current entry in `current`.",
-    )
-    anchor = AnchorInputSerializer(
-        required=False,
-        allow_null=True,
-        help_text="What the entry can be checked against. Left out on a supersede: carried over; "
-        "null: no anchor.",
-    )
-
-
-# A "+" sent unencoded in a query string arrives as a space: "...T12:00:00 02:00".
-_PLUS_AS_SPACE = re.compile(r"^(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?) (\d{2}(?::?\d{2})?)$")
-
-
-class AwareDateTimeField(serializers.DateTimeField):
-    """An ISO 8601 date and time that names its time zone (Z or an offset): a point in
-    time, never a wall-clock time in some zone the server would have to guess."""
-
-    default_error_messages = {
-        "invalid": "an ISO 8601 date and time with a time zone, e.g. 2026-01-31T12:00:00Z",
-        "naive": "give a time zone (Z or an offset such as +02:00)",
-        "overflow": "date and time out of range",
-    }
-
-    def to_internal_value(self, value: Any) -> dt.datetime:
-        if not isinstance(value, str) or len(value) > 64 or "\x00" in value:
-            self.fail("invalid")
-        text = _PLUS_AS_SPACE.sub(r"\1+\2", value.strip())
-        try:
-            parsed = parse_datetime(text)
-        except ValueError:
-            parsed = None
-        if parsed is None:
-            self.fail("invalid")
-        if parsed.tzinfo is None or parsed.utcoffset() is None:
-            self.fail("naive")
-        try:
-            return parsed.astimezone(dt.UTC)
-        except OverflowError:
-            self.fail("overflow")
-
-
-AS_OF_HELP = (
-    "What the team believed at this time: the version active then (ISO 8601 with a time zone, "
-    "e.g. 2026-01-31T12:00:00Z; URL-encode a '+' offset as %2B)."
-)
-
-
-class MemoryRetrieveQuerySerializer(serializers.Serializer):
-    as_of = AwareDateTimeField(required=False, help_text=AS_OF_HELP)
-
-
-class MemoryListQuerySerializer(serializers.Serializer):
-    type = serializers.CharField(required=False, max_length=32)
-    project = serializers.CharField(required=False, allow_blank=True, max_length=200)
-    as_of = AwareDateTimeField(required=False, help_text=AS_OF_HELP)
-    tags = serializers.CharField(
-        required=False, max_length=1000, help_text="Comma-separated; entries with every tag."
-    )
-    people = serializers.CharField(
-        required=False, max_length=1000, help_text="Comma-separated; entries mentioning everyone."
-    )
-    include_archived = serializers.BooleanField(
-        default=False, help_text="Archived entries too (state `archived`); ignored with `as_of`."
-    )
-
-    def validate_type(self, value: str) -> str:
-        resolved = resolve_type(value)
-        if resolved is None:
-            raise serializers.ValidationError(f"unknown type; use one of: {', '.join(ACCEPTED_TYPE_NAMES)}")
-        return resolved.value
 
 
 class SupersededBySerializer(serializers.Serializer):
@@ -429,39 +229,6 @@ class MemoryHistoryOutputSerializer(serializers.Serializer):
     previous = serializers.URLField(allow_null=True, help_text="The previous (newer) page, or null.")
 
 
-class UnsupersedeInputSerializer(StrictInputSerializer):
-    reason = StrictCharField(
-        max_length=MAX_REASON_LENGTH, help_text="Why the previous version is right after all (required)."
-    )
-
-
-class ArchiveInputSerializer(StrictInputSerializer):
-    expected_version = StrictUUIDField(
-        required=False,
-        help_text="Archive only this version: 409 `stale_version` when the key's active entry is another.",
-    )
-
-
-class ConfirmInputSerializer(StrictInputSerializer):
-    note = StrictCharField(
-        required=False,
-        allow_blank=True,
-        max_length=MAX_NOTE_LENGTH,
-        help_text="Why it is still true, or how it was checked (0-2000 characters; credentials are "
-        "redacted).",
-    )
-
-
-class RateInputSerializer(StrictInputSerializer):
-    direction = serializers.ChoiceField(choices=["up", "down"])
-
-
-class AnnotationInputSerializer(StrictInputSerializer):
-    note = StrictCharField(
-        max_length=MAX_NOTE_LENGTH, help_text="1-2000 characters; credentials are redacted."
-    )
-
-
 class AnnotationCreatedOutputSerializer(AnnotationOutputSerializer):
     redactions = RedactionSerializer(many=True, read_only=True)
 
@@ -487,6 +254,24 @@ class ConflictErrorSerializer(ErrorSerializer):
     )
     quota = serializers.CharField(required=False, help_text="With quota_exceeded: which quota.")
     limit = serializers.IntegerField(required=False, help_text="With quota_exceeded: the quota.")
+
+
+def detail_payload(*, team: Team, memory: Memory, as_of: datetime | None = None) -> dict[str, Any]:
+    """One version with where the truth moved to and the notes of its key (as they were
+    at `as_of`), as every door shows an entry."""
+    memory.team = team  # the row the caller holds: the serializer reads the team's windows from it
+    replaced = [] if memory.is_active else [memory.id]
+    context = {
+        "successors": selectors.successors_of(team_id=team.id, memory_ids=replaced),
+        "annotations": selectors.annotations_for(team.id, [memory.id], as_of=as_of),
+    }
+    return dict(MemoryDetailOutputSerializer(memory, context=context).data)
+
+
+def memory_error_extra(name: str, value: Any) -> Any:
+    """An error's extra as every door shows it: an entry named in it (`current`) as
+    MemoryOutputSerializer renders it (core.api_errors' `serialize_error_extra`)."""
+    return MemoryOutputSerializer(value).data if isinstance(value, Memory) else value
 
 
 def saved_payload(result: SaveResult) -> dict[str, Any]:
@@ -539,26 +324,6 @@ def duplicate_payload(result: SaveResult) -> dict[str, Any]:
 BATCH_STATUSES = ["created", "superseded", "unchanged", "duplicate", "error"]
 
 
-class MemoryBatchInputSerializer(StrictInputSerializer):
-    """Up to 500 saves; each entry is parsed on its own as the body of `POST memories/`,
-    so a bad entry is an `error` outcome of its own. Unknown fields are rejected."""
-
-    entries = serializers.ListField(
-        child=serializers.JSONField(allow_null=True),
-        allow_empty=False,
-        max_length=500,
-        help_text="Each entry takes the fields of a single save (`POST memories/`).",
-    )
-
-
-class MemoryBatchSchemaSerializer(serializers.Serializer):
-    """The request as documented: what MemoryBatchInputSerializer parses entry by entry."""
-
-    entries = MemoryCreateInputSerializer(
-        many=True, help_text="1 to 500 saves, each as `POST memories/` takes."
-    )
-
-
 class BatchDuplicateSerializer(ReplacedDuplicateSerializer):
     """The active entry of another key that holds the text (`duplicate`), or that a
     longer text replaced (`replaced_duplicate`)."""
@@ -591,7 +356,7 @@ class MemoryBatchOutputSerializer(serializers.Serializer):
 
 
 def batch_result_payload(outcome: Any, error_body: dict[str, Any] | None) -> dict[str, Any]:
-    """One entry's outcome (memories.batch.BatchOutcome) as MemoryBatchResultSerializer
+    """One entry's outcome (memories.writes.BatchOutcome) as MemoryBatchResultSerializer
     shows it; `error_body` is its error in the one error shape."""
     body: dict[str, Any] = {"index": outcome.index, "key": outcome.key, "status": outcome.status}
     result: SaveResult | None = outcome.result

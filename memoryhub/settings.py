@@ -257,6 +257,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # An enum's values are its documentation; a "* `x` - x" list would repeat them in every
+    # field's description, and in the MCP tools' schemas made from the same serializers.
+    "ENUM_GENERATE_CHOICE_DESCRIPTION": False,
     # Tags and operation ids from what follows the team: memories_list, vault_update...
     "SCHEMA_PATH_PREFIX": r"/api/v1/teams/\{team\}",
     "ENUM_NAME_OVERRIDES": {

@@ -21,7 +21,7 @@ from typing import Any
 from memoryhub_client.api import ApiError, MemoryHubApi
 from memoryhub_client.config import ConfigError, load_config
 
-MAX_ENTRIES = 500  # the server's limit per request (memories.batch.MAX_BATCH_ENTRIES)
+MAX_ENTRIES = 500  # the server's limit per request (memories.writes.MAX_BATCH_ENTRIES)
 MAX_BYTES = 900 * 1024  # under the server's default body limit (MEMORYHUB_MAX_BODY_BYTES, 1 MiB)
 STATUSES = ("created", "superseded", "unchanged", "duplicate", "error")
 

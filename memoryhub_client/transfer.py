@@ -5,17 +5,16 @@ out of files, over the REST API (docs/decisions.md, "Export and import").
 `import-markdown` turns CLAUDE.md, AGENTS.md, MEMORY.md and folders of notes into
 records of the same format (one per heading section) and posts them to the same
 endpoint, so it is idempotent, has a dry run and reports bad sections the same way.
-`export-markdown` writes the team's active memories as one file per type.
+`export-markdown` writes the team's active memories as one file per type, each entry
+marked so that `import-markdown` reads it back as it was.
 """
 
 from __future__ import annotations
 
 import argparse
 import getpass
-import hashlib
 import json
 import os
-import re
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -28,30 +27,25 @@ from tqdm import tqdm
 
 from memoryhub_client.api import USER_AGENT, ApiError, error_line
 from memoryhub_client.config import ClientConfig, ConfigError, add_connection_flags, load_config
-from memoryhub_client.section import BEGIN, END
+from memoryhub_client.markdown import markdown_records, render_type_file
 
 JSON_LINES = "application/jsonl"
 EXPORT_FORMAT = "memoryhub-export"  # memories.exporting (the client imports no server code)
-EXPORT_VERSION = 1
+EXPORT_VERSION = 2
 PASSPHRASE_HEADER = "X-MemoryHub-Vault-Passphrase"  # noqa: S105 (a header name)
 # An import is applied before the server answers; a big file takes a while.
 IMPORT_TIMEOUT_SECONDS = 600.0
 # Under the server's default body limit (MEMORYHUB_MAX_BODY_BYTES, 1 MiB) with room to spare.
 DEFAULT_BATCH_BYTES = 900 * 1024
-MAX_KEY_CHARS = 200
 MARKDOWN_SUFFIXES = (".md", ".markdown")
-# The closing hashes are stripped in Python: a lazy title before `[ \t#]*$` rescans a
-# long run of " #" from every position.
-_heading = re.compile(r"^(#{1,6})[ \t]+(\S.*)$")
-_fence = re.compile(r"^\s*(```|~~~)")
-_not_key_char = re.compile(r"[^a-z0-9]+")
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     export = commands.add_parser(
         "export",
         help="write the team's whole memory as JSON Lines (admin token)",
-        description="Every version, deletion, note, vote, skill and learning; never the vault.",
+        description="Every version with every field it has, every note and confirmation; imported "
+        "into an empty team it reproduces the team. Never the vault (unless --with-vault).",
     )
     export.add_argument("--output", "-o", default="-", help="the file to write ('-', the default: stdout)")
     export.add_argument(
@@ -91,7 +85,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     markdown_out = commands.add_parser(
         "export-markdown",
         help="write the team's active memories as a folder of markdown, one file per type",
-        description="One file per type, entries sorted by key: a stable copy to review in git.",
+        description="One file per type, entries sorted by key: a stable copy to review in git, which "
+        "import-markdown reads back under the same keys.",
     )
     markdown_out.add_argument("directory", help="the folder to write (created if missing)")
     add_connection_flags(markdown_out)
@@ -317,14 +312,16 @@ class ImportBatch:
 
 def import_batches(raw: bytes, batch_bytes: int = 0) -> list[ImportBatch]:
     """The file cut into bodies of at most `batch_bytes` (a server takes 1 MiB by
-    default), each led by the file's header. A key's versions and their notes always go
-    together, and the vault with the first batch; a key bigger than a batch goes alone
+    default), each led by the file's header. A key's versions, notes and confirmations
+    always go together, with the keys whose versions name each other's (a longer
+    duplicate saved under another key, an unsupersede that gave another key its entry
+    back), and the vault with the first batch; a group bigger than a batch goes alone
     (and the server reports it too large). Lines that do not parse go with the first
     batch, so the server reports them with their number."""
     batch_bytes = batch_bytes or DEFAULT_BATCH_BYTES
     lines = raw.split(b"\n")
     header = lines[0]
-    groups: dict[str, list[tuple[int, bytes]]] = {"": []}  # "" : the first batch's
+    parsed: list[tuple[int, bytes, dict[str, Any] | None]] = []
     key_of_id: dict[str, str] = {}
     for number, line in enumerate(lines[1:], start=2):
         if not line.strip():
@@ -333,16 +330,29 @@ def import_batches(raw: bytes, batch_bytes: int = 0) -> list[ImportBatch]:
             record = json.loads(line)
         except ValueError:
             record = None
-        kind = record.get("record") if isinstance(record, dict) else None
-        if kind == "end":
+        record = record if isinstance(record, dict) else None
+        if record is not None and record.get("record") == "end":
             continue
-        group = ""
-        if kind == "memory" and isinstance(record.get("key"), str):
-            group = "key:" + record["key"]
-            if isinstance(record.get("id"), str):
-                key_of_id[record["id"]] = group
-        elif kind == "annotation":
-            group = key_of_id.get(str(record.get("memory")), "")
+        parsed.append((number, line, record))
+        if record is not None and record.get("record") == "memory":
+            key, memory_id = record.get("key"), record.get("id")
+            if isinstance(key, str) and isinstance(memory_id, str):
+                key_of_id[memory_id] = key
+    together = _KeyGroups()
+    for _, _, record in parsed:
+        if record is not None and record.get("record") == "memory" and isinstance(record.get("key"), str):
+            for link in ("supersedes", "restored_from"):
+                other = key_of_id.get(str(record.get(link)))
+                if other is not None:
+                    together.join(record["key"], other)
+    groups: dict[str, list[tuple[int, bytes]]] = {"": []}  # "" : the first batch's
+    for number, line, record in parsed:
+        key = None
+        if record is not None and record.get("record") == "memory" and isinstance(record.get("key"), str):
+            key = record["key"]
+        elif record is not None and record.get("record") in ("annotation", "confirmation"):
+            key = key_of_id.get(str(record.get("memory")))
+        group = "" if key is None else "key:" + together.root(key)
         groups.setdefault(group, []).append((number, line))
     batches: list[ImportBatch] = []
     body: list[bytes] = [header]
@@ -361,6 +371,25 @@ def import_batches(raw: bytes, batch_bytes: int = 0) -> list[ImportBatch]:
     return batches
 
 
+class _KeyGroups:
+    """Keys that must travel together (union-find)."""
+
+    def __init__(self) -> None:
+        self.parent: dict[str, str] = {}
+
+    def root(self, key: str) -> str:
+        self.parent.setdefault(key, key)
+        while self.parent[key] != key:
+            self.parent[key] = self.parent[self.parent[key]]
+            key = self.parent[key]
+        return key
+
+    def join(self, one: str, other: str) -> None:
+        first, second = self.root(one), self.root(other)
+        if first != second:
+            self.parent[second] = first
+
+
 # ----- markdown in -----
 
 
@@ -368,7 +397,8 @@ def run_import_markdown(arguments: argparse.Namespace) -> int:
     records: list[dict[str, Any]] = []
     for path in _markdown_files([Path(p) for p in arguments.paths]):
         try:
-            text = path.read_text(encoding="utf-8")
+            # Read as it is (no newline translation): an exported entry's text is kept exactly.
+            text = path.read_bytes().decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"cannot read {path}: {exc}") from None
         records += markdown_records(
@@ -404,85 +434,6 @@ def _source_name(path: Path, given: list[str]) -> str:
     return path.stem
 
 
-def markdown_records(source: str, text: str, *, project: str) -> list[dict[str, Any]]:
-    """One memory record per heading section with text (the text before the first
-    heading counts as the file's own section). MemoryHub's injected section is left out:
-    re-importing it would save the team's memory as new memories."""
-    records: list[dict[str, Any]] = []
-    path: list[str] = []
-    body: list[str] = []
-    used: set[str] = set()
-
-    def flush() -> None:
-        content = "\n".join(body).strip()
-        body.clear()
-        if not content:
-            return
-        key = _unique(_section_key(source, path), used)
-        record = {
-            "record": "memory",
-            "key": key,
-            "content": content,
-            "project": project,
-            "heading": " > ".join(path),
-            # No updated_by: the server writes an import as the importing token.
-            "metadata": {"source": {"file": source, "heading": " > ".join(path)}},
-        }
-        records.append(record)
-
-    in_fence = False
-    for line in _without_injected_section(text).splitlines():
-        if _fence.match(line):
-            in_fence = not in_fence
-        heading = None if in_fence else _heading.match(line)
-        if heading is None:
-            body.append(line)
-            continue
-        flush()
-        level = len(heading.group(1))
-        del path[level - 1 :]
-        path.extend([""] * (level - 1 - len(path)))
-        title = heading.group(2)
-        path.append((title.rstrip(" \t#") or title).strip())
-    flush()
-    return records
-
-
-def _without_injected_section(text: str) -> str:
-    begin, end = BEGIN.decode(), END.decode()
-    kept, inside = [], False
-    for line in text.splitlines():
-        if line.strip() == begin:
-            inside = True
-        elif line.strip() == end and inside:
-            inside = False
-        elif not inside:
-            kept.append(line)
-    return "\n".join(kept)
-
-
-def _slug(text: str) -> str:
-    return _not_key_char.sub("-", text.lower()).strip("-")
-
-
-def _section_key(source: str, path: list[str]) -> str:
-    parts = [_slug(part) for part in [source.replace("/", "-"), *path]]
-    key = ":".join(part for part in parts if part) or "note"
-    if len(key) > MAX_KEY_CHARS:
-        digest = hashlib.sha256(key.encode()).hexdigest()[:10]
-        key = f"{key[: MAX_KEY_CHARS - 11].rstrip(':-')}-{digest}"
-    return key
-
-
-def _unique(key: str, used: set[str]) -> str:
-    candidate, number = key, 2
-    while candidate in used:
-        suffix = f"-{number}"
-        candidate, number = key[: MAX_KEY_CHARS - len(suffix)] + suffix, number + 1
-    used.add(candidate)
-    return candidate
-
-
 # ----- markdown out -----
 
 
@@ -504,17 +455,9 @@ def run_export_markdown(arguments: argparse.Namespace) -> int:
     directory = Path(arguments.directory)
     directory.mkdir(parents=True, exist_ok=True)
     for type_name, memories in sorted(by_type.items()):
-        (directory / f"{type_name}.md").write_text(render_type_file(type_name, memories), encoding="utf-8")
+        # newline="": the text is written as it is (an entry's text may hold "\r").
+        (directory / f"{type_name}.md").write_text(
+            render_type_file(type_name, memories), encoding="utf-8", newline=""
+        )
     print(f"wrote {sum(map(len, by_type.values()))} memories to {directory}/ ({len(by_type)} files)")
     return 0
-
-
-def render_type_file(type_name: str, memories: list[dict[str, Any]]) -> str:
-    lines = [f"# {type_name.capitalize()}", ""]
-    for memory in sorted(memories, key=lambda m: str(m.get("key"))):
-        lines.append(f"## {memory.get('key')}")
-        lines.append("")
-        if memory.get("project"):
-            lines += [f"_project: {memory['project']}_", ""]
-        lines += [str(memory.get("content", "")).rstrip(), ""]
-    return "\n".join(lines)

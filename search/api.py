@@ -10,7 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api_errors import BODY_ERRORS, TEAM_SCOPED_ERRORS, error_responses
-from memories import feedback
+from memories.inputs import TYPE_HELP
 from memories.serializers import AnnotationOutputSerializer, SupersededBySerializer
 from memories.types import ACCEPTED_TYPE_NAMES, resolve_type
 from search import querying
@@ -27,19 +27,32 @@ from teams.viewsets import TEAM_PATH_PARAMETER, TeamScopedViewSet
 
 class SearchInputSerializer(StrictInputSerializer):
     query = StrictCharField(max_length=MAX_QUERY_CHARS, help_text="What to look for, in plain words.")
-    max_results = StrictIntegerField(min_value=1, max_value=MAX_RESULTS, default=5)
-    min_score = StrictFloatField(required=False, allow_null=True, min_value=0.0, max_value=1.0)
+    max_results = StrictIntegerField(
+        min_value=1, max_value=MAX_RESULTS, default=5, help_text="How many results."
+    )
+    min_score = StrictFloatField(
+        required=False,
+        allow_null=True,
+        min_value=0.0,
+        max_value=1.0,
+        help_text="Leave out results scoring lower.",
+    )
     types = serializers.ListField(
         child=StrictCharField(max_length=32),
         required=False,
         allow_empty=False,
         max_length=len(ACCEPTED_TYPE_NAMES),
-        help_text=f"Only these types (aliases accepted): {', '.join(ACCEPTED_TYPE_NAMES)}.",
+        help_text=f"Only these types: {TYPE_HELP}.",
     )
-    project = StrictCharField(required=False, allow_blank=True, max_length=200)
-    include_superseded = StrictBooleanField(default=True)
+    project = StrictCharField(
+        required=False,
+        allow_blank=True,
+        max_length=200,
+        help_text="Only this project (and team-wide entries).",
+    )
+    include_superseded = StrictBooleanField(default=True, help_text="Replaced versions too.")
     include_archived = StrictBooleanField(
-        default=False, help_text="Archived entries too (left out by default; `is_active` is false on them)."
+        default=False, help_text="Archived entries too (`is_active` false)."
     )
     tags = serializers.ListField(
         child=StrictCharField(max_length=64),
@@ -51,13 +64,13 @@ class SearchInputSerializer(StrictInputSerializer):
         child=StrictCharField(max_length=64),
         required=False,
         max_length=10,
-        help_text="Only entries mentioning every one of these people.",
+        help_text="Only entries mentioning every one of these.",
     )
-    explain = StrictBooleanField(default=False)
+    explain = StrictBooleanField(default=False, help_text="Add how each score was made.")
     mode = serializers.ChoiceField(
         choices=["hybrid", "keyword", "vector"],
         default="hybrid",
-        help_text="hybrid (default) merges both paths; keyword or vector runs one of them.",
+        help_text="hybrid merges both paths; keyword or vector runs one of them.",
     )
 
     def validate_types(self, value: list[str]) -> list[str]:
@@ -70,6 +83,9 @@ class SearchInputSerializer(StrictInputSerializer):
                 )
             resolved.append(memory_type.value)
         return sorted(set(resolved))
+
+    def to_arguments(self) -> querying.SearchArguments:
+        return querying.search_arguments(self.validated_data)
 
 
 class ExplainSerializer(serializers.Serializer):
@@ -173,21 +189,5 @@ class SearchViewSet(TeamScopedViewSet):
     def create(self, request: Request, team: str) -> Response:
         payload = SearchInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        data = payload.validated_data
-        outcome = querying.embed_and_search(
-            team=self.get_team(),
-            query=data["query"],
-            max_results=data["max_results"],
-            min_score=data.get("min_score"),
-            types=data.get("types"),
-            project=data.get("project"),
-            include_superseded=data["include_superseded"],
-            include_archived=data["include_archived"],
-            tags=data.get("tags"),
-            people=data.get("people"),
-            explain=data["explain"],
-            mode=data["mode"],
-        )
-        # Every result handed to the agent counts as an access: one UPDATE for all.
-        feedback.record_access(team=self.get_team(), memory_ids=[r.memory_id for r in outcome.results])
+        outcome = querying.search_for(team=self.get_team(), arguments=payload.to_arguments())
         return Response(SearchOutputSerializer(outcome).data)

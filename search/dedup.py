@@ -1,6 +1,6 @@
 """Duplicate detection for the save of a new key: the receiver of
-memories.hooks.find_duplicate (see memories.services.save_memory), and of
-memories.hooks.find_duplicates for the batch save (memories.batch), which gets only the
+memories.hooks.find_duplicate (see memories.writes.save_memory), and of
+memories.hooks.find_duplicates for the batch save (memories.writes.save_batch), which gets only the
 exact check of all its texts, in one query: its near check runs once the worker has
 indexed the entry (search.near_check).
 

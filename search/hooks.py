@@ -35,11 +35,3 @@ texts_disagree: Hook[bool | None] = Hook(
     duplicate: the save goes through and the contradiction flow takes it from there
     (freshness judges).""",
 )
-
-job_ran: Hook[None] = Hook(
-    "search.job_ran",
-    """A beat job of search finished a run: `receiver(job=str, started_at=datetime,
-    outcome=dict, error=str)`, `error` the exception's type ("" when the run succeeded).
-    Called by the job's task after its work, outside any transaction (freshness keeps
-    the record of beat job runs).""",
-)

@@ -1,5 +1,5 @@
 """The near-duplicate check of an entry the batch save stored without it
-(Memory.near_check_pending; memories.batch.settle_near_check), run by the worker
+(Memory.near_check_pending; memories.writes.settle_near_check), run by the worker
 right after indexing stored the entry's vectors and before search.hooks.memory_indexed
 announces it, so that freshness's contradiction pass sees the outcome.
 
@@ -15,9 +15,9 @@ from __future__ import annotations
 import logging
 import uuid
 
-from memories.batch import settle_near_check
 from memories.hooks import DuplicateMatch
 from memories.models import Memory
+from memories.writes import settle_near_check
 from search import hooks
 from search.selectors import nearest_other_active_entries
 from teams.models import Team

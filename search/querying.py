@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from core.metrics import QUERY_EMBEDDING_SECONDS
 from core.request_transaction import outside_request_transaction
+from memories import feedback
 from search import selectors
 from search.embeddings.base import EmbeddingUnavailable
 from search.retrieval.candidates import QueryVector, SearchMode
@@ -62,3 +64,37 @@ def embed_and_search(
         team=team, query=query, embedding=embedding, mode=mode, max_results=max_results, **options
     )
     return replace(outcome, warnings=[*warnings, *outcome.warnings])
+
+
+@dataclass(frozen=True)
+class SearchArguments:
+    """embed_and_search's arguments but the team, as every door passes them."""
+
+    query: str
+    max_results: int = 5
+    min_score: float | None = None
+    types: list[str] | None = None
+    project: str | None = None
+    include_superseded: bool = True
+    include_archived: bool = False
+    tags: list[str] | None = None
+    people: list[str] | None = None
+    explain: bool = False
+    mode: SearchMode = "hybrid"
+
+
+def search_arguments(data: Mapping[str, Any]) -> SearchArguments:
+    """A search in the API's words (the fields of search.api.SearchInputSerializer,
+    validated) as the search's arguments; a field left out keeps its default."""
+    names = SearchArguments.__dataclass_fields__
+    return SearchArguments(**{name: value for name, value in data.items() if name in names})
+
+
+def search_for(*, team: Team, arguments: SearchArguments, count_access: bool = True) -> SearchOutcome:
+    """A search as the doors run it. With `count_access` (an agent's search, over REST
+    or MCP), every result handed over counts as an access of its entry, in one UPDATE;
+    a person browsing the dashboard does not count."""
+    outcome = embed_and_search(team=team, **asdict(arguments))
+    if count_access:
+        feedback.record_access(team=team, memory_ids=[r.memory_id for r in outcome.results])
+    return outcome

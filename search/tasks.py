@@ -13,14 +13,11 @@ import functools
 import logging
 import uuid
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from celery import Task, shared_task
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
 from kombu import pools
 
 from core.redis_outage import note_redis_failure, redis_skipped
@@ -83,10 +80,11 @@ def reconcile_index_states() -> int:
     """Re-enqueue entries left pending or failed (broker or provider was down) that are
     due: queued longer ago than a lease, past their backoff, not given up on. One
     entry that cannot be enqueued is logged with its team and counted in `errors`; the
-    others are enqueued. The run is reported through search.hooks.job_ran."""
+    others are enqueued. The run is on record (teams.jobs), as every beat job's."""
     from search import services
+    from teams.jobs import recorded_run
 
-    with _reported_run(RECONCILE_JOB) as outcome:
+    with recorded_run(RECONCILE_JOB) as outcome:
         stuck = services.claim_stuck_memories(
             older_than_seconds=settings.MEMORYHUB_RECONCILE_AFTER_SECONDS,
             limit=settings.MEMORYHUB_RECONCILE_BATCH,
@@ -101,22 +99,6 @@ def reconcile_index_states() -> int:
         if stuck:
             logger.info("reconcile re-enqueued %d of %d memories", outcome["enqueued"], len(stuck))
     return int(outcome["enqueued"])
-
-
-@contextmanager
-def _reported_run(job: str) -> Iterator[dict[str, Any]]:
-    """The block fills the dict with its counts; the run is then reported to
-    search.hooks.job_ran, as failed with the exception's type when the block raised."""
-    from search import hooks
-
-    started_at = timezone.now()
-    outcome: dict[str, Any] = {}
-    try:
-        yield outcome
-    except Exception as exc:
-        hooks.job_ran.call(job=job, started_at=started_at, outcome=outcome, error=type(exc).__name__)
-        raise
-    hooks.job_ran.call(job=job, started_at=started_at, outcome=outcome, error="")
 
 
 # Entries per broker message of a bulk write's indexing (index_batch_after_commit): an

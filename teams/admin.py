@@ -21,7 +21,7 @@ from django.utils.html import format_html
 
 from core.errors import NotFound
 from teams import services
-from teams.models import AgentToken, AuditEvent, Membership, Team, VaultEntry
+from teams.models import AgentToken, AuditEvent, JobRun, Membership, Team, VaultEntry
 
 admin.site.site_header = "MemoryHub operations"
 admin.site.site_title = "MemoryHub admin"
@@ -301,4 +301,20 @@ class AuditEventAdmin(_AuditEventAdmin):
         return False
 
     def has_delete_permission(self, request: HttpRequest, obj: AuditEvent | None = None) -> bool:
+        return False
+
+
+@admin.register(JobRun)
+class JobRunAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """What the beat jobs did, run by run (their schedule: Periodic tasks)."""
+
+    list_display = ("job", "started_at", "finished_at", "succeeded", "outcome", "error")
+    list_filter = ("job", "succeeded")
+    ordering = ("-started_at",)
+    readonly_fields = ("job", "started_at", "finished_at", "succeeded", "outcome", "error")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: JobRun | None = None) -> bool:
         return False

@@ -48,7 +48,7 @@ class Team(models.Model):
     )
     embedding_profile = models.CharField(max_length=64, default="local")
     # Saving a new key whose content has at least this cosine similarity with an active
-    # entry of the team is a duplicate (memories.services.save_memory). 1.0: exact only.
+    # entry of the team is a duplicate (memories.writes.save_memory). 1.0: exact only.
     dedup_threshold = models.FloatField(default=0.92, validators=[validate_dedup_threshold])
     # Freshness windows (memories.freshness): an active entry unconfirmed for longer than
     # its type's window is `due` and gets a nudge. Null: never due. An entry confirmed by
@@ -238,3 +238,24 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.actor} {self.action} {self.target}"
+
+
+class JobRun(models.Model):
+    """One run of a beat job (teams.jobs.recorded_run): when, whether it finished, and its
+    counts (checked, flagged, errors...), so operators see in the admin what the jobs
+    did. Here, on the lowest floor with tables, so that every app's jobs (search's
+    reconcile, freshness's passes, agents' session sweep) record theirs directly. Not
+    team-scoped: a run spans teams and records only counts."""
+
+    job = models.CharField(max_length=100)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    succeeded = models.BooleanField(null=True, blank=True)
+    outcome = models.JSONField(default=dict, blank=True)
+    error = models.CharField(max_length=500, blank=True, default="")
+
+    class Meta:
+        indexes = [models.Index(fields=["job", "-started_at"], name="jobrun_job_recent")]
+
+    def __str__(self) -> str:
+        return f"{self.job} at {self.started_at:%Y-%m-%d %H:%M:%S}"

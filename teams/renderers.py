@@ -30,15 +30,24 @@ class ScrubbingJSONRenderer(JSONRenderer):
         view = (renderer_context or {}).get("view")
         team = getattr(view, "team", None)
         response = (renderer_context or {}).get("response")
-        if data is not None and response is not None and response.status_code >= 400:
-            matcher = team_secret_matcher(team_id=team.id) if team is not None else _NO_SECRETS
-            data = scrub_json(data, matcher)[0]
-        elif data is not None and team is not None and not getattr(view, "reveals_secret", False):
-            # Rendered inside the request's transaction and team scope (TeamScopedViewSet).
-            matcher = team_secret_matcher(team_id=team.id)
-            if not matcher.is_empty:
-                data = redact_node(data, matcher)
+        is_error = response is not None and response.status_code >= 400
+        if data is not None and (is_error or not getattr(view, "reveals_secret", False)):
+            # Rendered inside the request's transaction and team scope (teams.calls).
+            data = redact_answer(data, team_id=team.id if team is not None else None, is_error=is_error)
         return super().render(data, accepted_media_type, renderer_context)
+
+
+def redact_answer(data: Any, *, team_id: int | None, is_error: bool) -> Any:
+    """An answer of the team's (None: of no team yet) as it may leave the service: its
+    vault secrets redacted; an error's credential shapes too. Call it inside the team's
+    scope."""
+    if is_error:
+        matcher = team_secret_matcher(team_id=team_id) if team_id is not None else _NO_SECRETS
+        return scrub_json(data, matcher)[0]
+    if team_id is None:
+        return data
+    matcher = team_secret_matcher(team_id=team_id)
+    return data if matcher.is_empty else redact_node(data, matcher)
 
 
 def redact_node(node: Any, matcher: SecretMatcher) -> Any:

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.extensions import OpenApiSerializerExtension
+from drf_spectacular.openapi import AutoSchema
 from rest_framework import serializers
 
 from teams.models import AuditEvent, VaultEntry
@@ -66,12 +68,31 @@ class StrictInputSerializer(serializers.Serializer[Any]):
         return super().to_internal_value(data)
 
 
+class StrictInputSchema(OpenApiSerializerExtension):
+    """What the schema says of a strict input: no member beyond its fields
+    (`additionalProperties: false`), for the API's documentation and every MCP tool."""
+
+    target_class = StrictInputSerializer
+    match_subclasses = True
+
+    def map_serializer(self, auto_schema: AutoSchema, direction: str) -> dict[str, Any]:
+        schema: dict[str, Any] = auto_schema._map_serializer(  # type: ignore[no-untyped-call]
+            self.target, direction, bypass_extensions=True
+        )
+        schema["additionalProperties"] = False
+        return schema
+
+
 class VaultEntryInputSerializer(StrictInputSerializer):
     """Set a value; `is_secret` stores it encrypted and masks it everywhere but the GET
     of its key. Unknown fields are rejected."""
 
-    value = StrictCharField(max_length=MAX_VAULT_VALUE_LENGTH, trim_whitespace=False, allow_blank=False)
-    is_secret = StrictBooleanField(default=False)
+    value = StrictCharField(
+        max_length=MAX_VAULT_VALUE_LENGTH, trim_whitespace=False, allow_blank=False, help_text="The value."
+    )
+    is_secret = StrictBooleanField(
+        default=False, help_text="Encrypt it and redact it from every answer (8 characters at least)."
+    )
 
 
 class VaultEntryOutputSerializer(serializers.Serializer[VaultEntry]):

@@ -1,16 +1,15 @@
 """The base of every team-scoped API viewset.
 
-A request reaches an action only after, in this order: a valid token (401),
-the URL's team being the token's team (404, so the API never reveals that another
-team exists), and the token's scope (403). The whole request runs in one
-transaction bound to that team by row-level security, except while an embedding
-provider answers (core.request_transaction): then what the request did so far is
-committed, and it goes on in a new transaction bound to the same team.
+A request reaches an action only after, in this order: a valid token (401), the URL's
+team being the token's team (404, so the API never reveals that another team exists),
+then what every agent call goes through at either door (teams.calls.AgentCall): the
+token's scope (403), its budget (429), one transaction bound to that team by
+row-level security, the write slot, the session heartbeat and replica reads.
 """
 
 from __future__ import annotations
 
-from contextlib import ExitStack
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from django.http import HttpRequest
@@ -19,18 +18,16 @@ from drf_spectacular.utils import OpenApiParameter
 from rest_framework import exceptions
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.throttling import BaseThrottle
 from rest_framework.viewsets import ViewSet
 
 from core.errors import InvalidInput, NotFound
-from core.request_transaction import owning_request_transaction
-from teams import hooks
 from teams.authentication import AgentTokenAuthentication
+from teams.calls import AgentCall
 from teams.models import AgentToken, Team
 from teams.permissions import HasTokenScope
-from teams.replicas import replica_reads
-from teams.scope import TeamBoundTransaction
 from teams.streaming import TeamScopedStream
-from teams.throttling import AnonymousAddressThrottle, request_kind, write_slot
+from teams.throttling import AnonymousAddressThrottle
 from teams.validators import TEAM_SLUG_PATTERN, is_team_slug
 
 TEAM_PATH_PARAMETER = OpenApiParameter(
@@ -44,13 +41,17 @@ TEAM_PATH_PARAMETER = OpenApiParameter(
 
 class TeamScopedViewSet(ViewSet):
     authentication_classes = [AgentTokenAuthentication]
+    # Checked by the call runner (AgentCall.admit), after the team and before the budget.
     permission_classes = [HasTokenScope]
+    # The token's budgets are spent by the call runner, after the scope check; a request
+    # without a valid token spends its address's budget in perform_authentication.
+    throttle_classes: Sequence[type[BaseThrottle]] = ()
     required_scopes: ClassVar[dict[str, str]] = {}
-    # Set per request: the token and the team from the URL, and whether this response is
-    # the one place a secret may be shown (the renderer redacts the team's vault secrets).
+    # Set once the request is admitted: the token. And whether this response is the one
+    # place a secret may be shown (the renderer redacts the team's vault secrets).
     token: AgentToken | None = None
-    team: Team | None = None
     reveals_secret = False
+    _call: AgentCall | None = None
     # The actions whose reads may go to a read replica (teams.replicas; docs/decisions.md,
     # "Read replicas (issue 13)"): from the end of the permission checks to the end of the
     # action, in a transaction on the replica bound to the team. A write in the action
@@ -59,7 +60,7 @@ class TeamScopedViewSet(ViewSet):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        for name in ("get_queryset", "get_object", "dispatch", "initial"):
+        for name in ("get_queryset", "get_object", "dispatch", "initial", "check_permissions"):
             if name in cls.__dict__:
                 raise TypeError(
                     f"{cls.__name__} must not override {name}: team scoping lives in "
@@ -67,16 +68,9 @@ class TeamScopedViewSet(ViewSet):
                 )
 
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Response | TeamScopedStream:
-        # What the request holds beyond its transaction (a token's write slot) is let go
-        # once the transaction has ended, committed or rolled back.
-        with ExitStack() as self._held_after_transaction:
-            return self._dispatch_in_transaction(request, *args, **kwargs)
-
-    def _dispatch_in_transaction(
-        self, request: HttpRequest, *args: Any, **kwargs: Any
-    ) -> Response | TeamScopedStream:
-        with TeamBoundTransaction() as self._transaction:
-            with owning_request_transaction(self._transaction.outside), ExitStack() as self._replica_reads:
+        with AgentCall() as call:
+            self._call = call
+            with call.acting():
                 response = super().dispatch(request, *args, **kwargs)
             if isinstance(response, TeamScopedStream):
                 # Its body is produced later, in a transaction of its own bound to the
@@ -89,7 +83,6 @@ class TeamScopedViewSet(ViewSet):
                 # Render inside the transaction, while the team scope still lets the
                 # renderer read the team's vault secrets.
                 response.render()
-            self._transaction.unbind()
         return response
 
     def perform_authentication(self, request: Request) -> None:
@@ -111,8 +104,8 @@ class TeamScopedViewSet(ViewSet):
             self.throttled(request, throttle.wait() or 1.0)
 
     def check_permissions(self, request: Request) -> None:
-        # Team resolution sits between authentication and scope checks, so a token
-        # of another team gets 404 whatever its scopes.
+        # Team resolution comes before the scope check, so a token of another team gets
+        # 404 whatever its scopes.
         token = request.auth
         if not isinstance(token, AgentToken):
             raise exceptions.NotAuthenticated("send 'Authorization: Bearer <token>'")
@@ -121,20 +114,19 @@ class TeamScopedViewSet(ViewSet):
             raise InvalidInput("malformed team slug", field="team")
         if token.team.slug != slug:
             raise NotFound("not found")
+        self._agent_call().admit(request, self, team=token.team, replica=self.action in self.replica_actions)
         self.token = token
-        self.team = token.team
-        self._transaction.bind(self.team.id)
-        super().check_permissions(request)
-        if request_kind(request, self) == "write":
-            # A token's writes run one at a time (teams.throttling.write_slot); waiting
-            # for the slot holds no transaction.
-            with self._transaction.outside():
-                self._held_after_transaction.enter_context(write_slot(token))
-        hooks.agent_request.call(team=self.team, request=request)
-        if self.action in self.replica_actions:
-            # After the heartbeat's write (a session's last contact, which no routed read
-            # reads), so that it does not pin the request to the primary.
-            self._replica_reads.enter_context(replica_reads(team_id=self.team.id))
+
+    @property
+    def team(self) -> Team | None:
+        """The request's team once its transaction is bound to it (what the renderer
+        reads the vault secrets of)."""
+        return self._call.team if self._call is not None else None
+
+    def _agent_call(self) -> AgentCall:
+        if self._call is None:
+            raise RuntimeError("a TeamScopedViewSet request runs inside its dispatch")
+        return self._call
 
     def get_team(self) -> Team:
         if self.team is None:

@@ -453,3 +453,35 @@ def test_fresh_database_gets_the_moved_tables_under_row_level_security(fresh_dat
         for table in MOVED_TABLES.values():
             assert _team_ids_seen_as(conn, ALPHA, table) == [ALPHA]
             assert _team_ids_seen_as(conn, None, table) == []
+
+
+def test_job_runs_keep_their_rows_when_their_table_moves_down_to_teams() -> None:
+    """The record of beat job runs moved from freshness to teams (teams 0013): an
+    installation that has runs on record keeps them, with their ids, and the services'
+    logins can still write and trim them."""
+    with _scratch_database("jobruns") as database:
+        before_move = _manage(database, "migrate", "freshness", "0006", "--noinput")
+        assert before_move.returncode == 0, (before_move.stdout + before_move.stderr)[-4000:]
+        with _connect(database, role=OWNER_ROLE) as conn:
+            assert "teams_jobrun" not in _tables(conn)
+            conn.execute(
+                "INSERT INTO freshness_jobrun (job, started_at, finished_at, succeeded, outcome, error) VALUES "
+                "('freshness.mark_due', %(t0)s, %(t0)s, true, '{\"checked\": 4}', ''), "
+                "('search.reconcile_index_states', %(t1)s, %(t1)s, false, '{}', 'OperationalError')",
+                {"t0": T0, "t1": T1},
+            )
+            before = _rows(conn, "freshness_jobrun", _columns(conn, "freshness_jobrun"))
+
+        _migrate(database)
+
+        with _connect(database, role=APP_ROLE) as conn:
+            tables = _tables(conn)
+            assert "freshness_jobrun" not in tables
+            assert _rows(conn, "teams_jobrun", _columns(conn, "teams_jobrun")) == before
+            (new_id,) = conn.execute(
+                "INSERT INTO teams_jobrun (job, started_at, outcome, error) "
+                "VALUES ('agents.expire_sessions', now(), '{}', '') RETURNING id"
+            ).fetchone()  # type: ignore[misc]
+            assert new_id > max(row["id"] for row in before)
+            conn.execute("DELETE FROM teams_jobrun WHERE job = 'freshness.mark_due'")
+            assert "teams_jobrun" not in _row_security(conn)  # counts only: not team-scoped

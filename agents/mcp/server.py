@@ -1,11 +1,11 @@
 """The MCP server: lists the tools and runs each call as the REST API runs a request.
 
-A call reaches its handler only after, in REST's order: a valid token (checked before
-MCP by agents.mcp.http: 401), the token's scope for the tool (403 `forbidden`), the
-token's read or write budget (429 `rate_limited`); then it runs in one transaction
-bound to the token's team by row-level security, with the `X-MemoryHub-Session`
-heartbeat (teams.hooks.agent_request), and its answer is passed through the team's
-vault secrets as every REST answer is (teams.renderers).
+A call reaches its handler only after a valid token (checked before MCP by
+agents.mcp.http: 401), then goes through the call runner both doors share
+(teams.calls.AgentCall): the token's scope for the tool (403 `forbidden`), its read or
+write budget (429 `rate_limited`), one transaction bound to the token's team, the
+write slot, the `X-MemoryHub-Session` heartbeat, replica reads for the tools whose
+REST endpoint has them, and the team's vault secrets redacted from the answer.
 
 Failures are tool errors (`isError`) whose structured content is REST's error body
 (core.api_errors.exception_handler makes both), never a protocol error or a trace.
@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
-from contextlib import ExitStack, nullcontext
-from types import SimpleNamespace
+from collections.abc import Callable
 from typing import Any, cast
 
 import anyio.to_thread
@@ -26,31 +25,21 @@ from django.db import close_old_connections
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST
-from rest_framework import exceptions as drf
 from rest_framework.request import Request
-from rest_framework.utils.encoders import JSONEncoder
 
 from agents.mcp import resources
-from agents.mcp.tools import TOOLS, Handler, Tool, ToolCall
+from agents.mcp.tools import TOOLS, Tool, ToolCall
 from core.api_errors import (
     MAX_JSON_DEPTH,
     NestedTooDeeply,
     check_clean_text,
     error_body,
-    exception_handler,
     is_database_unavailable,
 )
-from core.request_transaction import owning_request_transaction
-from memories.models import Memory
-from memories.serializers import MemoryOutputSerializer
-from teams import hooks
+from memories.serializers import memory_error_extra
 from teams.authentication import agent_actor
+from teams.calls import AgentCall
 from teams.models import AgentToken
-from teams.replicas import replica_reads
-from teams.scope import TeamBoundTransaction
-from teams.scrubber import scrub_json
-from teams.throttling import AgentReadThrottle, AgentWriteThrottle, write_slot
-from teams.vault_matcher import team_secret_matcher
 
 logger = logging.getLogger(__name__)
 
@@ -124,10 +113,10 @@ async def call_tool(
     )
 
 
-def _reader(name: str, handler: Handler) -> Tool:
+def _reader(name: str, read: Callable[[ToolCall], dict[str, Any]]) -> Tool:
     """A read behind a resource, run as a read-only tool is (never listed as one)."""
-    return Tool(name=name, title=name, description="", input_schema={}, scope="read", read_only=True,
-                destructive=False, idempotent=True, handler=handler)  # fmt: skip
+    return Tool(name=name, title=name, description="", arguments=None, scope="read", read_only=True,
+                destructive=False, idempotent=True, handler=lambda call, _: read(call))  # fmt: skip
 
 
 LIST_RESOURCES = _reader("resources/list", resources.list_resources)
@@ -228,59 +217,36 @@ def run_tool(tool: Tool, request: Request, arguments: dict[str, Any]) -> tuple[d
         close_old_connections()
 
 
-class _ErrorView:
-    """What core.api_errors.exception_handler asks of a view: errors naming an entry
-    (`current`) render it as the REST views do."""
+class _ToolView:
+    """What the call runner (and the REST permission and throttle classes it reuses)
+    reads of a view, for one tool: the scope it needs. Errors naming an entry (`current`)
+    render it as the REST views do."""
+
+    action = "call"
+
+    def __init__(self, tool: Tool) -> None:
+        self.required_scopes = {self.action: tool.scope}
 
     def serialize_error_extra(self, name: str, value: Any) -> Any:
-        if isinstance(value, Memory):
-            return MemoryOutputSerializer(value).data
-        return value
+        return memory_error_extra(name, value)
 
 
 def _run(tool: Tool, request: Request, arguments: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     token = cast(AgentToken, request.auth)
-    team = token.team
-    # The token's write slot (teams.throttling.write_slot) is let go after the call's
-    # transaction has ended.
-    with (
-        ExitStack() as held_after_transaction,
-        TeamBoundTransaction() as call_transaction,
-        owning_request_transaction(call_transaction.outside),
-    ):
-        is_error = False
+    view = _ToolView(tool)
+    with AgentCall() as call:
         try:
-            _check_scope_and_budget(tool, request, token)
-            call_transaction.bind(team.id)
-            if tool.scope != AgentToken.Scope.READ:
-                with call_transaction.outside():
-                    held_after_transaction.enter_context(write_slot(token))
-            hooks.agent_request.call(team=team, request=request)
-            _check_clean(arguments)
-            call = ToolCall(team=team, token=token, actor=agent_actor(request), arguments=arguments)
-            with replica_reads(team_id=team.id) if tool.replica_reads else nullcontext():
-                body: Any = tool.handler(call)
+            with call.acting():
+                call.admit(request, view, team=token.team, replica=tool.replica_reads)
+                _check_clean(arguments)
+                body: Any = tool.run(ToolCall(team=token.team, token=token, actor=agent_actor(request),
+                                              arguments=arguments))  # fmt: skip
         except Exception as exc:
-            response = exception_handler(exc, {"view": _ErrorView()})
-            if response is None:
+            error = call.error_answer(exc, view)
+            if error is None:
                 raise
-            body, is_error = response.data, True
-        # Plain JSON values, then the team's vault secrets redacted, inside its scope; an
-        # error is scrubbed of credentials too (it may quote the arguments), as REST's.
-        plain = json.loads(json.dumps(body, cls=JSONEncoder))
-        if is_error:
-            return scrub_json(plain, team_secret_matcher(team_id=team.id))[0], is_error
-        return _redacted(plain, team.id), is_error
-
-
-def _check_scope_and_budget(tool: Tool, request: Request, token: AgentToken) -> None:
-    if not token.grants(tool.scope):
-        raise drf.PermissionDenied(f"this token lacks the '{tool.scope}' scope")
-    # The REST throttles, told what the tool needs as a view tells them.
-    view = SimpleNamespace(required_scopes={"call": tool.scope}, action="call")
-    for throttle in (AgentReadThrottle(), AgentWriteThrottle()):
-        if not throttle.allow_request(request, view):
-            raise drf.Throttled(throttle.wait() or 1.0)
+            return call.answer(error, is_error=True), True
+        return call.answer(body, is_error=False), False
 
 
 def _check_clean(node: Any, depth: int = 0) -> None:
@@ -295,20 +261,3 @@ def _check_clean(node: Any, depth: int = 0) -> None:
             check_clean_text(key, "the arguments")
         for value in node.values() if isinstance(node, dict) else node:
             _check_clean(value, depth + 1)
-
-
-def _redacted(node: Any, team_id: int) -> Any:
-    matcher = team_secret_matcher(team_id=team_id)
-    if matcher.is_empty:
-        return node
-
-    def redact(value: Any) -> Any:
-        if isinstance(value, str):
-            return matcher.redact(value)[0]
-        if isinstance(value, dict):
-            return {key: redact(item) for key, item in value.items()}
-        if isinstance(value, list):
-            return [redact(item) for item in value]
-        return value
-
-    return redact(node)

@@ -1,5 +1,5 @@
 """The memory browser, the memory detail page and its actions (edit = supersede,
-delete, unsupersede, annotate, rate). Every write goes through memories.services."""
+delete, unsupersede, annotate, rate). Every write goes through memories.writes."""
 
 from __future__ import annotations
 
@@ -26,13 +26,14 @@ from dashboard.forms import (
     UnsupersedeForm,
     parse_version,
 )
-from memories import feedback
+from memories import feedback, writes
 from memories import selectors as memory_selectors
-from memories import services as memory_services
 from memories.exceptions import MemoryNotFound, StaleVersion
+from memories.inputs import save_arguments
 from memories.models import Memory
 from memories.selectors import list_annotations
-from search.querying import embed_and_search
+from memories.use_cases import save_entry
+from search.querying import search_arguments, search_for
 from search.selectors import MAX_RESULTS
 
 PAGE_SIZE = 25
@@ -91,16 +92,19 @@ def _search_rows(access: TeamAccess, data: dict[str, Any]) -> tuple[list[Any], s
     """The search pipeline's results, as rows for the browser, with notes to show."""
     if data["state"] == "deleted":
         return [], None, ["Search never returns deleted memories; clear the search box to list them."]
+    arguments = search_arguments(
+        {
+            "query": data["q"],
+            "max_results": MAX_RESULTS,
+            "types": [data["type"]] if data["type"] else None,
+            "project": data["project"] or None,
+            "include_superseded": data["state"] != "active",
+            "tags": data["tag"] or None,
+        }
+    )
     try:
-        outcome = embed_and_search(
-            team=access.team,
-            query=data["q"],
-            max_results=MAX_RESULTS,
-            types=[data["type"]] if data["type"] else None,
-            project=data["project"] or None,
-            include_superseded=data["state"] != "active",
-            tags=data["tag"] or None,
-        )
+        # A person browsing: no access counted (memories' access counts are agents' reads).
+        outcome = search_for(team=access.team, arguments=arguments, count_access=False)
     except DomainError as error:
         return [], None, [error.detail]
     results = outcome.results
@@ -160,17 +164,18 @@ def memory_create(request: HttpRequest, access: TeamAccess) -> HttpResponse:
         form = MemoryCreateForm(request.POST)
         if form.is_valid():
             data = form.cleaned_data
+            arguments = save_arguments(
+                {
+                    "key": data["key"],
+                    "content": data["content"],
+                    "type": data["type"],
+                    "project": data["project"],
+                    "metadata": {"tags": data["tags"]} if data["tags"] else None,
+                    "allow_duplicate": data["allow_duplicate"],
+                }
+            )
             try:
-                result = memory_services.save_memory(
-                    team=access.team,
-                    key=data["key"],
-                    content=data["content"],
-                    updated_by=person_actor(request),
-                    type_name=data["type"],
-                    project=data["project"],
-                    metadata={"tags": data["tags"]} if data["tags"] else None,
-                    allow_duplicate=data["allow_duplicate"],
-                )
+                result = save_entry(team=access.team, arguments=arguments, updated_by=person_actor(request))
             except DomainError as error:
                 form.add_domain_error(error, default_field="key")
             else:
@@ -194,7 +199,7 @@ def memory_create(request: HttpRequest, access: TeamAccess) -> HttpResponse:
     return render(request, "dashboard/memory_form.html", context, status=status)
 
 
-def _report_save(request: HttpRequest, result: memory_services.SaveResult) -> None:
+def _report_save(request: HttpRequest, result: writes.SaveResult) -> None:
     verb = "superseded" if result.superseded is not None else "saved"
     messages.success(request, f"Memory \u201c{result.memory.key}\u201d {verb}.")
     replaced = result.superseded
@@ -233,18 +238,21 @@ def memory_edit(request: HttpRequest, access: TeamAccess, key: str) -> HttpRespo
             if unchanged:
                 form.add_error("content", "Nothing changed: edit the content, type or project.")
             else:
-                try:
-                    result = memory_services.save_memory(
-                        team=access.team,
-                        key=key,
-                        content=data["content"],
-                        updated_by=person_actor(request),
-                        type_name=data["type"],
-                        project=data["project"],
-                        supersede_reason=form.supersede_reason(),
+                arguments = save_arguments(
+                    {
+                        "key": key,
+                        "content": data["content"],
+                        "type": data["type"],
+                        "project": data["project"],
+                        "supersede_reason": form.supersede_reason(),
                         # Checked under the key's lock: two people editing at once cannot
                         # both replace the version they opened.
-                        expected_version=data["base_version"],
+                        "expected_version": data["base_version"],
+                    }
+                )
+                try:
+                    result = save_entry(
+                        team=access.team, arguments=arguments, updated_by=person_actor(request)
                     )
                 except StaleVersion:
                     form.add_error(
@@ -274,7 +282,7 @@ def memory_edit(request: HttpRequest, access: TeamAccess, key: str) -> HttpRespo
 def memory_delete(request: HttpRequest, access: TeamAccess, key: str) -> HttpResponse:
     current = memory_selectors.get_active_memory(team=access.team, key=path_key(key))
     if request.method == "POST":
-        memory_services.delete_memory(team=access.team, key=key, deleted_by=person_actor(request))
+        writes.delete_memory(team=access.team, key=key, deleted_by=person_actor(request))
         messages.success(request, f"Memory \u201c{key}\u201d deleted. Its history is kept.")
         return redirect(_detail_url(access, key))
     return render(request, "dashboard/memory_delete.html", page_context(access, key=key, current=current))
@@ -290,7 +298,7 @@ def memory_unsupersede(request: HttpRequest, access: TeamAccess, key: str) -> Ht
         status = 400
         if form.is_valid():
             try:
-                memory_services.unsupersede_memory(
+                writes.unsupersede_memory(
                     team=access.team,
                     key=key,
                     reason=form.cleaned_data["reason"],

@@ -19,7 +19,7 @@ from dashboard.access import Role, TeamAccess, page_context, person_actor, signe
 from dashboard.forms import InjectionForm, SearchForm
 from memories.models import IndexState
 from search import services as search_services
-from search.querying import embed_and_search
+from search.querying import search_arguments, search_for
 
 
 @login_required
@@ -105,17 +105,20 @@ def search(request: HttpRequest, access: TeamAccess) -> HttpResponse:
     outcome, rows, status = None, [], 200
     if form.is_bound and form.is_valid():
         data = form.cleaned_data
+        arguments = search_arguments(
+            {
+                "query": data["q"],
+                "max_results": data["max_results"],
+                "types": data["types"] or None,
+                "project": data["project"] or None,
+                "include_superseded": data["include_superseded"],
+                "mode": data["mode"],
+                "explain": True,
+            }
+        )
         try:
-            outcome = embed_and_search(
-                team=access.team,
-                query=data["q"],
-                max_results=data["max_results"],
-                types=data["types"] or None,
-                project=data["project"] or None,
-                include_superseded=data["include_superseded"],
-                mode=data["mode"],
-                explain=True,
-            )
+            # A person browsing: no access counted (memories' access counts are agents' reads).
+            outcome = search_for(team=access.team, arguments=arguments, count_access=False)
         except DomainError as error:
             form.add_domain_error(error, default_field="q")
             status = 400

@@ -7,6 +7,8 @@ class Migration(migrations.Migration):
     dependencies = [
         ("freshness", "0002_compatible_resolution"),
     ]
+    # teams 0013 renames this table to teams_jobrun (the model moved down a floor).
+    run_before = [("teams", "0013_job_runs")]
 
     operations = [
         migrations.CreateModel(

@@ -64,7 +64,7 @@ class SearchFilters:
     project: str | None
     include_superseded: bool
     metadata: dict[str, list[str]] | None = None
-    # Archived entries (memories.services.archive_memory) are found only when asked.
+    # Archived entries (memories.writes.archive_memory) are found only when asked.
     include_archived: bool = False
 
     def sql(self) -> tuple[str, list[Any]]:

@@ -10,7 +10,7 @@ from django.contrib.auth.models import AbstractUser
 from django.test import Client
 from django.urls import reverse
 
-from memories import services as memory_services
+from memories import writes
 from memories.models import Memory
 from teams import services as team_services
 from teams.models import AgentToken, Team, VaultEntry
@@ -35,14 +35,14 @@ def admin_client(operator: AbstractUser) -> Client:
 
 def save(team: Team, key: str, content: str, by: str = "agent-a", reason: str | None = None) -> Memory:
     with team_scope(team.id):
-        return memory_services.save_memory(
+        return writes.save_memory(
             team=team, key=key, content=content, updated_by=by, supersede_reason=reason
         ).memory
 
 
 def delete(team: Team, key: str, by: str) -> Memory:
     with team_scope(team.id):
-        return memory_services.delete_memory(team=team, key=key, deleted_by=by)
+        return writes.delete_memory(team=team, key=key, deleted_by=by)
 
 
 def changelist_rows(client: Client, query: str = "") -> set[tuple[str, str, str]]:

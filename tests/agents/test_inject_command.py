@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from memories import services
+from memories import writes
 from teams.models import Team
 from teams.scope import team_scope
 from teams.services import set_vault_entry
@@ -22,7 +22,7 @@ OLD_SECTION = BEGIN + b"\n## MemoryHub memory\n\nstale text from an earlier run\
 
 def remember(team: Team, key: str, content: str, memory_type: str = "lesson", **extra: object) -> None:
     with team_scope(team.id):
-        services.save_memory(
+        writes.save_memory(
             team=team, key=key, content=content, type_name=memory_type, updated_by="tester", **extra
         )
 

@@ -12,7 +12,7 @@ import pytest
 from django.utils import timezone
 
 from agents.injection import build_injection
-from memories import services
+from memories import writes
 from memories.models import Memory
 from search.tokens import count_tokens
 from teams.models import Team
@@ -28,7 +28,7 @@ def remember(
     """Save through the service, then date the entry `age_hours` ago, so that
     "newest first" does not depend on how fast the test runs."""
     with team_scope(team.id):
-        memory = services.save_memory(
+        memory = writes.save_memory(
             team=team, key=key, content=content, type_name=memory_type, updated_by="tester", **extra
         ).memory
         Memory.objects.filter(id=memory.id).update(created_at=timezone.now() - timedelta(hours=age_hours))
@@ -122,7 +122,7 @@ def test_superseded_and_deleted_entries_are_not_injected(team: Team, member: Age
     remember(team, "host", "The build host is ci-2.", "context", supersede_reason="moved")
     remember(team, "gone", "Temporary note.", "context")
     with team_scope(team.id):
-        services.delete_memory(team=team, key="gone", deleted_by="tester")
+        writes.delete_memory(team=team, key="gone", deleted_by="tester")
 
     body = inject(member, format="json")
 

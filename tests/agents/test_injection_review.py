@@ -11,7 +11,7 @@ import pytest
 from agents.injection import build_injection
 from agents.injection.review import REVIEW_HEADING, REVIEW_MAX
 from freshness.models import Nudge, NudgeKind
-from memories.services import save_memory
+from memories.writes import save_memory
 from teams.models import Team
 from teams.scope import team_scope
 from tests.conftest import Agent

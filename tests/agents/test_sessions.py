@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from agents.models import AgentSession
 from agents.sessions import HEARTBEAT_RESOLUTION
-from memories import services as memory_services
+from memories import writes
 from memories.models import Memory
 from teams.scope import team_scope
 from teams.services import shutdown_team
@@ -146,9 +146,7 @@ def test_boot_answers_with_the_injection_block_of_its_project(member: Agent) -> 
             ("api-db", "The api project uses db-2.", "api"),
             ("web-cdn", "The web project uses the CDN.", "web"),
         ]:
-            memory_services.save_memory(
-                team=member.team, key=key, content=content, project=project, updated_by="t"
-            )
+            writes.save_memory(team=member.team, key=key, content=content, project=project, updated_by="t")
 
     injection = boot(member, project="api")["injection"]
 

@@ -25,7 +25,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from memories import services as memory_services
+from memories import writes
 from memoryhub.wsgi import application
 from teams import services as team_services
 from teams.models import Team
@@ -44,7 +44,7 @@ CHECKS = [
 
 def _seed(team: Team) -> None:
     with team_scope(team.id):
-        save = memory_services.save_memory
+        save = writes.save_memory
         save(team=team, key="0", content="The staging database is db-2.", updated_by="seed")
         save(
             team=team,
@@ -55,7 +55,7 @@ def _seed(team: Team) -> None:
         )
         save(team=team, key="A", content="Never deploy on a Friday.", type_name="context", updated_by="seed")
         save(team=team, key="a", content="Gone soon.", metadata={"tags": ["x"]}, updated_by="seed")
-        memory_services.delete_memory(team=team, key="a", deleted_by="seed")
+        writes.delete_memory(team=team, key="a", deleted_by="seed")
         team_services.set_vault_entry(team=team, key="0", value="eu-west-1", is_secret=False, actor="seed")
         team_services.set_vault_entry(
             team=team, key="A", value="s3cr3t-staging-password", is_secret=True, actor="seed"

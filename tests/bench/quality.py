@@ -252,7 +252,7 @@ def _ingest(memories: list[BenchMemory]) -> dict[str, Any]:
     in-process after commit, since the bench process has no broker), then its
     created_at backdated to the memory's date."""
     from memories.models import IndexState, Memory
-    from memories.services import save_memory
+    from memories.writes import save_memory
     from search.models import Chunk, ChunkEmbedding
     from search.services import index_memory
     from teams.models import Team

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from memories import services
+from memories import writes
 from teams.models import Team
 from teams.scope import team_scope
 from tests.client.conftest import Cli, server_env
@@ -99,7 +99,7 @@ def test_another_teams_token_gets_not_found_and_no_byte_of_the_other_team(
     mcp_server: Server, team: Team, other_team: Team, cli: Cli, tmp_path: Path
 ) -> None:
     with team_scope(team.id):
-        services.save_memory(
+        writes.save_memory(
             team=team, updated_by="test", key="launch-plan", content="Alpha launches on the ninth of Zorblax."
         )
     intruder = make_agent(other_team, "bravo-bot", ["read", "write"]).token
@@ -130,21 +130,21 @@ def test_inject_writes_the_same_section_as_manage_py_inject(
     mcp_server: Server, team: Team, cli: Cli, tmp_path: Path
 ) -> None:
     with team_scope(team.id):
-        services.save_memory(
+        writes.save_memory(
             team=team,
             updated_by="test",
             key="stack",
             content="We use Django and PostgreSQL.",
             type_name="identity",
         )
-        services.save_memory(
+        writes.save_memory(
             team=team,
             updated_by="test",
             key="web-port",
             content="The web app listens on 8080.",
             project="web",
         )
-        services.save_memory(
+        writes.save_memory(
             team=team, updated_by="test", key="api-port", content="The API listens on 9090.", project="api"
         )
     env = server_env(mcp_server, "alpha", make_agent(team, "inject-bot", ["read"]).token)
@@ -171,14 +171,14 @@ def test_inject_query_adds_what_is_relevant_to_the_branch_and_recent_commits(
 ) -> None:
     with team_scope(team.id):
         # Reference entries are never in the core block: only the query brings them in.
-        services.save_memory(
+        writes.save_memory(
             team=team,
             key="billing-retries",
             content="Stripe webhook retries come back for three days.",
             type_name="reference",
             updated_by="test",
         )
-        services.save_memory(
+        writes.save_memory(
             team=team,
             updated_by="test",
             key="fonts",

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agents.models import AgentSession
-from memories import services
+from memories import writes
 from teams.models import Team
 from teams.scope import team_scope
 from tests.client.conftest import Cli, server_env
@@ -34,13 +34,13 @@ def test_session_start_prints_the_block_and_the_guide_and_registers_the_session_
     mcp_server: Server, team: Team, cli: Cli, tmp_path: Path
 ) -> None:
     with team_scope(team.id):
-        services.save_memory(
+        writes.save_memory(
             team=team, key="stack", content="We deploy with Kubernetes.", type_name="identity", updated_by="t"
         )
-        services.save_memory(
+        writes.save_memory(
             team=team, key="shop-only", content="Prices are in euros.", project="shop", updated_by="t"
         )
-        services.save_memory(
+        writes.save_memory(
             team=team, key="blog-only", content="Posts are in markdown.", project="blog", updated_by="t"
         )
     worktree = tmp_path / "shop"
@@ -85,7 +85,7 @@ def test_session_start_never_blocks_the_agent_and_shows_no_other_team(
     mcp_server: Server, team: Team, other_team: Team, cli: Cli, tmp_path: Path
 ) -> None:
     with team_scope(team.id):
-        services.save_memory(
+        writes.save_memory(
             team=team, key="secret-plan", content="Alpha ships Zorblax.", type_name="identity", updated_by="t"
         )
     intruder = make_agent(other_team, "bravo-claude", ["read", "write"]).token

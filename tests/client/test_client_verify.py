@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from freshness.models import AnchorCheck, Nudge, NudgeKind
-from memories import services
+from memories import writes
 from memories.models import Memory
 from memoryhub_client import hooks
 from memoryhub_client.api import MemoryHubApi
@@ -42,14 +42,14 @@ ANCHORS = {
 def anchored(team: Team) -> None:
     with team_scope(team.id):
         for key, path in ANCHORS.items():
-            services.save_memory(
+            writes.save_memory(
                 team=team,
                 key=key,
                 content=f"See {key}.",
                 anchor={"type": "file", "value": path},
                 updated_by="t",
             )
-        services.save_memory(
+        writes.save_memory(
             team=team,
             key="site",
             content="The status page.",

@@ -63,3 +63,29 @@ def test_a_small_file_is_one_batch() -> None:
 
     assert len(batches) == 1
     assert batches[0].body == raw
+
+
+def test_keys_whose_versions_name_each_other_travel_in_one_batch() -> None:
+    """A longer duplicate saved under another key supersedes that key's entry, and an
+    unsupersede gives it back: the server links them only when both are in its batch."""
+    records: list[dict[str, object] | str] = [
+        {**memory("cache-policy", "c1"), "supersedes": "r2"},
+        *[memory(f"k{i}", f"{i}") for i in range(20)],
+        memory("reborn", "r1"),
+        memory("reborn", "r2"),
+        {**memory("reborn", "r3"), "supersedes": "c1", "restored_from": "r2"},
+        {"record": "confirmation", "memory": "r3", "confirmed_by": "bob"},
+    ]
+
+    batches = import_batches(file_of(records), batch_bytes=1200)
+
+    assert len(batches) > 2
+    holding = [
+        {
+            json.loads(line).get("key") or json.loads(line)["memory"]
+            for line in b.body.decode().splitlines()[1:]
+        }
+        for b in batches
+    ]
+    [together] = [keys for keys in holding if "cache-policy" in keys]
+    assert {"cache-policy", "reborn", "r3"} <= together

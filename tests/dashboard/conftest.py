@@ -15,7 +15,7 @@ from django.contrib.auth.models import AbstractUser
 from django.test import Client
 
 from agents.sessions import boot_session
-from memories import services as memory_services
+from memories import writes
 from memories.models import Memory
 from teams import services as team_services
 from teams.models import AgentToken, Membership, Team
@@ -33,7 +33,7 @@ def save(
     team: Team, key: str, content: str, *, by: str = "agent", reason: str | None = None, **extra: Any
 ) -> Memory:
     with team_scope(team.id):
-        return memory_services.save_memory(
+        return writes.save_memory(
             team=team, key=key, content=content, updated_by=by, supersede_reason=reason, **extra
         ).memory
 

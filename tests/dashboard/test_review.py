@@ -18,10 +18,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from dashboard import selectors
-from freshness.models import Draft, JobRun, Nudge, NudgeKind, NudgeState
-from memories import services as memory_services
+from freshness.models import Draft, Nudge, NudgeKind, NudgeState
+from memories import writes
 from memories.models import Confirmation, Memory
-from teams.models import Team
+from teams.models import JobRun, Team
 from teams.scope import team_scope
 from tests.conftest import operator_view
 from tests.dashboard.conftest import BravoData, Cast, client_for, save
@@ -64,13 +64,9 @@ def open_nudge(
             created_at=timezone.now() - dt.timedelta(minutes=minutes_ago)
         )
         if kind == NudgeKind.CONTRADICTION and other is not None:
-            memory_services.set_freshness_flag(
-                team=team, memory_ids=[other.id], flag="contradicted_at", on=True
-            )
+            writes.set_freshness_flag(team=team, memory_ids=[other.id], flag="contradicted_at", on=True)
         if kind == NudgeKind.ANCHOR_BROKEN:
-            memory_services.set_freshness_flag(
-                team=team, memory_ids=[memory.id], flag="anchor_broken_at", on=True
-            )
+            writes.set_freshness_flag(team=team, memory_ids=[memory.id], flag="anchor_broken_at", on=True)
         return Nudge.objects.get(id=nudge.id)
 
 
@@ -445,10 +441,10 @@ def freshness_mix(team: Team) -> None:
     save(team, "moved-on", "New text of the key.", type_name="decision", reason="changed")
     age(old, 400)
     with team_scope(team.id):
-        memory_services.set_freshness_flag(
+        writes.set_freshness_flag(
             team=team, memory_ids=[broken.id, both.id, old.id], flag="anchor_broken_at", on=True
         )
-        memory_services.set_freshness_flag(
+        writes.set_freshness_flag(
             team=team, memory_ids=[both.id, plain_contradicted.id, old.id], flag="contradicted_at", on=True
         )
 
@@ -488,10 +484,10 @@ def test_confirmations_per_week_counts_distinct_entries_for_twelve_weeks(
     today = dt.date(2026, 11, 25)  # a Wednesday; its week starts Monday the 23rd
     with team_scope(team.id):
         for key in ["fresh-1", "fresh-2"]:
-            memory_services.confirm_memory(team=team, key=key, confirmed_by="user:mia")
-        memory_services.confirm_memory(team=team, key="fresh-1", confirmed_by="user:adam")
-        memory_services.confirm_memory(team=team, key="due-1", confirmed_by="user:mia")
-        memory_services.confirm_memory(team=team, key="who-we-are", confirmed_by="user:mia")
+            writes.confirm_memory(team=team, key=key, confirmed_by="user:mia")
+        writes.confirm_memory(team=team, key="fresh-1", confirmed_by="user:adam")
+        writes.confirm_memory(team=team, key="due-1", confirmed_by="user:mia")
+        writes.confirm_memory(team=team, key="who-we-are", confirmed_by="user:mia")
         placed = {
             "fresh-1": dt.datetime(2026, 11, 24, 9, tzinfo=dt.UTC),  # this week, twice
             "fresh-2": dt.datetime(2026, 11, 23, 0, 0, 1, tzinfo=dt.UTC),  # this week's first second
@@ -512,7 +508,7 @@ def test_confirmations_per_week_counts_distinct_entries_for_twelve_weeks(
 
 def test_overview_draws_the_confirmations_chart(cast: Cast, team: Team, freshness_mix: None) -> None:
     with team_scope(team.id):
-        memory_services.confirm_memory(team=team, key="fresh-1", confirmed_by="user:mia")
+        writes.confirm_memory(team=team, key="fresh-1", confirmed_by="user:mia")
     this_monday = timezone.now().date() - dt.timedelta(days=timezone.now().date().weekday())
 
     body = cast.client("viewer").get(url("overview")).content.decode()

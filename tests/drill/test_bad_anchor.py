@@ -19,9 +19,9 @@ from django.db import connection
 from django.test import override_settings
 
 from freshness import tasks as freshness_tasks
-from freshness.models import AnchorCheck, JobRun
-from memories import services as memory_services
-from teams.models import Team
+from freshness.models import AnchorCheck
+from memories import writes
+from teams.models import JobRun, Team
 from teams.scope import team_scope
 from tests.conftest import make_agent, operator_view
 from tests.drill.record import record
@@ -53,7 +53,7 @@ def bad_anchors(port: int) -> dict[str, Any]:
 
 def save(team: Team, key: str, anchor: dict[str, Any] | None) -> Any:
     with team_scope(team.id):
-        return memory_services.save_memory(
+        return writes.save_memory(
             team=team, key=key, content=f"{team.slug}: {key}.", anchor=anchor, updated_by="drill"
         ).memory.id
 

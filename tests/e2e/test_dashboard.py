@@ -127,7 +127,7 @@ def test_secret_is_masked_and_revealed_only_to_admins_with_an_audit_entry(page: 
 
 def test_viewer_reads_but_cannot_edit(page: Page, site: Site) -> None:
     with team_scope(site.team.id):
-        from memories.services import save_memory
+        from memories.writes import save_memory
 
         save_memory(team=site.team, key="style-guide", content="Use ruff for formatting.", updated_by="agent")
         team_services.set_vault_entry(

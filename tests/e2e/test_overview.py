@@ -16,7 +16,7 @@ from playwright.sync_api import Page, expect
 
 from agents.sessions import boot_session
 from memories.models import IndexState, Memory
-from memories.services import delete_memory, save_memory
+from memories.writes import delete_memory, save_memory
 from teams import services as team_services
 from teams.models import Membership, Team
 from teams.scope import dangerously_bypass_team_scope, team_scope

@@ -14,7 +14,7 @@ from django.utils import timezone
 from playwright.sync_api import Page, expect
 
 from freshness.models import Draft, Nudge, NudgeKind, NudgeState
-from memories import services as memory_services
+from memories import writes
 from memories.models import Confirmation, Memory
 from teams import services as team_services
 from teams.models import Membership, Team
@@ -25,9 +25,7 @@ from tests.e2e.conftest import PASSWORD, screenshot, sign_in
 
 def save(team: Team, key: str, content: str, **extra: Any) -> Memory:
     with team_scope(team.id):
-        return memory_services.save_memory(
-            team=team, key=key, content=content, updated_by="agent", **extra
-        ).memory
+        return writes.save_memory(team=team, key=key, content=content, updated_by="agent", **extra).memory
 
 
 @pytest.fixture
@@ -53,7 +51,7 @@ def nudges(team: Team) -> dict[str, Nudge]:
         Memory.objects.filter(id=due_entry.id).update(created_at=past, last_confirmed_at=past)
         Memory.objects.filter(team=team).update(contradicted_at=None)
     with team_scope(team.id):
-        memory_services.set_freshness_flag(team=team, memory_ids=[older.id], flag="contradicted_at", on=True)
+        writes.set_freshness_flag(team=team, memory_ids=[older.id], flag="contradicted_at", on=True)
         return {
             "due": Nudge.objects.create(
                 team=team,

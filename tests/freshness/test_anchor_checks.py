@@ -25,10 +25,10 @@ from freshness.anchor_http import (
     guarded_client,
     parse_networks,
 )
-from freshness.models import AnchorCheck, JobRun, Nudge, NudgeKind, NudgeState
-from memories import services as memory_services
+from freshness.models import AnchorCheck, Nudge, NudgeKind, NudgeState
+from memories import writes
 from memories.models import Memory
-from teams.models import Team
+from teams.models import JobRun, Team
 from teams.scope import team_scope
 from tests.conftest import Agent, operator_view
 from tests.freshness.anchor_site import Site
@@ -251,7 +251,7 @@ def test_the_check_judges_status_expected_text_redirects_and_timeouts(site: Site
 
 def _anchored(team: Team, key: str, anchor: dict[str, Any]) -> Memory:
     with team_scope(team.id):
-        memory_services.save_memory(
+        writes.save_memory(
             team=team, key=key, content=f"{key}: see the anchor.", anchor=anchor, updated_by="t"
         )
         return Memory.objects.get(team=team, key=key, is_active=True)

@@ -15,10 +15,10 @@ from django.db import connection
 from django.test import override_settings
 
 from freshness import anchor_checks, anchor_http, tasks
-from freshness.models import AnchorCheck, JobRun, Nudge, NudgeKind
-from memories import services as memory_services
+from freshness.models import AnchorCheck, Nudge, NudgeKind
+from memories import writes
 from memories.models import Memory
-from teams.models import Team
+from teams.models import JobRun, Team
 from teams.scope import team_scope
 from teams.services import shutdown_team
 from tests.conftest import operator_view
@@ -41,7 +41,7 @@ def _clean_backoff() -> Iterator[None]:
 
 def anchored(team: Team, key: str, anchor: dict[str, Any] | None) -> Memory:
     with team_scope(team.id):
-        memory_services.save_memory(
+        writes.save_memory(
             team=team, key=key, content=f"{key}: see the anchor.", anchor=anchor, updated_by="t"
         )
         return Memory.objects.get(team=team, key=key, is_active=True)

@@ -16,10 +16,11 @@ from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from agents.models import AgentSession
 from agents.sessions import expire_stale_sessions_everywhere
-from freshness import jobs
-from freshness.models import JobRun, Nudge, NudgeKind
+from freshness.models import Nudge, NudgeKind
 from memories.models import Memory
 from memoryhub.celery import app as celery_app
+from teams import jobs
+from teams.models import JobRun
 from tests.conftest import Agent, operator_view
 from tests.worker import SCHEDULED_NAME, CeleryProcess, schedule_every_second, wait_for
 

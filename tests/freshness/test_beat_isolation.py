@@ -26,11 +26,11 @@ from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
 from agents.models import AgentSession
-from freshness.models import AnchorCheck, JobRun, Nudge, NudgeKind
-from memories import services as memory_services
+from freshness.models import AnchorCheck, Nudge, NudgeKind
+from memories import writes
 from memories.models import Memory
 from memoryhub.celery import app as celery_app
-from teams.models import Team
+from teams.models import JobRun, Team
 from teams.scope import team_scope
 from tests.conftest import operator_view
 from tests.freshness.anchor_site import Site
@@ -49,7 +49,7 @@ def entry(
     team: Team, key: str, *, anchor: dict[str, Any] | None = None, type_name: str = "decision"
 ) -> uuid.UUID:
     with team_scope(team.id):
-        saved = memory_services.save_memory(
+        saved = writes.save_memory(
             team=team,
             key=key,
             content=f"{team.slug}: {key}.",

@@ -15,7 +15,7 @@ from freshness import services, tasks
 from freshness.models import Nudge, NudgeKind, NudgeState
 from memories.freshness import Freshness, FreshnessWindows, freshness_of
 from memories.models import Memory
-from memories.services import confirm_memory
+from memories.writes import confirm_memory
 from teams.models import Team
 from teams.scope import team_scope
 from tests.conftest import Agent, operator_view

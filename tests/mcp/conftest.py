@@ -16,9 +16,13 @@ from typing import Any, TypeVar
 
 import httpx2
 import pytest
+from django.test import RequestFactory
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from agents.mcp.http import admit
+from agents.mcp.server import REQUEST_ENVIRON_KEY, run_tool
+from agents.mcp.tools import TOOLS
 from tests.web_server import WebServer, server_env
 from tests.worker import database_url
 
@@ -77,3 +81,19 @@ def structured(result: Any) -> dict[str, Any]:
     assert json.loads(result.content[0].text) == result.structured_content
     body: dict[str, Any] = result.structured_content
     return body
+
+
+def call_in_process(
+    token: str | None, tool: str, arguments: dict[str, Any], **headers: str
+) -> tuple[int, dict[str, Any]]:
+    """A tool call on the server's own path, in this process (agents.mcp.http.admit, then
+    agents.mcp.server.run_tool): the HTTP status of a refusal before MCP and its body, or
+    200 and the tool's answer (an error in the one shape when it failed)."""
+    if token is not None:
+        headers["HTTP_AUTHORIZATION"] = f"Bearer {token}"
+    environ = RequestFactory().post("/mcp/", **headers).environ
+    refusal = admit(environ)
+    if refusal is not None:
+        return refusal[0], refusal[1]
+    body, _ = run_tool(TOOLS[tool], environ[REQUEST_ENVIRON_KEY], arguments)
+    return 200, body

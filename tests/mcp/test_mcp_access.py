@@ -16,7 +16,7 @@ from django.utils import timezone
 from agents.mcp.tools import TOOLS
 from freshness.models import Draft, DraftState, Nudge, NudgeKind, NudgeState
 from memories.models import Memory
-from memories.services import save_memory
+from memories.writes import save_memory
 from teams.models import AgentToken, Team, VaultEntry
 from teams.scope import team_scope
 from teams.services import revoke_token, set_vault_entry

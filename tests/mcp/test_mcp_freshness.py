@@ -11,7 +11,7 @@ from django.utils import timezone
 from freshness.models import Nudge, NudgeKind, NudgeState
 from freshness.services import mark_due_entries
 from memories.models import Confirmation, Memory
-from memories.services import save_memory
+from memories.writes import save_memory
 from teams.models import Team
 from teams.scope import team_scope
 from tests.conftest import make_agent, operator_view

@@ -36,7 +36,7 @@ ANY_JSON = st.recursive(
 
 
 def from_schema(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
-    """Values of the subset of JSON Schema the tools use (agents/mcp/schema.py)."""
+    """Values of the subset of JSON Schema the tools use (core/json_schema.py generates them)."""
     kinds = schema.get("type")
     if isinstance(kinds, list):
         return st.one_of(*(from_schema({**schema, "type": kind}) for kind in kinds))

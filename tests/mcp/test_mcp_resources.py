@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from mcp import MCPError
 
-from memories.services import save_memory
+from memories.writes import save_memory
 from teams.models import Team
 from teams.scope import team_scope
 from tests.conftest import make_agent

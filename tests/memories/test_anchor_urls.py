@@ -14,7 +14,7 @@ from django.test import override_settings
 from core.errors import InvalidInput
 from freshness import anchor_http
 from freshness.anchor_http import FetchPolicy, check_anchor_url, guarded_client
-from memories import services as memory_services
+from memories import writes
 from memories.models import Memory
 from teams.models import Team
 from teams.scope import team_scope
@@ -197,7 +197,7 @@ LOCAL_POLICY = FetchPolicy(
 def _saved(team: Team, url: str) -> bool:
     try:
         with team_scope(team.id):
-            memory_services.save_memory(
+            writes.save_memory(
                 team=team,
                 key="probe",
                 content="A probe.",

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 from django.db import IntegrityError, transaction
 
-from memories import services
+from memories import writes
+from memories.exceptions import MemoryNotFound
 from memories.models import Memory
 from tests.conftest import Agent, operator_view, search
 
@@ -104,5 +105,5 @@ def test_the_database_refuses_an_active_or_deleted_archived_row(member: Agent, s
 
 
 def test_archive_service_names_a_missing_key(member: Agent) -> None:
-    with pytest.raises(services.MemoryNotFound):
-        services.archive_memory(team=member.team, key="never-saved", archived_by="test")
+    with pytest.raises(MemoryNotFound):
+        writes.archive_memory(team=member.team, key="never-saved", archived_by="test")

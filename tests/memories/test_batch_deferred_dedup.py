@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from memories import batch
+from memories import writes
 from memories.hooks import DuplicateMatch
 from memories.models import Memory
 from search import hooks as search_hooks
@@ -325,7 +325,7 @@ def test_a_rerun_of_the_indexing_or_the_check_changes_nothing(
     assert index_memory(team_id=member.team.id, memory_id=results[0]["id"]) == "indexed"
     stale = DuplicateMatch(memory=row(old["id"]), similarity=0.95, matched_by="embedding", threshold=0.92)
     with team_scope(member.team.id):
-        assert batch.settle_near_check(team=member.team, memory_id=results[0]["id"], duplicate=stale) is None
+        assert writes.settle_near_check(team=member.team, memory_id=results[0]["id"], duplicate=stale) is None
 
     with operator_view():
         assert list(Memory.objects.filter(team=member.team).order_by("id").values()) == before
@@ -341,7 +341,7 @@ def test_a_duplicate_changed_before_the_locks_is_left_alone(
     assert member.client.delete(member.url("memories/testing/")).status_code == 204
 
     with team_scope(member.team.id):
-        replaced = batch.settle_near_check(team=member.team, memory_id=results[0]["id"], duplicate=found)
+        replaced = writes.settle_near_check(team=member.team, memory_id=results[0]["id"], duplicate=found)
 
     assert replaced is None
     assert row(results[0]["id"]).supersedes_id is None

@@ -7,7 +7,7 @@ import datetime as dt
 
 import pytest
 
-from memories import services
+from memories import writes
 from memories.exceptions import MemoryNotFound
 from memories.models import Confirmation, Memory
 from teams.scope import team_scope
@@ -76,9 +76,9 @@ def test_confirmation_appears_in_the_history_of_the_key(member: Agent, save) -> 
 def test_two_distinct_confirmers_are_counted_once_each(member: Agent, readonly_member: Agent, save) -> None:  # type: ignore[no-untyped-def]
     saved = save(member, "stack", "We use Postgres.")
     with team_scope(member.team.id):
-        services.confirm_memory(team=member.team, key="stack", confirmed_by="ada")
-        services.confirm_memory(team=member.team, key="stack", confirmed_by="ada")
-        services.confirm_memory(team=member.team, key="stack", confirmed_by="bob")
+        writes.confirm_memory(team=member.team, key="stack", confirmed_by="ada")
+        writes.confirm_memory(team=member.team, key="stack", confirmed_by="ada")
+        writes.confirm_memory(team=member.team, key="stack", confirmed_by="bob")
 
     assert row(saved["id"]).confirmed_by_count == 2
     with operator_view():
@@ -92,7 +92,7 @@ def test_confirm_of_a_key_without_active_entry_is_404(member: Agent, save) -> No
     assert confirm(member, "gone").status_code == 404
     assert confirm(member, "never-saved").status_code == 404
     with team_scope(member.team.id), pytest.raises(MemoryNotFound):
-        services.confirm_memory(team=member.team, key="never-saved", confirmed_by="ada")
+        writes.confirm_memory(team=member.team, key="never-saved", confirmed_by="ada")
 
 
 def test_confirm_needs_the_write_scope(member: Agent, readonly_member: Agent, save) -> None:  # type: ignore[no-untyped-def]

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from core.errors import InvalidInput
-from memories import selectors, services
+from memories import selectors, writes
 from memories.exceptions import ContentTooLarge, MemoryExists, MemoryNotFound, UnknownMemoryType
 from memories.models import MAX_CONTENT_BYTES, Memory
 from teams import services as team_services
@@ -11,9 +11,9 @@ from teams.models import Team
 from teams.scope import team_scope
 
 
-def save(team: Team, key: str, content: str, **kwargs: object) -> services.SaveResult:
+def save(team: Team, key: str, content: str, **kwargs: object) -> writes.SaveResult:
     with team_scope(team.id):
-        return services.save_memory(team=team, key=key, content=content, updated_by="tester", **kwargs)
+        return writes.save_memory(team=team, key=key, content=content, updated_by="tester", **kwargs)
 
 
 def versions(team: Team, key: str) -> list[Memory]:
@@ -151,7 +151,7 @@ def test_delete_marks_inactive_with_deleted_at(team: Team) -> None:
     save(team, "k", "one")
 
     with team_scope(team.id):
-        deleted = services.delete_memory(team=team, key="k", deleted_by="tester")
+        deleted = writes.delete_memory(team=team, key="k", deleted_by="tester")
 
     (row,) = versions(team, "k")
     assert row.id == deleted.id and not row.is_active
@@ -161,14 +161,14 @@ def test_delete_marks_inactive_with_deleted_at(team: Team) -> None:
 
 def test_delete_of_missing_key_is_not_found(team: Team) -> None:
     with team_scope(team.id), pytest.raises(MemoryNotFound):
-        services.delete_memory(team=team, key="nothing-here", deleted_by="tester")
+        writes.delete_memory(team=team, key="nothing-here", deleted_by="tester")
 
 
 def test_superseded_and_deleted_are_told_apart(team: Team) -> None:
     save(team, "k", "one")
     save(team, "k", "two", supersede_reason="update")
     with team_scope(team.id):
-        services.delete_memory(team=team, key="k", deleted_by="tester")
+        writes.delete_memory(team=team, key="k", deleted_by="tester")
 
     assert [v.state for v in versions(team, "k")] == ["superseded", "deleted"]
 
@@ -176,7 +176,7 @@ def test_superseded_and_deleted_are_told_apart(team: Team) -> None:
 def test_saving_after_delete_starts_a_new_active_entry(team: Team) -> None:
     save(team, "k", "one")
     with team_scope(team.id):
-        services.delete_memory(team=team, key="k", deleted_by="tester")
+        writes.delete_memory(team=team, key="k", deleted_by="tester")
 
     again = save(team, "k", "back again").memory
 
@@ -188,7 +188,7 @@ def test_history_lists_every_event_newest_first(team: Team) -> None:
     save(team, "k", "two", supersede_reason="changed plan")
     save(team, "k", "two!", supersede_reason="minor correction")
     with team_scope(team.id):
-        services.delete_memory(team=team, key="k", deleted_by="cleaner")
+        writes.delete_memory(team=team, key="k", deleted_by="cleaner")
         history = selectors.memory_history(team=team, key="k")
 
     assert [(e.kind, e.reason, e.by) for e in history] == [

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from memories import hooks, selectors, services
+from memories import hooks, selectors, writes
 from memories.exceptions import MemoryExists, StaleVersion
 from memories.models import Memory, MemoryState
 from teams.models import Team
@@ -18,9 +18,9 @@ from teams.scope import team_scope
 from tests.conftest import operator_view
 
 
-def save(team: Team, key: str, content: str, **kwargs: Any) -> services.SaveResult:
+def save(team: Team, key: str, content: str, **kwargs: Any) -> writes.SaveResult:
     with team_scope(team.id):
-        return services.save_memory(team=team, key=key, content=content, updated_by="tester", **kwargs)
+        return writes.save_memory(team=team, key=key, content=content, updated_by="tester", **kwargs)
 
 
 def test_every_stored_version_calls_memory_written_inside_the_transaction(
@@ -35,7 +35,7 @@ def test_every_stored_version_calls_memory_written_inside_the_transaction(
     first = save(team, "k", "one").memory
     second = save(team, "k", "two", supersede_reason="changed").memory
     with team_scope(team.id):
-        restored = services.unsupersede_memory(team=team, key="k", reason="back", updated_by="t")
+        restored = writes.unsupersede_memory(team=team, key="k", reason="back", updated_by="t")
 
     assert calls == [(team.id, first.id, True), (team.id, second.id, True), (team.id, restored.id, True)]
 
@@ -133,8 +133,8 @@ def test_each_state_condition_matches_the_state_of_every_row(team: Team) -> None
     save(team, "gone", "gone one")
     save(team, "aside", "aside one")
     with team_scope(team.id):
-        services.delete_memory(team=team, key="gone", deleted_by="t")
-        services.archive_memory(team=team, key="aside", archived_by="t")
+        writes.delete_memory(team=team, key="gone", deleted_by="t")
+        writes.archive_memory(team=team, key="aside", archived_by="t")
         rows = Memory.objects.for_team(team.id)
         by_state = {state: {(m.key, m.content) for m in rows.in_state(state)} for state in MemoryState.values}
         assert {m.state for m in rows} == set(MemoryState.values)
@@ -154,7 +154,7 @@ def test_history_reads_a_deleted_and_resaved_key_as_one_story(team: Team) -> Non
     save(team, "k", "one")
     save(team, "k", "two", supersede_reason="edit")
     with team_scope(team.id):
-        services.delete_memory(team=team, key="k", deleted_by="remover")
+        writes.delete_memory(team=team, key="k", deleted_by="remover")
     save(team, "k", "three")
 
     with team_scope(team.id):

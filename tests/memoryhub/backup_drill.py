@@ -29,7 +29,7 @@ SEARCH_QUERY = "which weekday do we ship"
 
 
 def populate() -> None:
-    from memories import services as memories
+    from memories import writes as memories
     from teams import services as teams
     from teams.scope import team_scope
 

@@ -34,7 +34,7 @@ from agents.mcp.http import admit
 from agents.mcp.server import REQUEST_ENVIRON_KEY, run_tool
 from agents.mcp.tools import TOOLS
 from core import db_router
-from memories import selectors, services
+from memories import selectors, writes
 from memories.models import Memory
 from teams.replicas import replica_reads
 from teams.roles import APP_ROLE
@@ -329,9 +329,7 @@ def test_a_read_after_a_write_in_the_block_is_the_primarys(
             assert alias == ALIAS
             assert db_router.read_connection().alias == ALIAS
             assert {m.key for m in selectors.list_memories(team=team)} == {"old"}
-            services.save_memory(
-                team=team, key="fresh", content="Written in this request.", updated_by="test"
-            )
+            writes.save_memory(team=team, key="fresh", content="Written in this request.", updated_by="test")
             # From the write on, the block reads from the primary: its own write, and
             # what the replica has not replayed.
             assert db_router.read_connection().alias == "default"

@@ -82,6 +82,10 @@ def test_the_old_layout_is_upgraded_at_start_and_refused_by_migrate_on_a_server_
         }
         migrated = manage(env, "migrate", "--noinput")
         assert migrated.returncode == 0, migrated.stderr[-3000:]
+        # A database from before teams.0012: that migration, and those after it that need
+        # it, rolled back (a deleted history row alone would leave them applied before it).
+        before_0012 = manage(env, "migrate", "teams", "0011", "--noinput")
+        assert before_0012.returncode == 0, before_0012.stderr[-3000:]
 
         # Back to the old layout: the operator reached by SET ROLE, no passwords, no rule.
         with superuser(postgres) as conn:
@@ -99,8 +103,6 @@ def test_the_old_layout_is_upgraded_at_start_and_refused_by_migrate_on_a_server_
 
         # A server of your own in that layout: migrate refuses the new migration, and
         # tells what to do. (With DATABASE_URL there is no embedded start to fix it.)
-        with superuser(postgres, "memoryhub") as conn:
-            conn.execute("DELETE FROM django_migrations WHERE app = 'teams' AND name LIKE '0012_%'")
         own_server = {
             **env,
             "DATABASE_URL": f"postgres://{OWNER_ROLE}@/{postgres.settings['HOST']}/memoryhub",

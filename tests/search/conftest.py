@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from core import foreground
-from memories import services as memory_services
+from memories import writes
 from memoryhub import embedded_redis as embedded
 from search import services as search_services
 from search.embeddings.profiles import provider_for
@@ -87,7 +87,7 @@ def team_with_vectors(team: Team) -> Team:
     """`team` with one indexed entry: a save's near-duplicate check embeds only once the
     team has vectors to compare with."""
     with team_scope(team.id):
-        saved = memory_services.save_memory(
+        saved = writes.save_memory(
             team=team, key="deploys", content="Deploys happen on Tuesdays.", updated_by="test"
         ).memory
     search_services.index_memory(team_id=team.id, memory_id=saved.id)

@@ -17,7 +17,7 @@ import pytest
 from django.db import IntegrityError, transaction
 
 from memories import hooks as memory_hooks
-from memories import services
+from memories import writes
 from memories.models import Memory
 from search import dedup
 from search.chunking import content_hash
@@ -417,8 +417,8 @@ def test_learnings_are_not_blocked_by_dedup(member: Agent, post) -> None:  # typ
 
 def test_the_service_refusal_writes_nothing(team: Team) -> None:
     with team_scope(team.id):
-        first = services.save_memory(team=team, key="a", content=STAGING, updated_by="t")
-        result = services.save_memory(team=team, key="b", content=STAGING, updated_by="t")
+        first = writes.save_memory(team=team, key="a", content=STAGING, updated_by="t")
+        result = writes.save_memory(team=team, key="b", content=STAGING, updated_by="t")
         rows = Memory.objects.filter(team=team).count()
 
     assert first.saved and first.duplicate is None
@@ -431,13 +431,13 @@ def test_the_service_refusal_writes_nothing(team: Team) -> None:
 def test_a_duplicate_changed_meanwhile_is_not_superseded(team: Team, monkeypatch: pytest.MonkeyPatch) -> None:
     """The check runs before any lock; the entry it found is read again under its lock."""
     with team_scope(team.id):
-        held = services.save_memory(team=team, key="a", content=STAGING_SHORTER, updated_by="t").memory
+        held = writes.save_memory(team=team, key="a", content=STAGING_SHORTER, updated_by="t").memory
         stale = memory_hooks.DuplicateMatch(
             memory=held, similarity=0.95, matched_by="embedding", threshold=0.92
         )
-        services.delete_memory(team=team, key="a", deleted_by="t")
+        writes.delete_memory(team=team, key="a", deleted_by="t")
         monkeypatch.setattr(memory_hooks.find_duplicate, "first", lambda **kwargs: stale)
-        result = services.save_memory(team=team, key="b", content=STAGING, updated_by="t")
+        result = writes.save_memory(team=team, key="b", content=STAGING, updated_by="t")
 
     assert result.saved
     assert result.duplicate is None and result.memory.supersedes_id is None

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from django.conf import settings
 
-from memories import services
+from memories import writes
 from search import dedup
 from search import services as search_services
 from search.chunking import TextChunk, chunk_text
@@ -54,7 +54,7 @@ def test_only_the_opening_of_a_long_text_is_chunked_and_embedded_on_save(
 def test_a_long_text_whose_opening_repeats_an_entry_is_still_a_duplicate(team: Team) -> None:
     opening = chunk_text(LONG_TEXT)[0].text
     with team_scope(team.id):
-        saved = services.save_memory(team=team, key="opening", content=opening, updated_by="test").memory
+        saved = writes.save_memory(team=team, key="opening", content=opening, updated_by="test").memory
     search_services.index_memory(team_id=team.id, memory_id=saved.id)
 
     with team_scope(team.id):

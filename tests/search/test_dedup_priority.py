@@ -15,7 +15,7 @@ import pytest
 from django.conf import settings
 
 from core.priority import run_at_background_priority
-from memories import services as memory_services
+from memories import writes
 from search import services as search_services
 from search.embeddings.local import LocalOnnxProvider
 from teams.models import Team
@@ -62,9 +62,7 @@ def test_a_saves_near_duplicate_embedding_runs_at_background_priority(
     monkeypatch.setattr(LocalOnnxProvider, "embed_documents", observed)
 
     with team_scope(team.id):
-        memory_services.save_memory(
-            team=team, key="backups", content="Backups run nightly at two.", updated_by="test"
-        )
+        writes.save_memory(team=team, key="backups", content="Backups run nightly at two.", updated_by="test")
 
     assert embedded_at == [min(19, request_niceness + settings.MEMORYHUB_WORKER_NICENESS)]
     assert thread_niceness() == request_niceness
@@ -93,14 +91,10 @@ def test_a_saves_near_duplicate_embedding_waits_while_another_team_is_served(
 
     keep_noting(team.id)  # the team's own requests do not hold back its saves
     with team_scope(team.id):
-        memory_services.save_memory(
-            team=team, key="backups", content="Backups run nightly.", updated_by="test"
-        )
+        writes.save_memory(team=team, key="backups", content="Backups run nightly.", updated_by="test")
     keep_noting(other_team.id)
     with team_scope(team.id):
-        memory_services.save_memory(
-            team=team, key="alerts", content="Alerts page the owner.", updated_by="test"
-        )
+        writes.save_memory(team=team, key="alerts", content="Alerts page the owner.", updated_by="test")
 
     assert len(waits) == 2
     assert waits[0] < YIELD_BUDGET_MS / 1000

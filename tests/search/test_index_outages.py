@@ -27,7 +27,7 @@ from django.test import Client, override_settings
 from django.urls import reverse
 from django.utils import timezone
 
-from memories import services as memory_services
+from memories import writes
 from memories.models import Memory
 from search.embeddings.profiles import provider_for, reset_providers
 from search.models import EmbeddingCache
@@ -274,7 +274,7 @@ def test_indexing_and_reindexing_hold_no_database_transaction_while_the_provider
 
     provider.embed_documents = observed  # type: ignore[method-assign]
     with team_scope(member.team.id):
-        memory = memory_services.save_memory(
+        memory = writes.save_memory(
             team=member.team, key="a", content="Never deploy on Fridays.", updated_by="t"
         ).memory  # indexed at its commit, in-process
     assert row(member.team, "a").index_state == "indexed"

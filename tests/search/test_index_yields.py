@@ -17,7 +17,7 @@ import redis
 from django.conf import settings
 
 from core import foreground
-from memories import services as memory_services
+from memories import writes
 from search import services as search_services
 from search.chunking import chunk_text
 from teams.models import Team
@@ -88,7 +88,7 @@ def _record_steps(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, float]]:
 def _save(team: Team, key: str, content: str) -> str:
     with team_scope(team.id):
         return str(
-            memory_services.save_memory(
+            writes.save_memory(
                 team=team, key=key, content=content, updated_by="test", allow_duplicate=True
             ).memory.id
         )

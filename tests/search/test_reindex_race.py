@@ -25,7 +25,7 @@ import pytest
 from django.db import connection
 from django.test import override_settings
 
-from memories import services as memory_services
+from memories import writes
 from memories.models import Memory
 from search.chunking import chunk_text
 from search.embeddings.local import LocalOnnxProvider
@@ -171,7 +171,7 @@ def test_an_entry_indexed_with_the_old_model_during_a_reindex_is_indexed_again_w
         # A concurrent save, indexed at its commit (with the team's current model, the
         # old one) while the re-index is embedding the chunks it listed before.
         with team_scope(member.team.id):
-            memory_services.save_memory(team=member.team, key=LATE_KEY, content=LATE_CONTENT, updated_by="t")
+            writes.save_memory(team=member.team, key=LATE_KEY, content=LATE_CONTENT, updated_by="t")
         with team_scope(member.team.id):
             late = Memory.objects.get(team=member.team, key=LATE_KEY)
             assert late.index_state == "indexed"

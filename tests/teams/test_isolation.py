@@ -13,7 +13,7 @@ from django.db import connection, models, transaction
 
 from agents.sessions import boot_session
 from freshness.models import AnchorCheck, AnchorCheckSource, Draft, Nudge, NudgeKind
-from memories import services as memory_services
+from memories import writes
 from memories.feedback import annotate_memory
 from search.models import Chunk, ChunkEmbedding, EmbeddingCache
 from teams import services
@@ -74,11 +74,11 @@ def fill(team: Team, label: str) -> None:
     person = get_user_model().objects.create_user(f"{label}-person")
     with team_scope(team.id):
         Membership.objects.create(team=team, user=person, role=Membership.Role.MEMBER)
-        memory = memory_services.save_memory(
+        memory = writes.save_memory(
             team=team, key=f"{label}-key", content=f"{label} note", updated_by=label
         ).memory
         annotate_memory(team=team, key=f"{label}-key", note=f"{label} annotation", created_by=label)
-        memory_services.confirm_memory(team=team, key=f"{label}-key", confirmed_by=label)
+        writes.confirm_memory(team=team, key=f"{label}-key", confirmed_by=label)
         Nudge.objects.create(team=team, kind=NudgeKind.DUE, memory=memory, message=f"{label} nudge")
         AnchorCheck.objects.create(
             team=team, memory=memory, source=AnchorCheckSource.SERVER, checked_at=memory.created_at, ok=True

@@ -36,7 +36,7 @@ from django.utils import timezone
 
 from agents.models import AgentSession
 from agents.sessions import boot_session
-from memories import services as memory_services
+from memories import writes
 from memoryhub.celery import app as celery_app
 from teams import memberships, services
 from teams.models import AuditEvent, Membership, Team
@@ -130,7 +130,7 @@ def test_the_bypass_refuses_to_start_inside_a_transaction_of_the_applications_lo
 def make_team(slug: str) -> Team:
     team = services.create_team(slug=slug, name=slug.title())
     with team_scope(team.id):
-        memory_services.save_memory(
+        writes.save_memory(
             team=team, key=f"{slug}-note", content=f"The {slug} team's note.", updated_by="test"
         )
         services.set_vault_entry(

@@ -5,16 +5,20 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from memories import feedback, services
+from memories import feedback, writes
+from memories.hooks import DuplicateMatch
 from memories.learnings import record_learning
+from memories.models import Memory
 from teams.models import Team
 from teams.scope import team_scope
 from tests.conftest import Agent
 
-# Changed by the import or the moment: left out when two exports are compared. Ids are
-# compared as the place of the version they name in its key's history.
+# Changed by the import or the moment: left out when two exports are compared (the times
+# of a hand-written line are the import's). Ids are compared as the place of the version
+# they name in its key's history. tests/transfer/test_round_trip.py compares them all.
 VOLATILE_FIELDS = {
     "id", "created_at", "updated_at", "deleted_at", "archived_at", "exported_at", "team", "access_count",
+    "last_confirmed_at",
 }  # fmt: skip
 
 
@@ -22,7 +26,7 @@ def seed_rich_team(team: Team) -> None:
     """Versions and soft/hard supersedes, an unsupersede, deletions, an archived key, a
     key saved again after its deletion, votes, notes, a skill, a learning, projects and metadata."""
     with team_scope(team.id):
-        save = services.save_memory
+        save = writes.save_memory
         save(team=team, key="deploy-steps", content="Deploy with make ship.", updated_by="ann", project="web")
         feedback.annotate_memory(team=team, key="deploy-steps", note="first note", created_by="bob")
         save(
@@ -48,13 +52,13 @@ def seed_rich_team(team: Team) -> None:
         save(
             team=team, key="toggle", content="Use feature flags v2.", supersede_reason="v2", updated_by="ann"
         )
-        services.unsupersede_memory(team=team, key="toggle", reason="v2 broke prod", updated_by="eve")
+        writes.unsupersede_memory(team=team, key="toggle", reason="v2 broke prod", updated_by="eve")
         save(team=team, key="old-idea", content="Try a monorepo.", updated_by="ann")
-        services.delete_memory(team=team, key="old-idea", deleted_by="ann")
+        writes.delete_memory(team=team, key="old-idea", deleted_by="ann")
         save(team=team, key="old-runbook", content="Restart the box by hand on Mondays.", updated_by="ann")
-        services.archive_memory(team=team, key="old-runbook", archived_by="bob")
+        writes.archive_memory(team=team, key="old-runbook", archived_by="bob")
         save(team=team, key="reborn", content="Cache in Redis.", updated_by="ann")
-        services.delete_memory(team=team, key="reborn", deleted_by="bob")
+        writes.delete_memory(team=team, key="reborn", deleted_by="bob")
         save(team=team, key="reborn", content="Cache in Redis, with a TTL.", updated_by="bob")
         save(
             team=team,
@@ -113,3 +117,52 @@ def import_file(agent: Agent, body: bytes, **params: str) -> Any:
     return agent.client.post(
         agent.url("import/") + (f"?{query}" if query else ""), data=body, content_type="application/jsonl"
     )
+
+
+def seed_every_field(team: Team) -> None:
+    """seed_rich_team, plus what a version carries besides its text: anchors (one replaced
+    by another), confirmations with and without a note (on an active and on a superseded
+    version), reads (access counts), and links across keys: a batch's near duplicate that
+    superseded another key's entry, undone (that key gets its entry back, restored from
+    its own version)."""
+    seed_rich_team(team)
+    with team_scope(team.id):
+        [outcome] = writes.save_batch(
+            team=team,
+            entries=[
+                writes.BatchEntry(
+                    index=0, key="cache-policy", content="Cache in Redis, with a TTL of an hour."
+                )
+            ],
+            updated_by="ann",
+        )
+        assert outcome.result is not None
+        reborn = Memory.objects.get(team=team, key="reborn", is_active=True)
+        match = DuplicateMatch(memory=reborn, similarity=0.97, matched_by="embedding", threshold=0.92)
+        writes.settle_near_check(team=team, memory_id=outcome.result.memory.id, duplicate=match)
+        writes.unsupersede_memory(
+            team=team, key="cache-policy", reason="two different caches", updated_by="bob"
+        )
+        writes.save_memory(
+            team=team,
+            key="runbook-link",
+            content="The runbook lives in docs/runbook.md.",
+            updated_by="ann",
+            type_name="reference",
+            anchor={"type": "file", "value": "docs/runbook.md"},
+        )
+        writes.confirm_memory(team=team, key="runbook-link", confirmed_by="bob", note="still there")
+        writes.save_memory(
+            team=team,
+            key="runbook-link",
+            content="The runbook lives on the wiki.",
+            supersede_reason="moved to the wiki",
+            updated_by="ann",
+            anchor={"type": "url", "value": "https://wiki.example.com/runbook", "expect": "Runbook"},
+        )
+        writes.confirm_memory(team=team, key="runbook-link", confirmed_by="bob")
+        writes.confirm_memory(team=team, key="runbook-link", confirmed_by="cat", note="checked the page")
+        writes.confirm_memory(team=team, key="deploy-steps", confirmed_by="dan")
+        active = Memory.objects.filter(team=team, is_active=True).order_by("key")
+        feedback.record_access(team=team, memory_ids=[row.id for row in active[:3]])
+        feedback.record_access(team=team, memory_ids=[active[0].id])

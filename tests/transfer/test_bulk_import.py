@@ -1,6 +1,7 @@
-"""The import's bulk path (memories.importing._BulkWriter): keys new to the team are
-inserted in bulk and must store exactly what the service path (save_memory per version)
-stores, keep the quota, and still be indexed by a real worker."""
+"""The import's bulk path (memories.writes._new_keys): keys new to the team are built by
+the pipeline's own stages and inserted in bulk; when the database refuses a batch, each
+key is inserted again on its own and must store the same. It keeps the quota and the
+skill names, and its entries are still indexed by a real worker."""
 
 from __future__ import annotations
 
@@ -8,12 +9,12 @@ import json
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import IntegrityError, connection
 from django.test.utils import CaptureQueriesContext
 
-from memories import importing
 from memories.exporting import EXPORT_FORMAT, EXPORT_VERSION
 from memories.models import Memory
+from memories.writes import _new_keys
 from teams.models import Team
 from teams.scope import team_scope
 from teams.services import set_vault_entry
@@ -86,15 +87,24 @@ def refused_lines_file() -> bytes:
     return "\n".join(lines).encode()
 
 
+def refuse_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The database refuses every batch insert: each key is inserted on its own."""
+
+    def refused(writer: Any, planned: Any) -> None:
+        raise IntegrityError("refused for the test")
+
+    monkeypatch.setattr(_new_keys.NewKeyWriter, "_insert", refused)
+
+
 @pytest.mark.django_db
-def test_lines_the_services_refuse_are_reported_alike_on_both_paths(
+def test_lines_the_pipeline_refuses_are_reported_alike_in_a_batch_and_key_by_key(
     team: Team, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     bulk, services_only = admin_of("bulk"), admin_of("slow")
 
     bulk_report = import_file(bulk, refused_lines_file()).json()
     strict = import_file(bulk, refused_lines_file(), strict="true")
-    monkeypatch.setattr(importing, "_bulk_eligible", lambda versions: False)
+    refuse_batches(monkeypatch)
     slow_report = import_file(services_only, refused_lines_file()).json()
 
     assert [(e["line"], e["error"]) for e in bulk_report["errors"]] == [
@@ -109,7 +119,7 @@ def test_lines_the_services_refuse_are_reported_alike_on_both_paths(
 
 
 @pytest.mark.django_db
-def test_the_bulk_path_stores_exactly_what_the_service_path_stores(
+def test_a_batch_insert_and_its_key_by_key_fallback_store_the_same(
     team: Team, admin_member: Agent, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seed_rich_team(team)
@@ -121,7 +131,7 @@ def test_the_bulk_path_stores_exactly_what_the_service_path_stores(
             set_vault_entry(team=agent.team, key="db-password", value=SECRET, is_secret=True, actor="test")
 
     bulk_reports = [import_file(bulk, body).json() for body in (exported, extra)]
-    monkeypatch.setattr(importing, "_bulk_eligible", lambda versions: False)
+    refuse_batches(monkeypatch)
     slow_reports = [import_file(services_only, body).json() for body in (exported, extra)]
 
     assert bulk_reports == slow_reports
@@ -225,7 +235,6 @@ def test_an_import_is_indexed_by_the_worker_in_a_few_batch_messages(
                 f"{sorted(set(states))[:5]} {len(states)}\n{worker.log_since(0)[-3000:]}"
             ) from None
     batches = task_route.task_ids("search.index_memories")
-    # 120 new keys in batches of 100, plus the rich file's batches (one each side of its
-    # skill key, which takes the service path: the only entry enqueued alone).
-    assert len(batches) <= 4
-    assert len(task_route.task_ids("search.index_memory")) == 1
+    # 120 new keys in batches of 100, plus the rich file's one batch (its skill included).
+    assert len(batches) <= 3
+    assert task_route.task_ids("search.index_memory") == []

@@ -78,7 +78,13 @@ def test_export_is_json_lines_with_a_versioned_header_every_version_and_a_traile
     assert (header["format"], header["version"], header["team"]) == (EXPORT_FORMAT, EXPORT_VERSION, "alpha")
     memories = [r for r in body if r["record"] == "memory"]
     notes = [r for r in body if r["record"] == "annotation"]
-    assert trailer == {"record": "end", "memories": len(memories), "annotations": len(notes)}
+    confirmations = [r for r in body if r["record"] == "confirmation"]
+    assert trailer == {
+        "record": "end",
+        "memories": len(memories),
+        "annotations": len(notes),
+        "confirmations": len(confirmations),
+    }
     deploy = [r for r in memories if r["key"] == "deploy-steps"]
     assert [r["state"] for r in deploy] == ["superseded", "superseded", "active"]
     assert [r["supersede_kind"] for r in deploy] == ["", "soft", "hard"]
@@ -435,7 +441,7 @@ def test_the_outsiders_own_export_holds_nothing_of_the_other_team(
 
 def test_a_vault_secret_in_a_memory_is_never_exported_in_clear(team: Team, admin_member: Agent) -> None:
     with team_scope(team.id):
-        from memories.services import save_memory
+        from memories.writes import save_memory
 
         save_memory(team=team, key="db-access", content="The db answers to plumtree-4471-zq.", updated_by="a")
         # Added after the text was written (in words no credential rule reads as one):
@@ -477,7 +483,7 @@ def test_the_export_is_streamed_from_a_server_side_cursor(team: Team, admin_memb
     assert len(first.splitlines()) < 2500
     lines = (first + rest).decode().splitlines()
     assert len(lines) == 2500 + 2
-    assert json.loads(lines[-1]) == {"record": "end", "memories": 2500, "annotations": 0}
+    assert json.loads(lines[-1]) == {"record": "end", "memories": 2500, "annotations": 0, "confirmations": 0}
 
 
 def test_imported_memories_are_scrubbed_like_every_write(team: Team, admin_member: Agent) -> None:

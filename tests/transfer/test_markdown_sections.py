@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memoryhub_client.transfer import markdown_records, render_type_file
+from memoryhub_client.markdown import markdown_records, render_type_file
 
 
 def test_each_heading_section_with_text_is_one_record_keyed_by_file_and_heading_path() -> None:
@@ -44,7 +44,13 @@ def test_export_markdown_file_is_sorted_by_key() -> None:
         [{"key": "b", "content": "B.", "project": ""}, {"key": "a", "content": "A.", "project": "web"}],
     )
 
-    assert rendered == "# Lesson\n\n## a\n\n_project: web_\n\nA.\n\n## b\n\nB.\n"
+    assert rendered == (
+        "# Lesson\n\n"
+        '## a\n\n<!-- memoryhub:entry {"key": "a", "lines": 1, "project": "web"} -->\nA.\n'
+        "<!-- memoryhub:entry-end -->\n\n"
+        '## b\n\n<!-- memoryhub:entry {"key": "b", "lines": 1, "project": ""} -->\nB.\n'
+        "<!-- memoryhub:entry-end -->\n"
+    )
 
 
 def test_closing_hashes_are_stripped_and_adversarial_headings_complete() -> None:
@@ -56,3 +62,35 @@ def test_closing_hashes_are_stripped_and_adversarial_headings_complete() -> None
     for run in (" #" * 32_768 + "x", "\t#" * 32_768 + "x", "# " * 32_768):
         records = markdown_records("notes", f"# a{run}\n\nBody.\n", project="web")
         assert len(records) == 1 and records[0]["content"] == "Body."
+
+
+def test_an_exported_markdown_file_reads_back_as_its_entries_under_their_own_keys() -> None:
+    """What export-markdown writes, import-markdown reads as the same entries: each under
+    its own key (not the file's name and headings joined), with its text byte for byte,
+    headings, fences and the injected-section markers inside it included."""
+    text = "Never deploy on a Friday.\n\n## Why\n\n```sh\n# not a heading\n```\n<!-- memoryhub:begin -->\n  "
+    entries = [
+        {
+            "key": "deploy-friday",
+            "content": text,
+            "type": "lesson",
+            "project": "web",
+            "metadata": {"tags": ["deploy"], "note": "ends with -->"},
+            "skill_trigger": None,
+            "anchor": {"type": "file", "value": "docs/deploy.md"},
+            "updated_by": "ann",
+            "created_at": "2026-01-02T03:04:05.000006Z",
+        },
+        {"key": "b", "content": "B.", "type": "lesson", "project": "", "metadata": {}},
+    ]
+
+    records = markdown_records("lesson", render_type_file("lesson", entries), project="")
+
+    assert [(r["key"], r["content"], r["type"], r["project"]) for r in records] == [
+        ("b", "B.", "lesson", ""),
+        ("deploy-friday", text, "lesson", "web"),
+    ]
+    friday = records[1]
+    assert friday["metadata"] == {"tags": ["deploy"], "note": "ends with -->"}
+    assert friday["anchor"] == {"type": "file", "value": "docs/deploy.md"}
+    assert (friday["updated_by"], friday["created_at"]) == ("ann", "2026-01-02T03:04:05.000006Z")

@@ -1,17 +1,15 @@
 """The record of each beat job's runs (JobRun), kept short: the newest KEEP_RUNS per job.
-Jobs of apps above freshness record through `recorded_run`; search's jobs, below it,
-report their runs through the hook search.job_ran, received by `record_finished_run`."""
+Every app's jobs record through `recorded_run` (docs/decisions.md, "Beat")."""
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from django.utils import timezone
 
-from freshness.models import JobRun
+from teams.models import JobRun
 
 KEEP_RUNS = 200
 
@@ -19,7 +17,9 @@ KEEP_RUNS = 200
 @contextmanager
 def recorded_run(job: str) -> Iterator[dict[str, Any]]:
     """Record a run of `job`: the block fills the dict it is given with its counts. A
-    run that raises is recorded as failed, with the exception's type, and re-raised."""
+    run that raises is recorded as failed, with the exception's type (never its message:
+    messages can carry user text), and re-raised. Call it outside any transaction: the
+    start is on record while the run goes on."""
     run = JobRun.objects.create(job=job, started_at=timezone.now())
     outcome: dict[str, Any] = {}
     try:
@@ -33,19 +33,6 @@ def recorded_run(job: str) -> Iterator[dict[str, Any]]:
         run.finished_at, run.outcome = timezone.now(), outcome
         run.save(update_fields=["finished_at", "succeeded", "outcome", "error"])
         _forget_old_runs(job)
-
-
-def record_finished_run(*, job: str, started_at: dt.datetime, outcome: dict[str, Any], error: str) -> None:
-    """A run reported when it ended (the receiver of search.hooks.job_ran)."""
-    JobRun.objects.create(
-        job=job,
-        started_at=started_at,
-        finished_at=timezone.now(),
-        succeeded=not error,
-        outcome=outcome,
-        error=error[:500],
-    )
-    _forget_old_runs(job)
 
 
 def _forget_old_runs(job: str) -> None:

@@ -1,18 +1,19 @@
-"""The batch save (POST memories/batch/): up to MAX_BATCH_ENTRIES saves of one team in
-one request, each with the rules of a single save (memories.services.save_memory), one
-outcome per entry (docs/decisions.md, "Batch ingest (issue 13)").
+"""The batch save (POST memories/batch/, MCP memory_save_batch): up to MAX_BATCH_ENTRIES
+saves of one team in one request, each with the rules of a single save (save_memory),
+one outcome per entry (docs/decisions.md, "Batch ingest").
 
-The pipeline is save_memory's, with its slow steps done once for the whole batch:
+The stages are save_memory's (memories.writes._pipeline), with the slow ones done once
+for the whole batch:
 
-1. every entry validated and scrubbed on its own (services.prepare_save), the team's
+1. every entry validated and scrubbed on its own (prepare), the team's
    secrets read once; a key named a second time is an error of that entry;
 2. the exact duplicate check of the new keys in one go (memories.hooks.find_duplicates:
    one query, no embedding), before any lock; a text an earlier entry of the same batch
    stored is a duplicate of that entry. The near check is not made here: an entry it
    would apply to is stored with `near_check_pending`, and the worker settles it once
    the entry is indexed (settle_near_check below; docs/decisions.md, "Deferred
-   near-duplicate check for batch saves (issue 13)");
-3. in one transaction, each entry in a savepoint of its own (services.store_prepared:
+   near-duplicate check for batch saves");
+3. in one transaction, each entry in a savepoint of its own (store:
    key lock, active entry, expected version, conflict, quota, store), so a refused
    entry leaves the others stored. Entries are locked in key order, whatever their
    order in the request, so two batches never wait on each other's keys in a cycle;
@@ -21,8 +22,9 @@ The pipeline is save_memory's, with its slow steps done once for the whole batch
    search enqueues them in batches of 100 after commit), those awaiting the near check
    flagged in one UPDATE first.
 
-A key whose active entry already holds what its entry would store is `unchanged`
-(nothing written), so sending a batch again after a lost answer changes nothing.
+A key whose active entry already holds what its entry would store (already_holds, the
+import's rule too) is `unchanged` (nothing written), so sending a batch again after a
+lost answer changes nothing.
 The memory quota is checked for every entry that adds an active entry, counting the
 team's active entries once and those the batch added since.
 """
@@ -43,18 +45,18 @@ from memories.exceptions import KeyRepeatedInBatch
 from memories.hooks import DuplicateMatch
 from memories.locks import lock_active_memory
 from memories.models import Memory, SupersedeKind
-from memories.services import (
+from memories.writes._pipeline import (
     SOFT_SUPERSEDE_REASON,
     UNSET,
     PreparedSave,
     SaveResult,
-    _Unset,
+    Unset,
     lock_duplicate,
     longer_duplicate_reason,
-    prepare_save,
+    prepare,
     refused_duplicate,
     refuses_as_duplicate,
-    store_prepared,
+    store,
 )
 from teams.models import Team
 from teams.selectors import team_secret_values
@@ -79,10 +81,10 @@ class BatchEntry:
     supersede_reason: str | None = None
     project: str | None = None
     metadata: dict[str, Any] | None = None
-    skill_trigger: dict[str, Any] | _Unset | None = UNSET
+    skill_trigger: dict[str, Any] | Unset | None = UNSET
     allow_duplicate: bool = False
     expected_version: uuid.UUID | None = None
-    anchor: dict[str, Any] | _Unset | None = UNSET
+    anchor: dict[str, Any] | Unset | None = UNSET
 
 
 @dataclass
@@ -129,7 +131,7 @@ def save_batch(*, team: Team, entries: list[BatchEntry], updated_by: str) -> lis
             continue
         first_of_key[entry.key] = entry.index
         try:
-            prepared[entry.index] = prepare_save(
+            prepared[entry.index] = prepare(
                 key=entry.key,
                 content=entry.content,
                 type_name=entry.type_name,
@@ -217,7 +219,7 @@ def _store(
         return BatchOutcome(entry.index, entry.key, "duplicate", result=result)
     try:
         with transaction.atomic():
-            result = store_prepared(
+            result = store(
                 team=team,
                 prepared=save,
                 duplicate=duplicate,

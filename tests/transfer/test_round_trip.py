@@ -1,0 +1,255 @@
+"""Export → import into an empty team reproduces the team, field by field.
+
+Every field of `Memory` (and of the tables that hang off a version) is either compared
+here or excluded with the reason it cannot or must not travel: a field added to the model
+fails `test_every_field_is_compared_or_excluded_with_a_reason` until the export carries it
+or this module says why not. The JSON Lines export carries every version; the markdown
+export (`memoryhub export-markdown`) carries what the team believes now, its active
+versions, and is compared on those.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db import models
+from django.utils.dateparse import parse_datetime
+
+from memories.models import Annotation, Confirmation, Memory
+from teams.models import Team
+from tests.conftest import Agent, make_agent, operator_view
+from tests.factories import TeamFactory
+from tests.mcp.conftest import Server, mcp_server  # noqa: F401  (the server fixture)
+from tests.transfer.helpers import export_body, import_file, seed_every_field
+from tests.transfer.test_cli import memoryhub
+
+PROVENANCE = "imported_from"
+
+# Compared as they are.
+CARRIED = {
+    "key",
+    "content",
+    "type",
+    "project",
+    "is_active",
+    "deleted_at",
+    "archived_at",
+    "supersede_reason",
+    "supersede_kind",
+    "content_hash",
+    "created_at",
+    "access_count",
+    "last_accessed_at",
+    "upvotes",
+    "downvotes",
+    "skill_trigger",
+    "last_confirmed_at",
+    "confirmed_by_count",
+    "anchor",
+}
+# Compared without the provenance the import adds (metadata.imported_from).
+WITH_PROVENANCE = {"metadata"}
+# Links to other versions: compared as the place of the version they name in its key's history.
+LINKS = {"supersedes", "restored_from", "successors"}
+# The importer writes every version (docs/decisions.md, "Imports are written by the
+# importer"); what the file said is compared in metadata.imported_from.
+ATTRIBUTED = {"updated_by", "deleted_by", "archived_by"}
+# Rows that hang off a version and travel with it, compared field by field below.
+RELATED = {"annotations", "confirmations"}
+EXCLUDED = {
+    "id": "a new primary key in the importing team (an id is unique in the database, and the "
+    "source team may live on the same server); links are compared as places in the history",
+    "team": "the importing team",
+    "updated_at": "when this team's row last changed: the import wrote it (search's reconcile job "
+    "reads it as such)",
+    "index_state": "search's own bookkeeping: the importing team indexes every imported version again",
+    "index_queued_at": "search's own bookkeeping (indexing is enqueued again)",
+    "index_attempts": "search's own bookkeeping (indexing is enqueued again)",
+    "index_next_attempt_at": "search's own bookkeeping (indexing is enqueued again)",
+    "index_last_error": "search's own bookkeeping (indexing is enqueued again)",
+    "near_check_pending": "a batch save's deferred duplicate check; an import saves with allow_duplicate",
+    "anchor_broken_at": "freshness's flag goes with its open nudge, which is freshness's (floor 4) and "
+    "not part of a memory export; the anchor job checks the anchor again",
+    "contradicted_at": "freshness's flag goes with its open nudge (not exported); the contradiction "
+    "pass judges the entries again once indexed",
+    "chunks": "derived from the content by indexing",
+    "nudges": "freshness's review queue, not the team's memory",
+    "anchor_checks": "freshness's record of checks, not the team's memory",
+    "drafts": "freshness's extraction drafts, not the team's memory",
+}
+ANNOTATION_FIELDS = {"note", "created_by", "created_at"}
+CONFIRMATION_FIELDS = {"confirmed_by", "note", "confirmed_at"}
+RELATED_EXCLUDED = {
+    "id": "a new primary key",
+    "team": "the importing team",
+    "memory": "the version it hangs off",
+}
+
+# The markdown export holds the active versions and what a version is, not its history.
+MARKDOWN_NOT_CARRIED = {
+    "supersedes": "history: the JSON Lines export carries it",
+    "supersede_reason": "history: the JSON Lines export carries it",
+    "supersede_kind": "history: the JSON Lines export carries it",
+    "restored_from": "history: the JSON Lines export carries it",
+    "successors": "history: the JSON Lines export carries it",
+    "annotations": "history: notes are in the JSON Lines export",
+    "confirmations": "history: who confirmed when is in the JSON Lines export",
+    "confirmed_by_count": "counts the confirmations, which only the JSON Lines export carries",
+}
+
+
+def model_fields(model: type[models.Model]) -> set[str]:
+    return {field.name for field in model._meta.get_fields()}
+
+
+def test_every_field_is_compared_or_excluded_with_a_reason() -> None:
+    classified = CARRIED | WITH_PROVENANCE | LINKS | ATTRIBUTED | RELATED | set(EXCLUDED)
+    assert model_fields(Memory) == classified
+    assert len(classified) == len(CARRIED) + len(WITH_PROVENANCE) + len(LINKS) + len(ATTRIBUTED) + len(
+        RELATED
+    ) + len(EXCLUDED)
+    assert model_fields(Annotation) == ANNOTATION_FIELDS | set(RELATED_EXCLUDED)
+    assert model_fields(Confirmation) == CONFIRMATION_FIELDS | set(RELATED_EXCLUDED)
+    assert set(MARKDOWN_NOT_CARRIED) <= model_fields(Memory)
+
+
+def versions_by_key(team: Team) -> dict[str, list[Memory]]:
+    with operator_view():
+        rows = list(
+            Memory.objects.filter(team=team)
+            .prefetch_related("annotations", "confirmations", "successors")
+            .order_by("key", "created_at", "id")
+        )
+    by_key: dict[str, list[Memory]] = {}
+    for row in rows:
+        by_key.setdefault(row.key, []).append(row)
+    return by_key
+
+
+def place_of(by_key: dict[str, list[Memory]]) -> Callable[[Any], str | None]:
+    places = {row.id: f"{key}#{n}" for key, rows in by_key.items() for n, row in enumerate(rows, start=1)}
+    return lambda memory_id: None if memory_id is None else places.get(memory_id, "outside the team")
+
+
+def differences(
+    source: Memory,
+    copy: Memory,
+    *,
+    fields: set[str],
+    source_place: Callable[[Any], str | None],
+    copy_place: Callable[[Any], str | None],
+) -> list[str]:
+    where = f"{source.key} ({source.state}, {source.created_at.isoformat()})"
+    found = []
+    for name in sorted(fields):
+        if name in CARRIED:
+            mine, theirs = getattr(source, name), getattr(copy, name)
+        elif name == "metadata":
+            mine = source.metadata
+            theirs = {k: v for k, v in copy.metadata.items() if k != PROVENANCE}
+        elif name in ("supersedes", "restored_from"):
+            mine = source_place(getattr(source, f"{name}_id"))
+            theirs = copy_place(getattr(copy, f"{name}_id"))
+        elif name == "successors":
+            mine = sorted(str(source_place(row.id)) for row in source.successors.all())
+            theirs = sorted(str(copy_place(row.id)) for row in copy.successors.all())
+        elif name == "annotations":
+            mine = sorted((a.created_at, a.note, a.created_by) for a in source.annotations.all())
+            theirs = sorted((a.created_at, a.note, a.created_by) for a in copy.annotations.all())
+        elif name == "confirmations":
+            mine = sorted((c.confirmed_at, c.confirmed_by, c.note) for c in source.confirmations.all())
+            theirs = sorted((c.confirmed_at, c.confirmed_by, c.note) for c in copy.confirmations.all())
+        else:
+            raise AssertionError(f"no comparison for {name}")
+        if mine != theirs:
+            found.append(f"{where}: {name}: {mine!r} != {theirs!r}")
+    return found
+
+
+def attribution_differences(source: Memory, copy: Memory, *, importer: str, team: str) -> list[str]:
+    """Every version is the importer's; the file's authors and time are its provenance."""
+    found = []
+    said = copy.metadata.get(PROVENANCE, {})
+    for name in ATTRIBUTED:
+        written = getattr(copy, name)
+        if written != (importer if getattr(source, name) else ""):
+            found.append(f"{source.key}: {name} is {written!r}, not the importer's")
+        if said.get(name, "") != getattr(source, name):
+            found.append(f"{source.key}: provenance {name} {said.get(name)!r} != {getattr(source, name)!r}")
+    if said.get("team") != team or parse_datetime(said.get("created_at", "")) != source.created_at:
+        found.append(f"{source.key}: provenance {said!r}")
+    return found
+
+
+@pytest.fixture
+def empty_team_admin(db: None) -> Agent:
+    return make_agent(TeamFactory(slug="charlie", name="Charlie"), "charlie-admin", ["admin"])
+
+
+@pytest.mark.django_db
+def test_a_json_lines_export_imported_into_an_empty_team_reproduces_every_field_of_every_version(
+    team: Team, admin_member: Agent, empty_team_admin: Agent
+) -> None:
+    seed_every_field(team)
+
+    response = import_file(empty_team_admin, export_body(admin_member))
+
+    assert response.status_code == 200, response.content
+    assert response.json()["errors"] == []
+    source, copy = versions_by_key(team), versions_by_key(empty_team_admin.team)
+    assert {key: len(rows) for key, rows in copy.items()} == {key: len(rows) for key, rows in source.items()}
+    places = place_of(source)
+    across_keys = {
+        (places(row.id), link, places(getattr(row, f"{link}_id")))
+        for rows in source.values()
+        for row in rows
+        for link in ("supersedes", "restored_from")
+        if getattr(row, f"{link}_id")
+        and not str(places(getattr(row, f"{link}_id"))).startswith(row.key + "#")
+    }
+    assert across_keys == {
+        ("cache-policy#1", "supersedes", "reborn#2"),
+        ("reborn#3", "supersedes", "cache-policy#1"),
+    }
+    compared = CARRIED | WITH_PROVENANCE | LINKS | RELATED
+    problems = []
+    for key, rows in source.items():
+        for mine, theirs in zip(rows, copy[key], strict=True):
+            problems += differences(
+                mine, theirs, fields=compared, source_place=place_of(source), copy_place=place_of(copy)
+            )
+            problems += attribution_differences(mine, theirs, importer="charlie-admin", team="alpha")
+    assert problems == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_markdown_export_imported_into_an_empty_team_reproduces_every_field_of_its_versions(
+    mcp_server: Server,  # noqa: F811
+    team: Team,
+    member: Agent,
+    empty_team_admin: Agent,
+    tmp_path: Path,
+) -> None:
+    seed_every_field(team)
+    folder = tmp_path / "memory"
+
+    exported = memoryhub(mcp_server, member, "export-markdown", str(folder))
+    imported = memoryhub(mcp_server, empty_team_admin, "import-markdown", str(folder))
+
+    assert exported.returncode == 0, exported.stderr
+    assert imported.returncode == 0, imported.stdout + imported.stderr
+    source = {key: rows[-1] for key, rows in versions_by_key(team).items() if rows[-1].is_active}
+    copy = versions_by_key(empty_team_admin.team)
+    assert sorted(copy) == sorted(source)
+    assert all(len(rows) == 1 for rows in copy.values())
+    compared = (CARRIED | WITH_PROVENANCE | LINKS | RELATED) - set(MARKDOWN_NOT_CARRIED)
+    problems = []
+    for key, mine in source.items():
+        theirs = copy[key][0]
+        problems += differences(mine, theirs, fields=compared, source_place=str, copy_place=str)
+        if theirs.updated_by != "charlie-admin":
+            problems.append(f"{key}: updated_by {theirs.updated_by!r}")
+    assert problems == []
