@@ -17,7 +17,7 @@ RUN_PID := $(MEMORYHUB_DATA_DIR)/run.pid
 # idle process takes queued tests from the other, so the slow ones do not end on one.
 TEST_PROCESSES ?= 2
 
-.PHONY: run stop test lint format migrate shell bench drill install system-deps browser-deps db-stop clean credential-catalogue
+.PHONY: run stop test test-fast lint format migrate shell bench drill install system-deps browser-deps db-stop clean credential-catalogue
 
 $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory system-deps
@@ -112,6 +112,12 @@ test: install browser-deps
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 	$(BIN)/pytest -n $(TEST_PROCESSES) --dist worksteal
+
+# The edit-test loop: every test but the slow ones (tests/tiers.py: those that start
+# servers, workers, Redis, a browser, PostgreSQL or commands, and the fuzzers), no lint.
+# `make test` stays the gate and runs them all.
+test-fast: install
+	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n $(TEST_PROCESSES) --dist worksteal -m 'not drill and not slow'
 
 lint: install
 	$(BIN)/ruff check .

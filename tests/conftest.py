@@ -16,7 +16,7 @@ from teams.models import Team
 from teams.scope import dangerously_bypass_team_scope
 from tests.factories import TeamFactory
 
-pytest_plugins = ["tests.db_roles", "tests.worker", "tests.freshness.anchor_site"]
+pytest_plugins = ["tests.tiers", "tests.db_roles", "tests.worker", "tests.freshness.anchor_site"]
 
 
 @pytest.fixture(autouse=True)

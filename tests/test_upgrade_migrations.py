@@ -31,6 +31,8 @@ from psycopg import sql
 from teams.roles import APP_ROLE, OPERATOR_ROLE, OWNER_ROLE
 from tests.db_roles import connect_as
 
+pytestmark = pytest.mark.slow  # manage.py migrate in a process of its own
+
 REPO = Path(__file__).resolve().parents[1]
 OLD_SCHEMA = Path(__file__).parent / "fixtures" / "schema_before_layout_move.sql"
 MOVED_TABLES = {"teams_agentsession": "agents_agentsession", "dashboard_auditevent": "teams_auditevent"}

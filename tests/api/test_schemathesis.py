@@ -32,6 +32,8 @@ from teams.models import Team
 from teams.scope import team_scope
 from tests.conftest import Agent, make_agent
 
+pytestmark = pytest.mark.slow  # fuzzing
+
 CHECKS = [
     not_a_server_error,
     status_code_conformance,

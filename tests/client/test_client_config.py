@@ -71,6 +71,7 @@ def test_missing_settings_and_bad_files_are_one_clear_line(config_home: Path) ->
     assert TOKEN not in str(error.value)
 
 
+@pytest.mark.slow
 def test_the_token_from_the_config_file_is_used_and_never_printed(config_home: Path, cli: Cli) -> None:
     (cli.home / ".config" / "memoryhub").mkdir(parents=True)
     (cli.home / ".config" / "memoryhub" / "config.toml").write_text(

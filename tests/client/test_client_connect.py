@@ -9,7 +9,11 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from tests.client.conftest import Cli
+
+pytestmark = pytest.mark.slow  # runs the `memoryhub` command
 
 REPO = Path(__file__).resolve().parents[2]
 URL = "http://127.0.0.1:8000"

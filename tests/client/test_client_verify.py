@@ -25,7 +25,10 @@ from tests.client.test_client_hooks import hook_input
 from tests.conftest import make_agent
 from tests.mcp.conftest import Server
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.slow,
+]  # runs the `memoryhub` command and git
 
 ANCHORS = {
     "runbook": "docs/runbook.md",

@@ -63,7 +63,7 @@ def test_saves_go_on_while_redis_is_down_and_are_indexed_once_it_returns(
         while time.monotonic() < outage_ends:
             save("during")
             during += 1
-            time.sleep(1 / SAVES_PER_SECOND)
+            time.sleep(1 / SAVES_PER_SECOND)  # the scenario's pace: saves keep coming
         pending_at_return = index_states().get(IndexState.PENDING, 0)
         redis = embedded.start(folder)  # the same socket: every client finds it again
         back_at = time.monotonic()

@@ -54,7 +54,7 @@ class Agent(threading.Thread):
                 for path in ("memories/", f"memories/{key}/"):
                     read, seconds = self.stack.timed("GET", path, client)
                     self.answers.append(("read", read.status_code, seconds))
-                time.sleep(PAUSE_SECONDS)
+                time.sleep(PAUSE_SECONDS)  # the scenario's pace: an agent between requests
 
 
 def percentiles_ms(seconds: list[float]) -> dict[str, float]:

@@ -33,7 +33,7 @@ class Site:
                     site.before[self.path]()
                 status, body, headers, delay = site.routes.get(self.path, (404, b"nope", {}, 0.0))
                 if delay:
-                    time.sleep(delay)
+                    time.sleep(delay)  # the scenario: a page slower than the check's timeout
                 self.send_response(status)
                 for name, value in headers.items():
                     self.send_header(name, value)

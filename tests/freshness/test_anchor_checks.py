@@ -8,7 +8,6 @@ import importlib
 import ipaddress
 import socket
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -182,26 +181,26 @@ def test_a_resolver_that_does_not_answer_costs_the_connect_timeout_and_backs_the
 ) -> None:
     """The system resolver waits its own attempts x timeout per name server; a check waits
     for a name no longer than its connect timeout."""
-    released = threading.Event()
+    released, answered = threading.Event(), threading.Event()
     real = socket.getaddrinfo
 
     def silent(host: str, port: int, *args: Any, **kwargs: Any) -> list[Any]:
         if host != "silent.example":
             return real(host, port, *args, **kwargs)
         released.wait(30)  # a resolver that never answers (released at the end)
+        answered.set()
         raise socket.gaierror("no answer")
 
     monkeypatch.setattr(anchor_http.socket, "getaddrinfo", silent)
     try:
-        began = time.monotonic()
         result = check(site.url("/page", host="silent.example"), fetch_policy=policy(connect_timeout=0.3))
-        waited = time.monotonic() - began
+        gave_up_before_the_resolver_answered = not answered.is_set()
     finally:
         released.set()
 
     assert (result.ok, result.detail, result.host_trouble) == (False, "timeout", True)
-    # A hang detector, not a speed target: without the bound the check waits 30 s.
-    assert waited < 10, waited
+    # Without the bound the check waits for the resolver's answer (30 s here).
+    assert gave_up_before_the_resolver_answered
 
 
 # --------------------------------------------------------------------------- the HTTP check

@@ -4,7 +4,6 @@ its cost on hostile input, and its quality on the labelled set with the bundled 
 from __future__ import annotations
 
 import math
-import time
 from collections import Counter
 
 import pytest
@@ -21,6 +20,7 @@ from freshness.contradictions import (
 )
 from teams.models import Team
 from tests.freshness import labelled_pairs as lp
+from tests.linear_time import assert_linear_time
 
 # A similarity inside the band, for rule tests that are not about the band.
 IN_BAND = 0.75
@@ -288,37 +288,37 @@ def test_the_nudge_cuts_long_texts() -> None:
 # --------------------------------------------------------------------------- hostile input
 
 SIZE = 64 * 1024
+PATHOLOGICAL_FRAGMENTS = {
+    "one long word": "a",
+    "joined word": "a.",
+    "colons": "9:",
+    "apostrophes": "a'",
+    "switch spam": "switched from ",
+    "instead of spam": "instead of ",
+    "negations": "not never ",
+    "capitals": "Stripe Paddle ",
+    "numbers": "5432 6432 ",
+    "unicode": "\u00e9\u2019s ",
+    "whitespace": " \n\t",
+}
 
 
-def _pathological_inputs() -> dict[str, str]:
-    return {
-        "one long word": "a" * SIZE,
-        "joined word": "a." * (SIZE // 2),
-        "colons": "9:" * (SIZE // 2),
-        "apostrophes": "a'" * (SIZE // 2),
-        "switch spam": "switched from " * (SIZE // 14),
-        "instead of spam": "instead of " * (SIZE // 11),
-        "negations": "not never " * (SIZE // 10),
-        "capitals": "Stripe Paddle " * (SIZE // 14),
-        "numbers": "5432 6432 " * (SIZE // 10),
-        "unicode": "\u00e9\u2019s " * (SIZE // 4),
-        "whitespace": " \n\t" * (SIZE // 3),
-    }
+def _pathological(shape: str, size: int) -> str:
+    fragment = PATHOLOGICAL_FRAGMENTS[shape]
+    return fragment * (size // len(fragment))
 
 
-@pytest.mark.parametrize("shape", sorted(_pathological_inputs()))
-def test_pathological_inputs_are_judged_without_hanging(shape: str) -> None:
-    text = _pathological_inputs()[shape]
-
-    started = time.perf_counter()
+def _judge_both_ways(text: str) -> Label:
     verdict = judge_pair(text, "We use Stripe for payments; the port is 5432.", IN_BAND)
     judge_pair("We use Stripe for payments.", text, IN_BAND)
     contradiction_message(old_text=text, new_text=text)
-    elapsed = time.perf_counter() - started
+    return verdict.label
 
-    assert isinstance(verdict.label, Label)
-    # A hang detector, not a speed target.
-    assert elapsed < 5.0, f"{shape}: {elapsed:.1f} s"
+
+@pytest.mark.parametrize("shape", sorted(PATHOLOGICAL_FRAGMENTS))
+def test_pathological_inputs_are_judged_in_linear_time(shape: str) -> None:
+    assert isinstance(_judge_both_ways(_pathological(shape, SIZE)), Label)
+    assert_linear_time(_judge_both_ways, lambda size: _pathological(shape, size), SIZE)
 
 
 def test_only_the_opening_of_a_text_is_judged() -> None:

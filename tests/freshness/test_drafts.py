@@ -58,7 +58,7 @@ class ChatServer:
                 owner.requests.append(json.loads(self.rfile.read(length) or b"{}"))
                 owner.headers.append(dict(self.headers))
                 if owner.delay:
-                    time.sleep(owner.delay)
+                    time.sleep(owner.delay)  # the scenario: an endpoint slower than the read timeout
                 if self.path != "/v1/chat/completions":
                     return self._answer(404, b'{"error": "not found"}')
                 if owner.raw is not None:
@@ -225,13 +225,12 @@ def test_a_401_is_not_retried(member: Agent, chat: ChatServer) -> None:
 def test_a_timeout_is_a_503_and_no_drafts(member: Agent, chat: ChatServer, settings: Any) -> None:
     settings.MEMORYHUB_DRAFT_LLM_READ_TIMEOUT = 0.3
     settings.MEMORYHUB_DRAFT_LLM_MAX_ATTEMPTS = 1
-    chat.delay = 1.0
-    started = time.monotonic()
+    chat.delay = 1.0  # without the 0.3 s read timeout the answer would come and the extraction succeed
     response = extract(member)
     assert response.status_code == 503, response.content
     assert "Timeout" in response.json()["detail"]
     assert team_drafts(member.team) == []
-    assert time.monotonic() - started < 30  # a hang detector
+    assert len(chat.requests) == 1  # MAX_ATTEMPTS: not retried
 
 
 def test_a_misconfigured_extractor_is_a_503(member: Agent, settings: Any) -> None:

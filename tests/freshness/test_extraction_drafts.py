@@ -4,10 +4,11 @@ meets on the labelled transcripts (tests/freshness/extraction_transcripts/)."""
 
 from __future__ import annotations
 
-import time
+from typing import Any
 
 import pytest
 
+from freshness import extraction
 from freshness.extraction import (
     MAX_CANDIDATES,
     MAX_CONTENT_CHARS,
@@ -20,6 +21,7 @@ from freshness.extraction import (
 from memories.keys import derive_key
 from memories.types import MemoryType
 from tests.bench.extraction import Expected, adversarial_transcripts, load_transcripts, match, score
+from tests.linear_time import assert_linear_time
 
 # Measured on the labelled set when the rules were frozen (docs/decisions.md,
 # "Extraction drafts: the offline extractor"): all 49 transcripts P 0.935, R 0.742,
@@ -310,22 +312,40 @@ def test_a_secret_straddling_the_cap_is_never_kept_in_part() -> None:
     assert prepare_transcript("y" * (TRANSCRIPT_MAX_CHARS + 1)) == ""  # no break at all: dropped whole
 
 
-def test_a_plain_str_is_prepared_first_and_a_prepared_one_is_not_prepared_again() -> None:
+def test_a_plain_str_is_prepared_first_and_a_prepared_one_is_not_prepared_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     raw = f"Lesson: tokens like {GITHUB_TOKEN} expire after 90 days."
     prepared = prepare_transcript(raw)
     assert isinstance(prepared, PreparedTranscript)
-    assert extract_candidates(raw) == extract_candidates(prepared)
+    preparing = extraction.prepare_transcript
+    prepared_texts: list[str] = []
+
+    def counted(text: str, *args: Any, **kwargs: Any) -> PreparedTranscript:
+        prepared_texts.append(text)
+        return preparing(text, *args, **kwargs)
+
+    monkeypatch.setattr(extraction, "prepare_transcript", counted)
+
+    from_raw = extract_candidates(raw)
+    assert prepared_texts == [raw]
+    assert [c.content for c in from_raw] == ["tokens like [REDACTED:github_token] expire after 90 days."]
+
+    assert extract_candidates(prepared) == from_raw
+    assert prepared_texts == [raw]  # not prepared a second time
 
 
-def test_adversarial_64_kib_inputs_complete() -> None:
-    # A hang detector, not a timing test: linear work on 64 KiB takes well under a
-    # second; a quadratic pass would take minutes. `make bench` (section extraction)
-    # reports the slowest shape's time.
-    started = time.monotonic()
-    for text in adversarial_transcripts(64 * 1024).values():
-        candidates = extract_candidates(text)
-        assert len(candidates) <= MAX_CANDIDATES
-    assert time.monotonic() - started < 120
+ADVERSARIAL_SIZE = 64 * 1024
+
+
+@pytest.mark.parametrize("shape", sorted(adversarial_transcripts(1024)))
+def test_adversarial_inputs_are_extracted_in_linear_time(shape: str) -> None:
+    # `make bench` (section extraction) reports the slowest shape's milliseconds.
+    def text_of_size(size: int) -> str:
+        return adversarial_transcripts(size)[shape]
+
+    assert len(extract_candidates(text_of_size(ADVERSARIAL_SIZE))) <= MAX_CANDIDATES
+    assert_linear_time(extract_candidates, text_of_size, ADVERSARIAL_SIZE)
 
 
 # --------------------------------------------------------------------------- the labelled set

@@ -18,7 +18,7 @@ from teams.models import Team
 from tests.conftest import make_agent
 from tests.mcp.conftest import Server
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]  # fuzzing
 
 KNOWN_ERRORS = {
     "invalid", "invalid_characters", "too_deeply_nested", "not_found", "conflict", "stale_version",

@@ -17,7 +17,10 @@ from teams.models import Team
 from tests.conftest import make_agent
 from tests.mcp.conftest import Server, run_async, structured
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.slow,
+]  # runs the `memoryhub` command and Python
 
 COMMAND = str(Path(sys.executable).parent / "memoryhub")
 # Nothing of the server's settings: the proxy needs only the URL and the token.

@@ -28,11 +28,14 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import pytest
 from cryptography.fernet import Fernet
 
 from teams.roles import APP_ROLE, OWNER_ROLE
 from tests.memoryhub.backup_drill import SEARCHED_KEY, SECRET_VALUES, TEAMS
 from tests.memoryhub.private_postgres import PrivatePostgres
+
+pytestmark = pytest.mark.slow  # PostgreSQL servers of its own, manage.py
 
 REPO = Path(__file__).resolve().parents[2]
 # Variables of the test's own environment that would point the commands elsewhere.

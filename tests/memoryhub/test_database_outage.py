@@ -23,6 +23,7 @@ from pathlib import Path
 
 import httpx
 import psycopg
+import pytest
 
 from teams.roles import APP_ROLE
 from tests.drill.record import record
@@ -30,6 +31,8 @@ from tests.memoryhub.private_postgres import PrivatePostgres
 from tests.search.conftest import free_port
 from tests.web_server import manage
 from tests.worker import wait_for
+
+pytestmark = pytest.mark.slow  # a PostgreSQL of its own, gunicorn
 
 REPO = Path(__file__).resolve().parents[2]
 GUNICORN = str(Path(sys.executable).parent / "gunicorn")

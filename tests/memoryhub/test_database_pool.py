@@ -201,6 +201,7 @@ def real_database_settings(**env: str) -> dict[str, Any]:
     return settings
 
 
+@pytest.mark.slow
 def test_the_real_settings_pool_connections_per_process_within_the_configured_budget() -> None:
     databases = real_database_settings(
         MEMORYHUB_DB_POOL_MAX="6", MEMORYHUB_DB_POOL_MIN="2", MEMORYHUB_DB_POOL_TIMEOUT="3.5"
@@ -227,6 +228,7 @@ def test_the_real_settings_pool_connections_per_process_within_the_configured_bu
         assert unpooled[alias]["CONN_MAX_AGE"] == 30
 
 
+@pytest.mark.slow
 def test_a_database_url_without_the_operators_login_is_refused_at_start() -> None:
     result = subprocess.run(
         [sys.executable, "-c", "from django.conf import settings; settings.DATABASES"],

@@ -17,7 +17,7 @@ from tests.worker import database_url, operator_database_url
 
 REPO = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]  # manage.py in a process of its own
 
 
 def production_env(tmp_path: Path, **overrides: str) -> dict[str, str]:

@@ -132,6 +132,7 @@ def supervised(tmp_path: Path) -> Iterator[Supervised]:
         running.clean_up()
 
 
+@pytest.mark.slow
 def test_a_postmaster_killed_with_sigkill_is_started_again_and_sigterm_stops_it(
     supervised: Supervised,
 ) -> None:
@@ -161,6 +162,7 @@ def test_a_postmaster_killed_with_sigkill_is_started_again_and_sigterm_stops_it(
     assert not (supervised.pgdata / "postmaster.pid").exists()
 
 
+@pytest.mark.slow
 def test_a_server_shut_down_cleanly_from_outside_stays_down_and_the_supervisor_exits(
     supervised: Supervised,
 ) -> None:
@@ -188,6 +190,7 @@ def test_restart_delays_double_up_to_a_cap_and_give_up_after_repeated_failures()
     assert delays[-1] is None
 
 
+@pytest.mark.slow
 def test_make_run_serves_again_after_its_embedded_postgres_is_killed_and_make_stop_stops_it(
     tmp_path: Path,
 ) -> None:

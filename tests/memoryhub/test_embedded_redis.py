@@ -14,6 +14,8 @@ import redis
 
 from memoryhub import embedded_redis as embedded
 
+pytestmark = pytest.mark.slow  # redis-server
+
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[embedded.EmbeddedRedis]:

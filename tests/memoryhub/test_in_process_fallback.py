@@ -8,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from django.conf import settings
+
+pytestmark = pytest.mark.slow  # gunicorn
 
 REPO = Path(__file__).resolve().parents[2]
 WARNING = "NO BROKER CONFIGURED"

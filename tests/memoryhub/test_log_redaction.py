@@ -76,6 +76,7 @@ def test_the_filter_redacts_the_formatted_message() -> None:
     assert record.getMessage() == "Not Found: /password-reset/MQ/<redacted>/x"
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_sign_in_link_leaves_no_token_in_any_log_of_the_server(
     tmp_path: Path, django_db_blocker: Any

@@ -25,7 +25,7 @@ from tests.worker import database_url, operator_database_url, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]  # make run
 
 
 def group_alive(pid: int) -> bool:

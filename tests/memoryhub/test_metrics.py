@@ -259,6 +259,7 @@ def two_process_server(
         server.stop()
 
 
+@pytest.mark.slow
 def test_under_gunicorn_both_processes_requests_are_summed(two_process_server: tuple[str, Path]) -> None:
     base, folder = two_process_server
     route = {"route": "memory-list", "method": "GET"}

@@ -43,6 +43,8 @@ from tests.conftest import Agent, operator_view
 from tests.db_roles import service_login
 from tests.search.conftest import free_port
 
+pytestmark = pytest.mark.slow  # pg_basebackup and pg_ctl: a replica
+
 ALIAS = "replica_test"
 # Hang detectors, not speed targets.
 START_SECONDS = 120

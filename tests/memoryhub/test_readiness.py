@@ -37,7 +37,10 @@ PROBE_APP = "readyz_probe"
 
 # The servers and workers use the suite's test database; this test writes only to
 # django_migrations, and must commit to be seen.
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.slow,
+]  # gunicorn, workers, Redis and PostgreSQL of its own
 
 
 def seconds_until(condition: Callable[[], bool], what: str) -> float:

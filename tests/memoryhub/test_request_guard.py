@@ -25,7 +25,7 @@ from teams.services import create_team, create_token
 from tests.web_server import WebServer, server_env
 from tests.worker import database_url
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]  # gunicorn
 
 BODY_SECONDS = 2.0  # the guard's body deadline in this server (plus the size at the minimum rate)
 HEADER_SECONDS = 2.0

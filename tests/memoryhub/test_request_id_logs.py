@@ -63,6 +63,7 @@ def run_with_real_settings(code: str, **env: str) -> subprocess.CompletedProcess
     )
 
 
+@pytest.mark.slow
 def test_json_log_lines_carry_the_request_id_and_only_scrubbed_fields() -> None:
     finished = run_with_real_settings(
         f"""
@@ -91,6 +92,7 @@ except ValueError:
     assert CREDENTIAL not in finished.stderr
 
 
+@pytest.mark.slow
 def test_plain_log_lines_name_the_request_too() -> None:
     finished = run_with_real_settings(
         'import logging\nfrom core.request_id import current_request_id\ncurrent_request_id.set("req-7")\n'
@@ -101,6 +103,7 @@ def test_plain_log_lines_name_the_request_too() -> None:
     assert "WARNING memoryhub.drill [req-7] plain" in finished.stderr
 
 
+@pytest.mark.slow
 def test_an_unknown_log_format_is_refused_at_start_up() -> None:
     finished = run_with_real_settings("", LOG_FORMAT="xml")
 

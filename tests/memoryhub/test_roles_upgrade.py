@@ -19,6 +19,8 @@ from memoryhub.embedded_postgres import HBA_COMMENT, HBA_RULE, PASSWORD_FILES
 from teams.roles import APP_ROLE, OPERATOR_ROLE, OWNER_ROLE
 from tests.memoryhub.private_postgres import PrivatePostgres
 
+pytestmark = pytest.mark.slow  # a PostgreSQL of its own, manage.py
+
 REPO = Path(__file__).resolve().parents[2]
 COMMAND_SECONDS = 300  # a hang detector
 

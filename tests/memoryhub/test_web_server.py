@@ -14,6 +14,8 @@ from tests.memoryhub.test_metrics import two_process_server  # noqa: F401 (a fix
 from tests.web_server import WebServer, server_env
 from tests.worker import database_url
 
+pytestmark = pytest.mark.slow  # gunicorn, Python
+
 IDLE_SECONDS = 3.0  # past gunicorn's own default keep-alive of 2 s
 
 
@@ -29,7 +31,7 @@ def test_an_idle_kept_alive_connection_is_still_served_seconds_later(
         assert first.status == 200
         assert first.getheader("Connection", "").lower() != "close"
 
-        time.sleep(IDLE_SECONDS)
+        time.sleep(IDLE_SECONDS)  # the scenario: a connection left idle that long
         connection.request("GET", "/healthz")  # on the same socket: raises if the server closed it
         second = connection.getresponse()
         second.read()

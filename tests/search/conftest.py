@@ -57,19 +57,24 @@ def notes(embedded_redis: embedded.EmbeddedRedis, settings: Any) -> Iterator[red
 
 @pytest.fixture
 def keep_noting() -> Iterator[Any]:
-    """note(team_id): a team's requests keep arriving, every 20 ms, until the test ends."""
+    """note(team_id): a team's requests keep arriving, every 20 ms, until the test ends;
+    returns once the first one is noted."""
     stop = threading.Event()
     threads: list[threading.Thread] = []
 
     def note(team_id: int) -> None:
+        noted = threading.Event()
+
         def run() -> None:
             while not stop.is_set():
                 foreground.note_team_request(team_id)
-                stop.wait(0.02)
+                noted.set()
+                stop.wait(0.02)  # the scenario's pace, not a wait for something
 
         thread = threading.Thread(target=run, daemon=True)
         thread.start()
         threads.append(thread)
+        assert noted.wait(10), "the first request was not noted"
 
     yield note
     stop.set()

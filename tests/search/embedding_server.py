@@ -52,7 +52,7 @@ class EmbeddingServer:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 owner.requests.append(body)
                 if owner.behaviour == "slow":
-                    time.sleep(owner.slow_seconds)
+                    time.sleep(owner.slow_seconds)  # the scenario: slower than the client's timeout
                 if self.path != "/v1/embeddings":
                     return self._answer(404, {"error": {"message": "not found"}})
                 if (

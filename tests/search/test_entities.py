@@ -3,11 +3,10 @@ and how much an entry that holds them gains. Pure functions: no database."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from search.retrieval.entities import ENTITY_BOOST, entity_bonus, entity_patterns, query_entities
+from tests.linear_time import assert_linear_time
 
 
 def test_names_inside_a_sentence_count_and_sentence_openers_do_not() -> None:
@@ -51,16 +50,32 @@ def test_a_long_query_is_handled_in_linear_time_and_bounded() -> None:
     assert len(query_entities(" ".join(f"met Zed{chr(97 + i % 26)}{i}" for i in range(100)))) == 16
 
 
-@pytest.mark.parametrize(
-    "text",
-    [". " * 32768, '"' * 65536, "“" * 65536, "Ada " * 16384, "Ada" + " " * 65533, "A'" * 32768, "(" * 65536],
-    ids=["dot-space", "quotes", "curly-quotes", "name-repeated", "name-then-spaces", "apostrophes", "parens"],
-)
-def test_64_kib_of_repeated_separators_completes_as_query_and_as_content(text: str) -> None:
-    # A hang detector, not a speed target: each call is linear in the text.
-    started = time.monotonic()
-    entities = query_entities(text)
-    bonus = entity_bonus(entity_patterns(["Ada Lovelace", "Ada", "Bart"]), text)
-    assert time.monotonic() - started < 10
-    assert len(entities) <= 16
-    assert 0 <= bonus <= 0.15
+SIZE = 64 * 1024
+# Each shape: a prefix, then a separator repeated up to the size.
+SEPARATOR_SHAPES = {
+    "dot-space": ("", ". "),
+    "quotes": ("", '"'),
+    "curly-quotes": ("", "\u201c"),
+    "name-repeated": ("", "Ada "),
+    "name-then-spaces": ("Ada", " "),
+    "apostrophes": ("", "A'"),
+    "parens": ("", "("),
+}
+PATTERNS = entity_patterns(["Ada Lovelace", "Ada", "Bart"])
+
+
+def _separators(shape: str, size: int) -> str:
+    prefix, fragment = SEPARATOR_SHAPES[shape]
+    return prefix + fragment * ((size - len(prefix)) // len(fragment))
+
+
+@pytest.mark.parametrize("shape", sorted(SEPARATOR_SHAPES))
+def test_64_kib_of_repeated_separators_is_read_in_linear_time_as_query_and_as_content(shape: str) -> None:
+    text = _separators(shape, SIZE)
+
+    assert len(query_entities(text)) <= 16
+    assert 0 <= entity_bonus(PATTERNS, text) <= 0.15
+    assert_linear_time(query_entities, lambda size: _separators(shape, size), SIZE)
+    assert_linear_time(
+        lambda content: entity_bonus(PATTERNS, content), lambda size: _separators(shape, size), SIZE
+    )

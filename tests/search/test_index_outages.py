@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -40,9 +39,6 @@ from teams.scope import team_scope
 from tests.conftest import Agent, operator_view
 from tests.search.embedding_server import API_KEY, EmbeddingServer
 from tests.worker import TaskRoute
-
-# A hang detector only: the bug this guards against took ~6 s per save.
-HANG_SECONDS = 3.0
 
 PROFILES = """
 profiles:
@@ -134,23 +130,20 @@ def test_a_save_while_the_broker_is_down_tries_it_once_and_leaves_the_entry_pend
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     route, broker = broken_broker
-    started = time.monotonic()
     with caplog.at_level(logging.WARNING, logger="search.tasks"):
         response = save(
             member, "deploy-friday", "Never deploy on Fridays.", django_capture_on_commit_callbacks
         )
-    elapsed = time.monotonic() - started
 
     assert response.status_code == 201
     assert response.json()["index_state"] == "pending"
-    # One connection attempt, no retry loop; nothing was published.
+    # One connection attempt, not the retry loop that cost a save ~6 s; nothing was published.
     assert broker.attempts == 1
     assert route.published == []
     assert any("could not enqueue" in r.getMessage() for r in caplog.records)
     memory = row(member.team, "deploy-friday")
     assert memory.index_state == "pending"
     assert memory.index_queued_at is None  # no lease: the reconcile job may take it at once
-    assert elapsed < HANG_SECONDS
 
 
 # --------------------------------------------------------------------------- lease

@@ -46,12 +46,19 @@ def test_an_api_request_notes_its_team(notes: redis.Redis, member: Agent, other_
 
 
 def test_only_other_teams_requests_count_and_only_within_the_window(
-    notes: redis.Redis, team: Team, other_team: Team
+    notes: redis.Redis, team: Team, other_team: Team, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    noted_at = foreground._now_ms()
+    monkeypatch.setattr(foreground, "_now_ms", lambda: noted_at)
     foreground.note_team_request(team.id)
     assert not foreground.other_teams_active(team.id)
     assert foreground.other_teams_active(other_team.id)
-    time.sleep(settings.MEMORYHUB_FOREGROUND_WINDOW_MS / 1000 + 0.05)
+    # The notes' clock moved on rather than waited out: the window's last millisecond...
+    window = settings.MEMORYHUB_FOREGROUND_WINDOW_MS
+    monkeypatch.setattr(foreground, "_now_ms", lambda: noted_at + window)
+    assert foreground.other_teams_active(other_team.id)
+    # ...and the next one.
+    monkeypatch.setattr(foreground, "_now_ms", lambda: noted_at + window + 1)
     assert not foreground.other_teams_active(other_team.id)
     # Looking drops what is older than the window: the set stays as small as the
     # number of teams served within it.
@@ -102,7 +109,6 @@ def test_indexing_waits_before_every_batch_while_another_team_is_served(
     provider = search_services.team_provider(team)
     assert provider is not None and chunks > provider.batch_size  # two batches at least
     keep_noting(other_team.id)
-    time.sleep(0.05)
 
     steps, outcome = _index_long_entry(team, monkeypatch)
 
@@ -122,7 +128,6 @@ def test_a_batchs_chunks_embedded_ahead_wait_before_every_batch_too(
     indexing them: in provider batches, each after the same look."""
     ids = [_save(team, f"runbook-{n}", f"{n}: {LONG_TEXT}") for n in range(2)]
     keep_noting(other_team.id)
-    time.sleep(0.05)
     steps = _record_steps(monkeypatch)
 
     embedded = search_services.embed_ahead(team_id=team.id, memory_ids=ids)
@@ -138,7 +143,6 @@ def test_a_teams_own_requests_never_pause_its_indexing(
     notes: redis.Redis, team: Team, keep_noting: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     keep_noting(team.id)
-    time.sleep(0.05)
 
     steps, outcome = _index_long_entry(team, monkeypatch)
 

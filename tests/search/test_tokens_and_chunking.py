@@ -52,15 +52,12 @@ def test_token_offsets_point_into_the_text() -> None:
     assert pieces == ["Dé", "jà", "vu", ",", "東", "京", "!"]
 
 
-def test_count_tokens_of_64_kib_is_fast() -> None:
+def test_count_tokens_counts_every_token_of_64_kib() -> None:
+    # How fast: `make bench` (section hardening, tokenizing).
     rng = random.Random(7)
     text = " ".join(rng.choice(WORDS) for _ in range(12_000))[: 64 * 1024]
-    count_tokens("warm up")
-    started = time.perf_counter()
     tokens = count_tokens(text)
-    elapsed = time.perf_counter() - started
-    assert tokens > 9_000
-    assert elapsed < 0.5, f"count_tokens took {elapsed:.3f} s for 64 KiB"
+    assert tokens == len(token_offsets(text)) > 9_000
 
 
 def test_empty_or_whitespace_text_has_no_chunks() -> None:
@@ -226,15 +223,16 @@ def test_tokenizing_a_long_text_lets_the_processes_other_threads_run(
 
     def ticks_during_one_call() -> int:
         ticks: list[float] = []
-        stop = threading.Event()
+        ticking, stop = threading.Event(), threading.Event()
 
         def tick() -> None:
             while not stop.is_set():
                 ticks.append(time.perf_counter())
+                ticking.set()
 
         ticker = threading.Thread(target=tick)
         ticker.start()
-        time.sleep(0.01)
+        assert ticking.wait(10)
         started = time.perf_counter()
         tokenize(text)
         ended = time.perf_counter()

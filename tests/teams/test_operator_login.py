@@ -176,6 +176,7 @@ def admin_session(web: WebServer) -> Iterator[httpx.Client]:
         yield client
 
 
+@pytest.mark.slow
 def test_the_admin_of_a_real_server_sees_every_team_and_shuts_one_down(
     web: WebServer, teams: list[Team]
 ) -> None:
@@ -268,6 +269,7 @@ def test_a_beat_job_across_teams_runs_on_a_worker_whose_logins_cannot_change_the
                 conn.rollback()
 
 
+@pytest.mark.slow
 def test_shutdown_team_and_bootstrap_commands_run_on_the_two_logins(
     teams: list[Team], tmp_path: Path
 ) -> None:
