@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from core.db_router import read_connection
-from core.metrics import timed
+from core.metric_definitions import timed
 from search.models import SEARCH_CONFIG
 
 SearchMode = Literal["hybrid", "keyword", "vector"]
