@@ -348,7 +348,9 @@ def test_min_score_and_max_results(corpus: dict[str, dict[str, Any]], member: Ag
     assert len(everything) == 5
     assert len(search(member, "database deploy pizza brewing cache", max_results=2)["results"]) == 2
 
-    floor = sorted(r["score"] for r in everything)[2]
+    # Between the third and the second lowest: decay moves scores by 1e-6 between requests.
+    lowest = sorted(r["score"] for r in everything)
+    floor = (lowest[1] + lowest[2]) / 2
     kept = search(member, "database deploy pizza brewing cache", max_results=50, min_score=floor)["results"]
     assert len(kept) == 3 and all(r["score"] >= floor for r in kept)
 
@@ -418,7 +420,8 @@ def test_queries_with_tsquery_syntax_are_plain_words(
     # Operators are not operators: "!" does not negate, ":*" is no prefix match.
     for query in ["zymurgy & | ! ( ) : * '", "!zymurgy", "'zymurgy'", "zymurgy <-> porter"]:
         assert keys(search(member, query, mode="keyword")) == ["brewing"], query
-    for query in ["zymurg:*", "\\", "'''", "a:* <-> b", "&&&"]:
+    # "zymu" is too short a part of zymurgy for trigrams to stand in (search.retrieval.trigrams).
+    for query in ["zymu:*", "\\", "'''", "a:* <-> b", "&&&"]:
         assert keys(search(member, query, mode="keyword")) == [], query
         # No word to match: the vector path still ranks the team's entries.
         assert set(keys(search(member, query))) == CORPUS_KEYS, query

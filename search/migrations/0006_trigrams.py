@@ -1,0 +1,148 @@
+"""Trigrams for partial words and identifiers (search.retrieval.trigrams; docs/search.md,
+"Partial words and identifiers"): pg_trgm is not in the embedded PostgreSQL, so the
+trigrams are plain SQL.
+
+- `search_team_trigrams(team, text)`: the distinct trigrams of the text's words, as
+  pg_trgm makes them (lowercase, two spaces before a word and one after; a word's
+  first 32 characters), each prefixed with the team id, so that a GIN index over them
+  holds a posting list per team and trigram: a lookup reads the team's own entries.
+  IMMUTABLE and calling built-ins only, so an index and a dump's restore can use it.
+- The team's vocabulary: a stored `trigrams` column on search_keywordstat (the triggers
+  of search.0005 insert its rows, the column follows), with a GIN index.
+- Keys: a GIN index on `search_team_trigrams(team_id, key)` of memories_memory.
+- `search_similar_lexemes` and `search_similar_keys` read those indexes for the team of
+  the caller's scope only, as search_keyword_candidates (search.0005) does: the GIN
+  operators are not LEAKPROOF, so under row-level security the application role's own
+  query could not use the indexes.
+"""
+
+from django.db import migrations
+
+TRIGRAMS_FUNCTION = """
+CREATE FUNCTION search_team_trigrams(team bigint, words text) RETURNS text[]
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+    SELECT coalesce(array_agg(DISTINCT team::text || ':' || substr(padded, i, 3)), '{}')
+    FROM (
+        SELECT '  ' || left(word, 32) || ' ' AS padded
+        FROM regexp_split_to_table(lower(words), '[^[:alnum:]]+') AS word
+        WHERE word <> ''
+    ) AS w, generate_series(1, length(padded) - 2) AS i
+$$;
+"""
+
+VOCABULARY = """
+ALTER TABLE search_keywordstat
+    ADD COLUMN trigrams text[] GENERATED ALWAYS AS (search_team_trigrams(team_id, lexeme)) STORED;
+CREATE INDEX keyword_stat_trigrams ON search_keywordstat USING gin (trigrams);
+CREATE INDEX memory_key_trigrams ON memories_memory USING gin (search_team_trigrams(team_id, key));
+"""
+
+DROP_VOCABULARY = """
+DROP INDEX IF EXISTS memory_key_trigrams;
+DROP INDEX IF EXISTS keyword_stat_trigrams;
+ALTER TABLE search_keywordstat DROP COLUMN IF EXISTS trigrams;
+"""
+
+# A word's opening trigram ("  g") is shared by a 26th of the vocabulary: it counts in
+# the overlap but does not choose the candidates. The trigrams carry the team, so the
+# GIN index alone keeps to it: no team condition, which would tempt the planner into
+# reading the team's whole vocabulary through the team index. EXECUTE: each lookup is
+# planned with its actual trigrams. Words and thresholds come from
+# search.retrieval.trigrams.
+LOOKUP_FUNCTIONS = """
+CREATE FUNCTION search_similar_lexemes(
+    words text[], min_coverage float8, min_similarity float8, per_word integer
+) RETURNS TABLE (word text, lexeme text, chunks bigint, similarity float8)
+LANGUAGE plpgsql STABLE SECURITY DEFINER ROWS 10
+SET search_path = public, pg_temp AS $$
+DECLARE
+    team bigint := memoryhub_current_team();
+    asked text;
+    wanted text[];
+    probe text[];
+BEGIN
+    IF team IS NULL OR words IS NULL THEN
+        RETURN;
+    END IF;
+    FOREACH asked IN ARRAY words[1:8] LOOP
+        wanted := search_team_trigrams(team, asked);
+        probe := ARRAY(SELECT t FROM unnest(wanted) AS t WHERE t NOT LIKE '%:  _');
+        CONTINUE WHEN cardinality(probe) = 0;
+        RETURN QUERY EXECUTE
+            'SELECT $1, s.lexeme, s.chunks, o.shared / (cardinality($2) + cardinality(s.trigrams) - o.shared)
+             FROM search_keywordstat s,
+                  LATERAL (SELECT count(*)::float8 AS shared FROM unnest(s.trigrams) AS t WHERE t = ANY($2)) AS o
+             WHERE s.trigrams && $3 AND s.chunks > 0 AND s.lexeme <> ''''
+               AND o.shared >= $4 * cardinality($2)
+               AND o.shared / (cardinality($2) + cardinality(s.trigrams) - o.shared) >= $5
+             ORDER BY 4 DESC, 2 LIMIT $6'
+            USING asked, wanted, probe, min_coverage, min_similarity, greatest(per_word, 0);
+    END LOOP;
+END
+$$;
+
+CREATE FUNCTION search_similar_keys(words text[], query text, min_overlap float8, max_rows integer)
+RETURNS TABLE (key text, overlap float8)
+LANGUAGE plpgsql STABLE SECURITY DEFINER ROWS 10
+SET search_path = public, pg_temp AS $$
+DECLARE
+    team bigint := memoryhub_current_team();
+    wanted text[];
+    probe text[];
+BEGIN
+    IF team IS NULL OR words IS NULL THEN
+        RETURN;
+    END IF;
+    wanted := search_team_trigrams(team, left(query, 2000));
+    probe := ARRAY(
+        SELECT DISTINCT t FROM unnest(words[1:8]) AS w, unnest(search_team_trigrams(team, w)) AS t
+        WHERE t NOT LIKE '%:  _'
+    );
+    IF cardinality(probe) = 0 THEN
+        RETURN;
+    END IF;
+    RETURN QUERY EXECUTE
+        'SELECT k.key::text, o.shared / least(cardinality(k.trigrams), cardinality($1))
+         FROM (
+             SELECT DISTINCT m.key, search_team_trigrams(m.team_id, m.key) AS trigrams
+             FROM memories_memory m
+             WHERE search_team_trigrams(m.team_id, m.key) && $2
+         ) AS k,
+         LATERAL (SELECT count(*)::float8 AS shared FROM unnest(k.trigrams) AS t WHERE t = ANY($1)) AS o
+         WHERE o.shared >= $3 * least(cardinality(k.trigrams), cardinality($1))
+         ORDER BY 2 DESC, 1 LIMIT $4'
+        USING wanted, probe, min_overlap, greatest(max_rows, 0);
+END
+$$;
+
+REVOKE ALL ON FUNCTION search_similar_lexemes(text[], float8, float8, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION search_similar_keys(text[], text, float8, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION search_similar_lexemes(text[], float8, float8, integer)
+    TO memoryhub_app, memoryhub_operator;
+GRANT EXECUTE ON FUNCTION search_similar_keys(text[], text, float8, integer)
+    TO memoryhub_app, memoryhub_operator;
+GRANT CREATE ON SCHEMA public TO memoryhub_operator;
+ALTER FUNCTION search_similar_lexemes(text[], float8, float8, integer) OWNER TO memoryhub_operator;
+ALTER FUNCTION search_similar_keys(text[], text, float8, integer) OWNER TO memoryhub_operator;
+REVOKE CREATE ON SCHEMA public FROM memoryhub_operator;
+"""
+
+DROP_LOOKUP_FUNCTIONS = """
+DROP FUNCTION IF EXISTS search_similar_lexemes(text[], float8, float8, integer);
+DROP FUNCTION IF EXISTS search_similar_keys(text[], text, float8, integer);
+"""
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("search", "0005_keyword_stats"),
+        ("memories", "0012_created_at_kept_on_import"),
+    ]
+
+    operations = [
+        migrations.RunSQL(
+            TRIGRAMS_FUNCTION, reverse_sql="DROP FUNCTION IF EXISTS search_team_trigrams(bigint, text);"
+        ),
+        migrations.RunSQL(VOCABULARY, reverse_sql=DROP_VOCABULARY),
+        migrations.RunSQL(LOOKUP_FUNCTIONS, reverse_sql=DROP_LOOKUP_FUNCTIONS),
+    ]
