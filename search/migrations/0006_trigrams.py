@@ -44,14 +44,16 @@ ALTER TABLE search_keywordstat DROP COLUMN IF EXISTS trigrams;
 """
 
 # A word's opening trigram ("  g") is shared by a 26th of the vocabulary: it counts in
-# the overlap but does not choose the candidates. The trigrams carry the team, so the
+# the overlap but does not choose the candidates. At most max_candidates entries are
+# read per lookup: a word whose trigrams are everywhere (every key starts "proj-")
+# reads a sample, as the keyword path's common words do. The trigrams carry the team, so the
 # GIN index alone keeps to it: no team condition, which would tempt the planner into
 # reading the team's whole vocabulary through the team index. EXECUTE: each lookup is
 # planned with its actual trigrams. Words and thresholds come from
 # search.retrieval.trigrams.
 LOOKUP_FUNCTIONS = """
 CREATE FUNCTION search_similar_lexemes(
-    words text[], min_coverage float8, min_similarity float8, per_word integer
+    words text[], min_coverage float8, min_similarity float8, per_word integer, max_candidates integer
 ) RETURNS TABLE (word text, lexeme text, chunks bigint, similarity float8)
 LANGUAGE plpgsql STABLE SECURITY DEFINER ROWS 10
 SET search_path = public, pg_temp AS $$
@@ -70,19 +72,23 @@ BEGIN
         CONTINUE WHEN cardinality(probe) = 0;
         RETURN QUERY EXECUTE
             'SELECT $1, s.lexeme, s.chunks, o.shared / (cardinality($2) + cardinality(s.trigrams) - o.shared)
-             FROM search_keywordstat s,
-                  LATERAL (SELECT count(*)::float8 AS shared FROM unnest(s.trigrams) AS t WHERE t = ANY($2)) AS o
-             WHERE s.trigrams && $3 AND s.chunks > 0 AND s.lexeme <> ''''
-               AND o.shared >= $4 * cardinality($2)
+             FROM (
+                 SELECT s.lexeme, s.chunks, s.trigrams FROM search_keywordstat s
+                 WHERE s.trigrams && $3 AND s.chunks > 0 AND s.lexeme <> '''' LIMIT $7
+             ) AS s,
+             LATERAL (SELECT count(*)::float8 AS shared FROM unnest(s.trigrams) AS t WHERE t = ANY($2)) AS o
+             WHERE o.shared >= $4 * cardinality($2)
                AND o.shared / (cardinality($2) + cardinality(s.trigrams) - o.shared) >= $5
              ORDER BY 4 DESC, 2 LIMIT $6'
-            USING asked, wanted, probe, min_coverage, min_similarity, greatest(per_word, 0);
+            USING asked, wanted, probe, min_coverage, min_similarity, greatest(per_word, 0),
+                greatest(max_candidates, 0);
     END LOOP;
 END
 $$;
 
-CREATE FUNCTION search_similar_keys(words text[], query text, min_overlap float8, max_rows integer)
-RETURNS TABLE (key text, overlap float8)
+CREATE FUNCTION search_similar_keys(
+    words text[], query text, min_overlap float8, max_rows integer, max_candidates integer
+) RETURNS TABLE (key text, overlap float8)
 LANGUAGE plpgsql STABLE SECURITY DEFINER ROWS 10
 SET search_path = public, pg_temp AS $$
 DECLARE
@@ -104,32 +110,33 @@ BEGIN
     RETURN QUERY EXECUTE
         'SELECT k.key::text, o.shared / least(cardinality(k.trigrams), cardinality($1))
          FROM (
-             SELECT DISTINCT m.key, search_team_trigrams(m.team_id, m.key) AS trigrams
-             FROM memories_memory m
-             WHERE search_team_trigrams(m.team_id, m.key) && $2
+             SELECT DISTINCT found.key, found.trigrams FROM (
+                 SELECT m.key, search_team_trigrams(m.team_id, m.key) AS trigrams FROM memories_memory m
+                 WHERE search_team_trigrams(m.team_id, m.key) && $2 LIMIT $5
+             ) AS found
          ) AS k,
          LATERAL (SELECT count(*)::float8 AS shared FROM unnest(k.trigrams) AS t WHERE t = ANY($1)) AS o
          WHERE o.shared >= $3 * least(cardinality(k.trigrams), cardinality($1))
          ORDER BY 2 DESC, 1 LIMIT $4'
-        USING wanted, probe, min_overlap, greatest(max_rows, 0);
+        USING wanted, probe, min_overlap, greatest(max_rows, 0), greatest(max_candidates, 0);
 END
 $$;
 
-REVOKE ALL ON FUNCTION search_similar_lexemes(text[], float8, float8, integer) FROM PUBLIC;
-REVOKE ALL ON FUNCTION search_similar_keys(text[], text, float8, integer) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION search_similar_lexemes(text[], float8, float8, integer)
+REVOKE ALL ON FUNCTION search_similar_lexemes(text[], float8, float8, integer, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION search_similar_keys(text[], text, float8, integer, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION search_similar_lexemes(text[], float8, float8, integer, integer)
     TO memoryhub_app, memoryhub_operator;
-GRANT EXECUTE ON FUNCTION search_similar_keys(text[], text, float8, integer)
+GRANT EXECUTE ON FUNCTION search_similar_keys(text[], text, float8, integer, integer)
     TO memoryhub_app, memoryhub_operator;
 GRANT CREATE ON SCHEMA public TO memoryhub_operator;
-ALTER FUNCTION search_similar_lexemes(text[], float8, float8, integer) OWNER TO memoryhub_operator;
-ALTER FUNCTION search_similar_keys(text[], text, float8, integer) OWNER TO memoryhub_operator;
+ALTER FUNCTION search_similar_lexemes(text[], float8, float8, integer, integer) OWNER TO memoryhub_operator;
+ALTER FUNCTION search_similar_keys(text[], text, float8, integer, integer) OWNER TO memoryhub_operator;
 REVOKE CREATE ON SCHEMA public FROM memoryhub_operator;
 """
 
 DROP_LOOKUP_FUNCTIONS = """
-DROP FUNCTION IF EXISTS search_similar_lexemes(text[], float8, float8, integer);
-DROP FUNCTION IF EXISTS search_similar_keys(text[], text, float8, integer);
+DROP FUNCTION IF EXISTS search_similar_lexemes(text[], float8, float8, integer, integer);
+DROP FUNCTION IF EXISTS search_similar_keys(text[], text, float8, integer, integer);
 """
 
 

@@ -18,8 +18,9 @@ embedded PostgreSQL ships no pg_trgm (docs/search.md), so the trigrams are plain
   over the smaller of the two sets, and counts from MIN_KEY_OVERLAP. A key match ranks
   like the query's best BM25 match times that overlap.
 
-The words known to the team cost nothing more: only unknown words are looked up. At
-most MAX_WORDS words are, each only if it has a letter and at least MIN_WORD_CHARS
+The words known to the team cost nothing more: only unknown words are looked up, each
+lookup reading at most MAX_CANDIDATES entries through its index. At most MAX_WORDS
+words are, each only if it has a letter and at least MIN_WORD_CHARS
 characters (a ticket number that is not in the team must not find its neighbours).
 Both lookups run in SECURITY DEFINER functions that read the team of the caller's
 scope only, as search_keyword_candidates does (the GIN operators are not LEAKPROOF).
@@ -39,6 +40,8 @@ MIN_COVERAGE = 0.6
 MIN_SIMILARITY = 0.5
 LEXEMES_PER_WORD = 3
 MIN_KEY_OVERLAP = 0.6
+# Entries (lexemes of a word, or versions' keys) a lookup reads through its index at most.
+MAX_CANDIDATES = 1000
 
 
 def lookup_words(unknown: list[str]) -> list[str]:
@@ -54,8 +57,8 @@ def similar_lexemes(words: list[str]) -> list[tuple[str, str, int, float]]:
         return []
     with read_connection().cursor() as cursor:
         cursor.execute(
-            "SELECT word, lexeme, chunks, similarity FROM search_similar_lexemes(%s, %s, %s, %s)",
-            [words, MIN_COVERAGE, MIN_SIMILARITY, LEXEMES_PER_WORD],
+            "SELECT word, lexeme, chunks, similarity FROM search_similar_lexemes(%s, %s, %s, %s, %s)",
+            [words, MIN_COVERAGE, MIN_SIMILARITY, LEXEMES_PER_WORD, MAX_CANDIDATES],
         )
         return [(row[0], row[1], int(row[2]), float(row[3])) for row in cursor.fetchall()]
 
@@ -71,11 +74,11 @@ def key_matches(
     with read_connection().cursor() as cursor:
         cursor.execute(
             f"""
-            SELECT m.id, k.overlap FROM search_similar_keys(%s, %s, %s, %s) AS k
+            SELECT m.id, k.overlap FROM search_similar_keys(%s, %s, %s, %s, %s) AS k
             JOIN memories_memory m ON m.key = k.key
             WHERE {where}
             ORDER BY k.overlap DESC, m.is_active DESC, m.id LIMIT %s
             """,  # noqa: S608 (the filters' fragment is constant; values are parameters)
-            [words, query, MIN_KEY_OVERLAP, limit, *params, limit],
+            [words, query, MIN_KEY_OVERLAP, limit, MAX_CANDIDATES, *params, limit],
         )
         return [(row[0], float(row[1])) for row in cursor.fetchall()]

@@ -134,5 +134,5 @@ def test_the_lookups_match_their_gin_indexes(db: None) -> None:
         sources = dict(cursor.fetchall())
     assert indexes["keyword_stat_trigrams"].endswith("USING gin (trigrams)")
     assert indexes["memory_key_trigrams"].endswith("USING gin (search_team_trigrams(team_id, (key)::text))")
-    assert "WHERE s.trigrams && $3" in sources["search_similar_lexemes"]
-    assert "WHERE search_team_trigrams(m.team_id, m.key) && $2" in sources["search_similar_keys"]
+    assert "WHERE s.trigrams && $3 AND" in sources["search_similar_lexemes"]
+    assert "WHERE search_team_trigrams(m.team_id, m.key) && $2 LIMIT" in sources["search_similar_keys"]
