@@ -124,7 +124,7 @@ def test_the_lookups_match_their_gin_indexes(db: None) -> None:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT indexname, indexdef FROM pg_indexes"
-            " WHERE indexname IN ('keyword_stat_trigrams', 'memory_key_trigrams')"
+            " WHERE indexname IN ('keyword_stat_trigrams', 'key_trigrams')"
         )
         indexes = dict(cursor.fetchall())
         cursor.execute(
@@ -133,6 +133,6 @@ def test_the_lookups_match_their_gin_indexes(db: None) -> None:
         )
         sources = dict(cursor.fetchall())
     assert indexes["keyword_stat_trigrams"].endswith("USING gin (trigrams)")
-    assert indexes["memory_key_trigrams"].endswith("USING gin (search_team_trigrams(team_id, (key)::text))")
+    assert indexes["key_trigrams"].endswith("USING gin (trigrams)")
     assert "WHERE s.trigrams && $3 AND" in sources["search_similar_lexemes"]
-    assert "WHERE search_team_trigrams(m.team_id, m.key) && $2 LIMIT" in sources["search_similar_keys"]
+    assert "WHERE k.trigrams && $2 LIMIT" in sources["search_similar_keys"]
