@@ -7,6 +7,9 @@ trigrams are plain SQL.
   first 32 characters), each prefixed with the team id, so that a GIN index over them
   holds a posting list per team and trigram: a lookup reads the team's own entries.
   IMMUTABLE and calling built-ins only, so an index and a dump's restore can use it.
+- Both GIN indexes without the pending list (`fastupdate = off`): a search would read
+  the whole list of entries not merged yet (74 ms for 19,000 keys); a write of a new
+  key or lexeme updates the index at once instead.
 - The team's vocabulary: a stored `trigrams` column on search_keywordstat (the triggers
   of search.0005 insert its rows, the column follows), with a GIN index.
 - Keys: search_keytrigrams (search.models.KeyTrigrams), each key of a team once with
@@ -39,10 +42,9 @@ $$;
 VOCABULARY = """
 ALTER TABLE search_keywordstat
     ADD COLUMN trigrams text[] GENERATED ALWAYS AS (search_team_trigrams(team_id, lexeme)) STORED;
-CREATE INDEX keyword_stat_trigrams ON search_keywordstat USING gin (trigrams);
+CREATE INDEX keyword_stat_trigrams ON search_keywordstat USING gin (trigrams) WITH (fastupdate = off);
 ALTER TABLE search_keytrigrams
     ADD COLUMN trigrams text[] GENERATED ALWAYS AS (search_team_trigrams(team_id, key)) STORED;
-CREATE INDEX key_trigrams ON search_keytrigrams USING gin (trigrams);
 
 CREATE FUNCTION search_keys_maintain() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -58,19 +60,21 @@ CREATE TRIGGER memories_memory_search_keys AFTER INSERT ON memories_memory
 DROP_VOCABULARY = """
 DROP TRIGGER IF EXISTS memories_memory_search_keys ON memories_memory;
 DROP FUNCTION IF EXISTS search_keys_maintain();
-DROP INDEX IF EXISTS key_trigrams;
 ALTER TABLE search_keytrigrams DROP COLUMN IF EXISTS trigrams;
 DROP INDEX IF EXISTS keyword_stat_trigrams;
 ALTER TABLE search_keywordstat DROP COLUMN IF EXISTS trigrams;
 """
 
 # The owner role that runs migrations is bound by FORCE ROW LEVEL SECURITY: the
-# backfill runs as the operator role (BYPASSRLS), as in search.0005.
+# backfill runs as the operator role (BYPASSRLS), as in search.0005. The index comes
+# after it, built in one pass.
 BACKFILL = """
 SET LOCAL ROLE memoryhub_operator;
 INSERT INTO search_keytrigrams (team_id, key)
 SELECT DISTINCT team_id, key FROM memories_memory ORDER BY team_id, key;
 RESET ROLE;
+CREATE INDEX key_trigrams ON search_keytrigrams USING gin (trigrams) WITH (fastupdate = off);
+ANALYZE search_keytrigrams;
 """
 
 # A word's opening trigram ("  g") is shared by a 26th of the vocabulary: it counts in
@@ -202,6 +206,8 @@ class Migration(migrations.Migration):
         ),
         enable_team_isolation("search_keytrigrams"),
         migrations.RunSQL(VOCABULARY, reverse_sql=DROP_VOCABULARY),
-        migrations.RunSQL(BACKFILL, reverse_sql="DELETE FROM search_keytrigrams"),
+        migrations.RunSQL(
+            BACKFILL, reverse_sql="DROP INDEX IF EXISTS key_trigrams; DELETE FROM search_keytrigrams;"
+        ),
         migrations.RunSQL(LOOKUP_FUNCTIONS, reverse_sql=DROP_LOOKUP_FUNCTIONS),
     ]
