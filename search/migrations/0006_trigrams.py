@@ -77,8 +77,10 @@ CREATE INDEX key_trigrams ON search_keytrigrams USING gin (trigrams) WITH (fastu
 ANALYZE search_keytrigrams;
 """
 
-# A word's opening trigram ("  g") is shared by a 26th of the vocabulary: it counts in
-# the overlap but does not choose the candidates. At most max_candidates entries are
+# A word's two opening trigrams ("  g", " gr") are shared by a large part of the
+# vocabulary: they count in the overlap but do not choose the candidates (a word of 3
+# characters or more has 4 trigrams or more, so a match at the thresholds shares
+# another one). At most max_candidates entries are
 # read per lookup: a word whose trigrams are everywhere (every key starts "proj-")
 # reads a sample, as the keyword path's common words do. The trigrams carry the team, so the
 # GIN index alone keeps to it: no team condition, which would tempt the planner into
@@ -102,7 +104,7 @@ BEGIN
     END IF;
     FOREACH asked IN ARRAY words[1:8] LOOP
         wanted := search_team_trigrams(team, asked);
-        probe := ARRAY(SELECT t FROM unnest(wanted) AS t WHERE t NOT LIKE '%:  _');
+        probe := ARRAY(SELECT t FROM unnest(wanted) AS t WHERE t NOT LIKE '%: %');
         CONTINUE WHEN cardinality(probe) = 0;
         RETURN QUERY EXECUTE
             'SELECT $1, s.lexeme, s.chunks, o.shared / (cardinality($2) + cardinality(s.trigrams) - o.shared)
@@ -136,7 +138,7 @@ BEGIN
     wanted := search_team_trigrams(team, left(query, 2000));
     probe := ARRAY(
         SELECT DISTINCT t FROM unnest(words[1:8]) AS w, unnest(search_team_trigrams(team, w)) AS t
-        WHERE t NOT LIKE '%:  _'
+        WHERE t NOT LIKE '%: %'
     );
     IF cardinality(probe) = 0 THEN
         RETURN;

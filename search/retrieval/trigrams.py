@@ -13,8 +13,8 @@ embedded PostgreSQL ships no pg_trgm (docs/search.md), so the trigrams are plain
   union) of at least MIN_SIMILARITY. They join the query's lexemes in BM25 with their
   idf times that similarity, so a near word weighs less than the word itself; the
   bounded candidate chunks are chosen as before.
-- Keys: the team's keys holding a trigram of such a word (other than a word's opening
-  one) are candidates; each scores the overlap of its trigrams with the whole query's,
+- Keys: the team's keys holding a trigram of such a word (other than a word's two
+  opening ones) are candidates; each scores the overlap of its trigrams with the whole query's,
   over the smaller of the two sets, and counts from MIN_KEY_OVERLAP. A key match ranks
   like the query's best BM25 match times that overlap.
 
