@@ -27,7 +27,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     search.add_argument("--type", dest="types", action="append", help="only this type (repeat for several)")
     search.add_argument("--project", default=None, help="only entries of this project and of no project")
     search.add_argument("--mode", choices=["hybrid", "keyword", "vector"], default=None)
-    search.add_argument("--active-only", action="store_true", help="leave superseded versions out")
+    search.add_argument(
+        "--include-superseded",
+        action="store_true",
+        help="also list replaced versions, each right after the current entry of its key",
+    )
+    # The default since superseded versions are asked for; kept so that old scripts still run.
+    search.add_argument("--active-only", action="store_true", help=argparse.SUPPRESS)
     search.add_argument("--json", action="store_true", help="print the server's JSON answer")
     add_connection_flags(search)
     search.set_defaults(handler=run_search)
@@ -86,8 +92,8 @@ def run_search(arguments: argparse.Namespace) -> int:
     ):
         if value is not None:
             body[name] = value
-    if arguments.active_only:
-        body["include_superseded"] = False
+    if arguments.include_superseded:
+        body["include_superseded"] = True
     with MemoryHubApi(load_config(arguments)) as api:
         answer = api.post("search/", body)
     if arguments.json:
@@ -99,10 +105,18 @@ def run_search(arguments: argparse.Namespace) -> int:
     if not results:
         print("no results")
     for result in results:
-        state = "" if result.get("is_active") else " (superseded)"
+        state = _state(result)
         snippet = " ".join(str(result.get("snippet", "")).split())
         print(f"{result.get('score', 0):.3f}  {result.get('key')}  [{result.get('type')}]{state}  {snippet}")
     return 0
+
+
+def _state(result: dict[str, Any]) -> str:
+    """How a search result stands, when it is not the current entry of its key."""
+    if result.get("superseded"):
+        successor = result.get("superseded_by") or {}
+        return f" (superseded by {successor.get('id', 'a newer version')})"
+    return "" if result.get("is_active") else " (archived)"
 
 
 def run_save(arguments: argparse.Namespace) -> int:

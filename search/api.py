@@ -50,7 +50,12 @@ class SearchInputSerializer(StrictInputSerializer):
         max_length=200,
         help_text="Only this project (and team-wide entries).",
     )
-    include_superseded = StrictBooleanField(default=True, help_text="Replaced versions too.")
+    include_superseded = StrictBooleanField(
+        default=False,
+        help_text="Replaced (superseded) versions too, each marked `superseded` and listed right after "
+        "the current entry of its key. Without it a key appears once, as its current entry, ranked by "
+        "the best match of any of its versions.",
+    )
     include_archived = StrictBooleanField(
         default=False, help_text="Archived entries too (`is_active` false)."
     )
@@ -140,6 +145,10 @@ class SearchResultSerializer(serializers.Serializer):
         required=False, help_text="The skill keyword found in the query (skill results only)."
     )
     created_at = serializers.DateTimeField()
+    superseded = serializers.BooleanField(
+        help_text="True for a replaced version (only with include_superseded): it follows the current "
+        "entry of its key, and `superseded_by` names the version that replaced it."
+    )
     superseded_by = SupersededBySerializer(required=False, allow_null=True)
     rating = serializers.IntegerField(help_text="Net score of this version: upvotes - downvotes.")
     annotations = AnnotationOutputSerializer(

@@ -92,6 +92,25 @@ class KeywordStat(models.Model):
         return f"{self.lexeme or '(team)'}: {self.chunks}"
 
 
+class KeyTrigrams(models.Model):
+    """Each key of a team's memories once, for the keyword path's lookup of keys by
+    trigrams (search.retrieval.trigrams): a stored `trigrams` column and its GIN index
+    (migration search.0006), so a lookup never derives a key's trigrams again. A trigger
+    on memories_memory adds the key of every version written; a key whose versions are
+    all gone may stay (a lookup is joined to the memories and their filters)."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=200)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["team", "key"], name="one_key_trigrams_per_team_key"),
+        ]
+
+    def __str__(self) -> str:
+        return self.key
+
+
 class EmbeddingCache(models.Model):
     """(team, content_hash, model) → vector: embeddings a team already paid for.
 

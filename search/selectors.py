@@ -3,15 +3,18 @@ of the duplicate check. The pipeline's steps live in search.retrieval (see its
 docstring); `search_memories` runs them. No function here calls an embedding
 provider: the query's vector comes in ready (search.run_search embeds it).
 
-Superseded entries are searchable and marked with what replaced them; deleted ones
-never come back; archived ones only when asked (`include_archived`). Counting the
-results as accesses is the caller's write (the API calls memories.feedback.record_access).
+A key comes back once, as its current entry, ranked by the best of its versions'
+matches; replaced (superseded) versions only when asked (`include_superseded`), marked
+with what replaced them and below their key's current entry (search.retrieval.versions).
+Deleted ones never come back; archived ones only when asked (`include_archived`).
+Counting the results as accesses is the caller's write (the API calls
+memories.feedback.record_access).
 """
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.conf import settings
@@ -38,6 +41,7 @@ from search.retrieval.mmr import diversify as diversify_top
 from search.retrieval.results import SearchOutcome, chunk_snippets, scored_results
 from search.retrieval.scoring import Weights, score_candidates
 from search.retrieval.skills import FiredSkill, drop_fired, fire_skills, skill_results
+from search.retrieval.versions import attach_versions, collapse_versions, heads_first, superseded_keys
 from teams.models import Team
 
 MAX_QUERY_CHARS = 8000
@@ -66,7 +70,7 @@ def search_memories(
     min_score: float | None = None,
     types: list[str] | None = None,
     project: str | None = None,
-    include_superseded: bool = True,
+    include_superseded: bool = False,
     include_archived: bool = False,
     tags: list[str] | None = None,
     people: list[str] | None = None,
@@ -115,9 +119,14 @@ def search_memories(
             min_score=min_score,
             entities=query_entities(query) if entity_boost else (),
         )
+        # A head scores at least as high as its versions; the versions kept (when asked)
+        # do not compete in diversification, they follow their head.
+        ranked = heads_first(ranked, read.head_of)
+        versions = [item for item in ranked if item.candidate.memory_id in read.head_of]
+        ranked = [item for item in ranked if item.candidate.memory_id not in read.head_of]
         if diversify:
             ranked = diversify_top(ranked, {m.id: m.content for m in read.memories.values()}, max_results)
-    picked = ranked[:max_results]
+    picked = attach_versions(ranked[:max_results], versions, read.head_of, max_results)
     notes = annotations_for(team.id, [m.id for m, _ in read.fired] + [s.candidate.memory_id for s in picked])
     results = skill_results(read.fired, notes) + scored_results(
         picked,
@@ -140,6 +149,8 @@ class _Read:
     memories: dict[uuid.UUID, Memory]
     snippets: dict[uuid.UUID, str]
     successors: dict[uuid.UUID, dict[str, Any]]
+    # Each superseded version kept in the results: the current entry of its key.
+    head_of: dict[uuid.UUID, uuid.UUID]
 
 
 def _read_candidates(
@@ -155,8 +166,9 @@ def _read_candidates(
     timings: dict[str, float],
 ) -> _Read:
     """The fired skills (in the filters' project and types, with the tags and people)
-    and the candidates, a fired skill not being a candidate too, with their memories,
-    snippets and successors. In a replica block, on the replica (core.db_router)."""
+    and the candidates, a fired skill not being a candidate too, collapsed to one entry
+    per key (search.retrieval.versions), with their memories, snippets and successors.
+    In a replica block, on the replica (core.db_router)."""
     with (
         transaction.atomic(using=read_connection().alias),
         statements_limited_to(settings.MEMORYHUB_SEARCH_STATEMENT_TIMEOUT_MS),
@@ -169,15 +181,40 @@ def _read_candidates(
             tags=tags,
             people=people,
         )
+        # Every version is read, so that a key's current entry can take the best match.
+        everything = replace(filters, include_superseded=True)
         found = gather_candidates(
-            query=query, vector=vector, filters=filters, mode=mode, limit=limit, timings=timings
+            query=query, vector=vector, filters=everything, mode=mode, limit=limit, timings=timings
         )
         drop_fired(found, fired)
         memories = {m.id: m for m in Memory.objects.for_team(team.id).filter(id__in=list(found))}
+        heads = _heads(everything, superseded_keys(memories.values()))
+        memories.update((head.id, head) for head in heads.values())
+        head_of = collapse_versions(
+            found,
+            memories,
+            heads,
+            include_superseded=filters.include_superseded,
+            left_out=frozenset(memory.id for memory, _ in fired),
+        )
         snippets = chunk_snippets(team_id=team.id, candidates=found)
-        inactive = [m.id for m in memories.values() if not m.is_active]
+        inactive = [memory_id for memory_id in found if not memories[memory_id].is_active]
         successors = successors_of(team_id=team.id, memory_ids=inactive)
-    return _Read(fired, found, memories, snippets, successors)
+    return _Read(fired, found, memories, snippets, successors, head_of)
+
+
+def _heads(filters: SearchFilters, keys: set[str]) -> dict[str, Memory]:
+    """The current entry (active, or archived when the filters let archived entries in)
+    of each of `keys` that passes the filters, by key. One query."""
+    if not keys:
+        return {}
+    where, params = filters.sql()
+    rows = Memory.objects.raw(
+        f"SELECT m.* FROM memories_memory m WHERE {where} AND m.key = ANY(%s)"  # noqa: S608 (constants)
+        " AND (m.is_active OR m.archived_at IS NOT NULL)",
+        [*params, sorted(keys)],
+    )
+    return {row.key: row for row in rows}
 
 
 def has_active_vectors(*, team_id: int, model: str) -> bool:

@@ -34,7 +34,7 @@ from search.embeddings.profiles import (
     provider_for,
 )
 from search.hooks import IndexedEntry
-from search.models import Chunk, ChunkEmbedding, EmbeddingCache, KeywordStat
+from search.models import Chunk, ChunkEmbedding, EmbeddingCache, KeyTrigrams, KeywordStat
 from search.vector_index import ensure_index
 from teams.models import AuditEvent, Team
 from teams.scope import dangerously_bypass_team_scope, team_scope
@@ -527,11 +527,13 @@ def request_profile_switch(*, team: Team, profile: str, actor: str) -> int:
 
 
 def delete_team_index(*, team: Team) -> dict[str, int]:
-    """Every chunk, vector and keyword statistic of a team (the receiver of teams.hooks.team_shutdown; the
-    caller is inside the team's scope), and the team's embedding cache."""
+    """Every chunk, vector, keyword statistic and key of a team (the receiver of
+    teams.hooks.team_shutdown; the caller is inside the team's scope), and the team's
+    embedding cache."""
     return {
         "chunk_embeddings": ChunkEmbedding.objects.filter(team=team).delete()[0],
         "chunks": Chunk.objects.filter(team=team).delete()[0],
         "keyword_stats": KeywordStat.objects.filter(team=team).delete()[0],
+        "key_trigrams": KeyTrigrams.objects.filter(team=team).delete()[0],
         "cached_embeddings": EmbeddingCache.objects.filter(team=team).delete()[0],
     }

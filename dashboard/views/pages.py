@@ -19,6 +19,8 @@ from dashboard.access import Role, TeamAccess, page_context, person_actor, signe
 from dashboard.forms import InjectionForm, SearchForm
 from memories.models import IndexState
 from search import services as search_services
+from search.retrieval.mmr import MMR_LAMBDA
+from search.retrieval.results import SearchResult
 from search.run_search import search_arguments, search_for
 
 
@@ -85,8 +87,15 @@ def reindex(request: HttpRequest, access: TeamAccess) -> HttpResponse:
 
 # --- search playground -----------------------------------------------------------
 
+# The three bars a result leads with, each 0..1: the parts of its score a person reads
+# at a glance. The formula's every part is folded under them (FORMULA_PARTS).
+LEAD_BARS = [
+    ("vector", "Meaning", "how close the query and the entry are in meaning (cosine of the best chunk)"),
+    ("keyword", "Words", "how well the query's words match, relative to the best keyword match"),
+    ("decay", "Freshness", "halves every half-life of age; identity and lesson are exempt"),
+]
 # Hybrid results have every part; a single mode has no vector_relative or evidence.
-EXPLAIN_PARTS = [
+FORMULA_PARTS = [
     ("vector", "Vector", "cosine similarity of the query and the best chunk"),
     ("vector_relative", "Vector, relative", "the cosine within this query's band: 1 for its highest"),
     ("keyword", "Keyword", "full-text rank, relative to the best keyword match"),
@@ -123,7 +132,7 @@ def search(request: HttpRequest, access: TeamAccess) -> HttpResponse:
             form.add_domain_error(error, default_field="q")
             status = 400
         else:
-            rows = [{"result": r, "bars": _explain_bars(r.explain or {})} for r in outcome.results]
+            rows = result_rows(outcome.results)
     elif form.is_bound:
         status = 400
     context = page_context(access, form=form, outcome=outcome, rows=rows)
@@ -135,11 +144,44 @@ def search(request: HttpRequest, access: TeamAccess) -> HttpResponse:
     return response
 
 
-def _explain_bars(explain: dict[str, Any]) -> list[dict[str, Any]]:
+def result_rows(results: list[SearchResult]) -> list[dict[str, Any]]:
+    """The results in the order the search ranked them, each with its rank, the score
+    that put it there (`rank_score`), its three lead bars and its formula's parts."""
+    rows = []
+    for rank, (result, score) in enumerate(zip(results, rank_scores(results), strict=True), start=1):
+        explain = result.explain or {}
+        rows.append(
+            {
+                "result": result,
+                "rank": rank,
+                "rank_score": score,
+                "bars": _bars(explain, LEAD_BARS),
+                "parts": _bars(explain, FORMULA_PARTS),
+            }
+        )
+    return rows
+
+
+def rank_scores(results: list[SearchResult]) -> list[float]:
+    """The score that set each result's place, so that the page reads top-down: its
+    relevance (`score`) less the penalty diversification gave it for repeating a result
+    above (MMR's value divided by λ; 0 for the first), never above the result before it
+    (a replaced version follows the current entry of its key)."""
+    scores: list[float] = []
+    for result in results:
+        mmr = (result.explain or {}).get("mmr")
+        score = result.score if mmr is None else max(0.0, mmr / MMR_LAMBDA)
+        scores.append(round(min(score, scores[-1]) if scores else score, 6))
+    return scores
+
+
+def _bars(explain: dict[str, Any], parts: list[tuple[str, str, str]]) -> list[dict[str, Any]]:
+    """One bar per part in `parts` that `explain` has (a skill result has none: its
+    bars are empty)."""
     bars = []
-    for name, label, meaning in EXPLAIN_PARTS:
+    for name, label, meaning in parts:
         value = explain.get(name)
-        if value is None:
+        if value is None and parts is FORMULA_PARTS:
             continue
         top = 1.25 if name == "rating" else 1.0
         bars.append(
@@ -148,7 +190,7 @@ def _explain_bars(explain: dict[str, Any]) -> list[dict[str, Any]]:
                 "label": label,
                 "meaning": meaning,
                 "value": value,
-                "percent": round(100 * max(0.0, min(value, top)) / top, 1),
+                "percent": 0.0 if value is None else round(100 * max(0.0, min(value, top)) / top, 1),
             }
         )
     return bars

@@ -3,9 +3,11 @@
 
 1. candidates: keyword and vector top-k for the team, then the missing score of each
    candidate (hybrid);
+1b. versions: one entry per key, the current one, with the best match of its versions;
+   replaced versions only when asked, after the current entry of their key;
 2. scoring: merge the two scores with the team's weights;
 3. scoring: age decay and the rating nudge, then `min_score`;
-4. mmr: diversify the top k;
+4. mmr: diversify the top k (current entries; the replaced versions asked for follow them);
 5. skills: skills whose keyword is in the query go above the k results;
 6. results: snippets, successors and annotations, as SearchResult rows.
 

@@ -2,7 +2,9 @@
 score of each path.
 
 - Keyword path: PostgreSQL full-text over chunk tsvectors, BM25 with the team's own
-  statistics (search.models.KeywordStat). The query's lexemes are OR-ed (an agent's
+  statistics (search.models.KeywordStat); the query's words the team does not hold are
+  matched by trigrams to its keys, and to its lexemes when nothing matches word for
+  word (search.retrieval.trigrams). The query's lexemes are OR-ed (an agent's
   query is a sentence, not a boolean formula), but only the rarest of them, up to
   KEYWORD_CANDIDATE_CHUNKS summed document frequency, choose the candidate chunks
   (through the GIN index, at most that many): those are scored exactly over all the
@@ -25,12 +27,14 @@ from __future__ import annotations
 import json
 import math
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from core.db_router import read_connection
 from core.metric_definitions import timed
 from search.models import SEARCH_CONFIG
+from search.retrieval import trigrams
 
 SearchMode = Literal["hybrid", "keyword", "vector"]
 
@@ -120,11 +124,23 @@ def gather_candidates(
     if mode in ("hybrid", "keyword"):
         with timed(timings, "keyword"):
             # The query's lexemes and their statistics, read once for both keyword reads.
-            plan = plan_keyword_query(query, filters.team_id)
+            stats = read_keyword_stats(query, filters.team_id)
+            plan = stats.plan()
             matches = keyword_plan_matches(plan, filters, limit=limit, memory_ids=None) if plan else []
+            if not matches and stats.unknown:
+                # Nothing matches word for word: the team's words like the unknown ones.
+                plan = stats.plan(similar=trigrams.similar_lexemes(stats.unknown))
+                matches = keyword_plan_matches(plan, filters, limit=limit, memory_ids=None) if plan else []
             for memory_id, rank, chunk_id in matches:
                 c = candidates.setdefault(memory_id, Candidate(memory_id))
                 c.keyword_rank, c.keyword_chunk = rank, chunk_id
+                c.found_by.add("keyword")
+            # Keys like the query's unknown words, ranked as the best match times the overlap.
+            where, params = filters.sql()
+            best = max((rank for _, rank, _ in matches), default=0.0) or 1.0
+            for memory_id, overlap in trigrams.key_matches(query, stats.unknown, where, params, limit=limit):
+                c = candidates.setdefault(memory_id, Candidate(memory_id))
+                c.keyword_rank = max(c.keyword_rank, best * overlap)
                 c.found_by.add("keyword")
     if vector is not None:
         with timed(timings, "vector"):
@@ -181,40 +197,81 @@ class KeywordPlan:
 
 
 def plan_keyword_query(query: str, team_id: int, *, bound: int | None = None) -> KeywordPlan | None:
-    """The query's lexemes found in the team's statistics (search.models.KeywordStat),
-    with idf = ln(1 + (N - df + 0.5) / (df + 0.5)); picked: the rarest first, as long as
-    their summed document frequency stays within `bound` (always at least one). None
-    when no lexeme of the query occurs in the team."""
-    bound = KEYWORD_CANDIDATE_CHUNKS if bound is None else bound
+    """The query's keyword plan (KeywordStats.plan); None when no lexeme of the query
+    occurs in the team."""
+    return read_keyword_stats(query, team_id).plan(bound=bound)
+
+
+@dataclass(frozen=True)
+class KeywordStats:
+    """What the team's statistics say about a query's lexemes: the document frequency
+    of those it holds, its chunk count and summed length, and the lexemes it does not
+    hold that are worth a trigram lookup (search.retrieval.trigrams)."""
+
+    df: dict[str, int]
+    chunks: int
+    length: int
+    unknown: list[str]
+
+    def plan(
+        self,
+        *,
+        bound: int | None = None,
+        similar: Sequence[tuple[str, str, int, float]] = (),
+    ) -> KeywordPlan | None:
+        """The plan over the known lexemes and the `similar` ones (trigrams.similar_lexemes:
+        their idf times their similarity), idf = ln(1 + (N - df + 0.5) / (df + 0.5));
+        picked: the rarest first, as long as their summed document frequency stays
+        within `bound` (always at least one). None when there is no lexeme."""
+        bound = KEYWORD_CANDIDATE_CHUNKS if bound is None else bound
+        weight = {lexeme: (df, 1.0) for lexeme, df in self.df.items()}
+        for _word, lexeme, df, similarity in similar:
+            if similarity > weight.get(lexeme, (0, 0.0))[1]:
+                weight[lexeme] = (df, similarity)
+        if not weight or not self.chunks:
+            return None
+        found = sorted((df, lexeme) for lexeme, (df, _) in weight.items())
+        picked: list[str] = []
+        summed = 0
+        for df, lexeme in found:
+            if picked and summed + df > bound:
+                break
+            picked.append(lexeme)
+            summed += df
+        return KeywordPlan(
+            lexemes=[lexeme for _, lexeme in found],
+            idf=[bm25_idf(chunks=self.chunks, df=df) * weight[lexeme][1] for df, lexeme in found],
+            picked=picked,
+            avg_length=max(float(self.length) / self.chunks, 1.0),
+        )
+
+
+def read_keyword_stats(query: str, team_id: int) -> KeywordStats:
+    """The team's statistics (search.models.KeywordStat) of the query's lexemes, in one
+    read; `chunks` is 0 when the team has none."""
     with read_connection().cursor() as cursor:
+        # The query's own lexemes come back too (chunks NULL): those not found are unknown.
         cursor.execute(
             f"""
             SELECT lexeme, chunks, length FROM search_keywordstat
             WHERE team_id = %s AND chunks > 0 AND lexeme = ANY(ARRAY(
                 SELECT lexeme FROM unnest(to_tsvector('{SEARCH_CONFIG}', %s)) LIMIT {MAX_QUERY_LEXEMES}
             ) || ''::text)
+            UNION ALL
+            (SELECT lexeme, NULL, NULL FROM unnest(to_tsvector('{SEARCH_CONFIG}', %s))
+             LIMIT {MAX_QUERY_LEXEMES})
             """,  # noqa: S608 (constants only; one array, so the (team, lexeme) index finds each row)
-            [team_id, query],
+            [team_id, query, query],
         )
         rows = cursor.fetchall()
-    totals = [(chunks, length) for lexeme, chunks, length in rows if lexeme == ""]
-    found = sorted(((int(chunks), lexeme) for lexeme, chunks, _ in rows if lexeme != ""))
-    if not found or not totals:
-        return None
-    count, length = totals[0]
-    count = max(int(count), 1)
-    picked: list[str] = []
-    summed = 0
-    for df, lexeme in found:
-        if picked and summed + df > bound:
-            break
-        picked.append(lexeme)
-        summed += df
-    return KeywordPlan(
-        lexemes=[lexeme for _, lexeme in found],
-        idf=[bm25_idf(chunks=count, df=df) for df, _ in found],
-        picked=picked,
-        avg_length=max(float(length) / count, 1.0),
+    df = {lexeme: int(chunks) for lexeme, chunks, _ in rows if chunks is not None and lexeme != ""}
+    totals = [
+        (int(chunks), int(length)) for lexeme, chunks, length in rows if chunks is not None and lexeme == ""
+    ]
+    chunks, length = totals[0] if totals else (0, 0)
+    unknown = [lexeme for lexeme, chunks, _ in rows if chunks is None and lexeme not in df]
+    return KeywordStats(
+        df=df, chunks=max(chunks, 1) if totals else 0, length=length, unknown=trigrams.lookup_words(unknown)
     )
 
 

@@ -1,6 +1,6 @@
 """The last step: what a search hands back. Each result carries a snippet (its best
-chunk), its net `rating`, the notes of its key (`annotations`) and, when superseded,
-what replaced it (`superseded_by`)."""
+chunk), its net `rating`, the notes of its key (`annotations`) and, when superseded
+(`superseded`), what replaced it (`superseded_by`)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from memories.models import Annotation, Memory
 from search.models import Chunk
 from search.retrieval.candidates import Candidate
 from search.retrieval.scoring import Scored
+from search.retrieval.versions import is_superseded
 
 SNIPPET_CHARS = 300
 
@@ -28,6 +29,7 @@ class SearchResult:
     is_active: bool
     source: str
     created_at: datetime
+    superseded: bool = False
     superseded_by: dict[str, Any] | None = None
     explain: dict[str, Any] | None = None
     rating: int = 0
@@ -67,6 +69,7 @@ def scored_results(
                 is_active=memory.is_active,
                 source="+".join(sorted(item.candidate.found_by)),
                 created_at=memory.created_at,
+                superseded=is_superseded(memory),
                 superseded_by=successors.get(memory.id),
                 explain=_explain(item) if explain else None,
                 rating=memory.rating,

@@ -415,6 +415,21 @@ def test_a_left_out_entry_found_by_the_query_moves_into_the_relevant_section(
     assert "lunch" not in keys(body["left_out"])
 
 
+def test_the_relevant_section_shows_the_current_entry_of_a_key_its_old_wording_matched(
+    indexed: None, team: Team, member: Agent, django_capture_on_commit_callbacks: Any
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        remember(team, "vpn", "The VPN gateway is vpn-old.example.org.", "reference")
+        remember(team, "vpn", "Ask Priya for the address.", "reference", supersede_reason="gateway moved")
+
+    body = inject(member, format="json", query="VPN gateway", max_entries=1)
+
+    relevant = [e for e in body["entries"] if e["section"] == "relevant"]
+    assert keys(relevant)[0] == "vpn"
+    assert "[REFERENCE] [vpn]: Ask Priya for the address." in body["text"]
+    assert "vpn-old" not in body["text"]
+
+
 def test_overflowing_entries_stay_searchable(indexed: None, member: Agent) -> None:
     body = inject(member, format="json", max_entries=1)
     assert "lunch" in keys(body["left_out"])

@@ -46,9 +46,17 @@ def test_save_get_and_search_round_trip(mcp_server: Server, team: Team, cli: Cli
     as_json = json.loads(cli("get", "deploy-friday", "--json", **env).stdout)
     assert as_json["supersede_reason"] == "holiday freeze" and as_json["updated_by"] == "shell-bot"
 
-    found = cli("search", "deploy fridays", "--mode", "keyword", "--active-only", **env)
+    found = cli("search", "deploy fridays", "--mode", "keyword", **env)
     assert found.returncode == 0, found.stderr
+    assert len(found.stdout.splitlines()) == 1  # the key once, as its current entry
     assert found.stdout.splitlines()[0].split()[1:3] == ["deploy-friday", "[lesson]"]
+    assert "superseded" not in found.stdout
+    with_old = cli("search", "deploy fridays", "--mode", "keyword", "--include-superseded", **env).stdout
+    lines = with_old.splitlines()
+    assert len(lines) == 2 and "superseded" not in lines[0]
+    assert f"(superseded by {as_json['id']})" in lines[1]
+    # The old flag still runs: the current entries only, as by default.
+    assert cli("search", "deploy fridays", "--mode", "keyword", "--active-only", **env).stdout == found.stdout
     answer = json.loads(cli("search", "deploy fridays", "--mode", "keyword", "--json", **env).stdout)
     assert answer["search_mode"] == "keyword" and answer["results"][0]["key"] == "deploy-friday"
 

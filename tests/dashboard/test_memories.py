@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -283,7 +284,8 @@ def test_search_playground_shows_every_part_of_a_hybrid_score(
     assert response.context["outcome"].search_mode == "hybrid"
     first = response.context["rows"][0]
     assert first["result"].key == "deploy:friday"
-    bars = {bar["name"]: bar["value"] for bar in first["bars"]}
+    assert [bar["name"] for bar in first["bars"]] == ["vector", "keyword", "decay"]
+    bars = {bar["name"]: bar["value"] for bar in first["parts"]}
     assert list(bars) == [
         "vector",
         "vector_relative",
@@ -302,3 +304,70 @@ def test_search_playground_shows_every_part_of_a_hybrid_score(
         abs=1e-5,
     )
     assert "Vector, relative" in response.content.decode()
+
+
+def _rendered_results(body: str) -> list[dict[str, Any]]:
+    """Each rendered result, top to bottom: its memory id, printed score and lead bars."""
+    rendered = []
+    for article in body.split("<article")[1:]:
+        article = article.split("</article>")[0]
+        lead = article.split("<details")[0]
+        rendered.append(
+            {
+                "id": re.search(r'data-memory-id="([^"]+)"', article).group(1),  # type: ignore[union-attr]
+                "score": float(re.search(r'class="rank-score"[^>]*>score ([0-9.]+)<', article).group(1)),  # type: ignore[union-attr]
+                "bars": re.findall(r'class="bar lead-bar"', lead),
+                "labels": re.findall(r'<span role="listitem"[^>]*>(\w+)</span>', lead),
+                "folded": "<details" in article,
+            }
+        )
+    return rendered
+
+
+def test_search_playground_lists_results_in_rank_order_with_one_score_and_three_bars(
+    mia: Client, team: Team, django_capture_on_commit_callbacks: Any
+) -> None:
+    # Near-duplicates: diversification lets the rollback entry past two of them, so the
+    # rank order is not the order of the relevance scores.
+    base = "The release checklist: run the migrations, tag the release, announce the release in #eng"
+    with django_capture_on_commit_callbacks(execute=True):
+        for n, end in enumerate([".", " channel.", " today."], start=1):
+            save(team, f"checklist-{n}", base + end, allow_duplicate=True)
+        save(
+            team,
+            "rollback",
+            "To roll back a bad release, redeploy the previous tag and restore the release notes.",
+        )
+
+    response = mia.get(url("search"), {"q": "release checklist tag", "mode": "hybrid", "max_results": 4})
+
+    results = response.context["outcome"].results
+    scores = [r.score for r in results]
+    assert scores != sorted(scores, reverse=True)  # the case this page used to get wrong
+    rendered = _rendered_results(response.content.decode())
+    assert [r["id"] for r in rendered] == [str(r.memory_id) for r in results]
+    printed = [r["score"] for r in rendered]
+    assert printed == sorted(printed, reverse=True)
+    assert printed[0] == pytest.approx(results[0].score, abs=1e-3)
+    for row in rendered:
+        assert len(row["bars"]) == 3
+        assert row["labels"] == ["Meaning", "Words", "Freshness"]
+        assert row["folded"]
+
+
+def test_search_playground_shows_a_key_once_unless_old_versions_are_asked_for(
+    mia: Client, team: Team, django_capture_on_commit_callbacks: Any
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        old = save(team, "deploy-friday", "Never deploy on Fridays.")
+        new = save(team, "deploy-friday", "Never deploy on Fridays or before holidays.", reason="holidays")
+
+    default = _rendered_results(mia.get(url("search"), {"q": "deploy on a Friday?"}).content.decode())
+    asked = mia.get(url("search"), {"q": "deploy on a Friday?", "include_superseded": "on"})
+
+    assert [r["id"] for r in default] == [str(new.id)]
+    rendered = _rendered_results(asked.content.decode())
+    assert [r["id"] for r in rendered] == [str(new.id), str(old.id)]
+    assert all(len(r["bars"]) == 3 for r in rendered)
+    assert rendered[1]["score"] <= rendered[0]["score"]
+    assert "superseded-version" in asked.content.decode()

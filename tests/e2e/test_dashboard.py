@@ -77,10 +77,17 @@ def test_member_creates_supersedes_and_finds_a_memory(page: Page, site: Site) ->
     page.get_by_role("button", name="Search").click()
     first = page.locator("article.search-result").first
     expect(first).to_contain_text("deploy:friday-freeze")
-    expect(first.locator(".explain")).to_contain_text("Vector")
-    expect(first.locator(".explain")).to_contain_text("Keyword")
-    expect(first.locator(".explain")).to_contain_text("Decay")
-    expect(first.locator(".explain")).to_contain_text("MMR")
+    lead = first.locator(".explain").first
+    expect(lead).to_contain_text("Meaning")
+    expect(lead).to_contain_text("Words")
+    expect(lead).to_contain_text("Freshness")
+    formula = first.locator("details .explain")
+    expect(formula).not_to_be_visible()
+    first.get_by_text("How the score is made").click()
+    expect(formula).to_contain_text("Vector")
+    expect(formula).to_contain_text("Keyword")
+    expect(formula).to_contain_text("Decay")
+    expect(formula).to_contain_text("MMR")
     screenshot(page, "search-playground")
 
     # And in the memory browser's search box (htmx swaps the results in place).

@@ -114,6 +114,36 @@ def test_save_search_get_in_both_protocol_eras(mcp_server: Server, writer: str, 
     run(mcp_server, writer, scenario, mode=mode)
 
 
+def test_search_shows_a_key_once_as_its_current_entry_unless_old_versions_are_asked_for(
+    mcp_server: Server, writer: str
+) -> None:
+    async def scenario(client: Client) -> None:
+        old = await call(
+            client, "memory_save", {"key": "deploy-friday", "content": "Never deploy on Fridays."}
+        )
+        new = await call(
+            client,
+            "memory_save",
+            {"key": "deploy-friday", "content": "Never deploy on Fridays or before holidays.",
+             "supersede_reason": "holiday freeze"},
+        )  # fmt: skip
+        for mode in ("keyword", "vector", "hybrid"):
+            found = await call(client, "memory_search", {"query": "deploy on a Friday?", "mode": mode})
+            assert [r["id"] for r in found["results"]] == [new["id"]], mode
+            asked = await call(
+                client,
+                "memory_search",
+                {"query": "deploy on a Friday?", "mode": mode, "include_superseded": True},
+            )
+            assert [(r["id"], r["superseded"]) for r in asked["results"]] == [
+                (new["id"], False),
+                (old["id"], True),
+            ], mode
+            assert asked["results"][1]["superseded_by"]["id"] == new["id"]
+
+    run(mcp_server, writer, scenario)
+
+
 def test_save_without_a_key_derives_a_stable_one_from_the_text(mcp_server: Server, writer: str) -> None:
     text = "Postgres upgrades need a fresh base backup first.\nThen run pg_upgrade --link."
 

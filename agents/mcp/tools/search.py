@@ -23,8 +23,9 @@ SEARCH = Tool(
         "Find what the team knows about something: hybrid keyword and vector search over every "
         "memory. Use it before deciding or answering "
         "about anything the team may have settled before. Returns results with key, snippet, score, "
-        "type, whether the version is still active (a superseded one says what replaced it in "
-        "`superseded_by`) and notes; skills whose keyword is in the query come first. `search_mode` "
+        "type and notes, each key once, as its current entry (with include_superseded, replaced versions "
+        "too, marked `superseded` with `superseded_by`, right after their current entry); skills whose "
+        "keyword is in the query come first. `search_mode` "
         "says which paths ran (keyword only when embeddings are unavailable). Use memory_get for "
         "the full text. Errors: invalid."
     ),
