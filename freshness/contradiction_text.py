@@ -218,7 +218,9 @@ class Text:
 
 def stated_stems(text: Text) -> frozenset[str]:
     """The stems of the text's sentences that are not negated."""
-    return frozenset(word.stem for sentence in text.sentences if not sentence.negated for word in sentence.words)
+    return frozenset(
+        word.stem for sentence in text.sentences if not sentence.negated for word in sentence.words
+    )
 
 
 def _kind(token: str, lowered: str, sentence_start: bool) -> str:
@@ -362,9 +364,6 @@ def _is_procedure(opening: str) -> bool:
 
 
 def _count_at_least(pattern: object, text: str, wanted: int) -> bool:
-    found = 0
-    for _match in pattern.finditer(text):  # type: ignore[attr-defined]
-        found += 1
-        if found >= wanted:
-            return True
-    return False
+    # Stops at the wanted count: a long list is not walked to its end.
+    matches = enumerate(pattern.finditer(text), start=1)  # type: ignore[attr-defined]
+    return any(found >= wanted for found, _match in matches)

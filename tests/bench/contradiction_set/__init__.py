@@ -76,7 +76,9 @@ class Score:
         else:
             self.true_negatives += 1
         if flagged != pair.contradicts:
-            self.mistakes.append({"id": pair.id, "old": pair.old, "new": pair.new, "flagged": flagged, "why": why})
+            self.mistakes.append(
+                {"id": pair.id, "old": pair.old, "new": pair.new, "flagged": flagged, "why": why}
+            )
 
     @property
     def precision(self) -> float:
@@ -125,7 +127,20 @@ _SERVICES = [
     "features", "invoices", "geo", "sessions", "media", "catalog", "fraud", "payouts", "recommendations",
 ]  # fmt: skip
 _OWNERS = ["Payments", "Platform", "Search", "Growth", "Identity", "Data", "Mobile", "Infra"]
-_PEOPLE = ["Alice", "Bob", "Priya", "Chen", "Marta", "Tomasz", "Aisha", "Diego", "Yuki", "Olu", "Sven", "Noor"]
+_PEOPLE = [
+    "Alice",
+    "Bob",
+    "Priya",
+    "Chen",
+    "Marta",
+    "Tomasz",
+    "Aisha",
+    "Diego",
+    "Yuki",
+    "Olu",
+    "Sven",
+    "Noor",
+]
 _DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday"]
 _COMPANIES = [
     "Acme", "Globex", "Initech", "Umbrella", "Hooli", "Soylent", "Vandelay", "Tyrell", "Cyberdyne",

@@ -40,7 +40,18 @@ COMPANIES = [
     "Dunder Mifflin", "Aperture", "Gringotts", "Monarch", "Nakatomi",
 ]  # fmt: skip
 PLANS = ["Starter", "Team", "Business", "Enterprise"]
-MONTHS = ["January", "February", "March", "April", "June", "July", "August", "September", "October", "November"]
+MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+]
 WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]
 ENVS = ["staging", "production", "the sandbox", "the demo environment", "QA"]
 REGIONS = ["eu-west-1", "us-east-1", "us-west-2", "eu-central-1", "ap-southeast-2", "ca-central-1"]
@@ -187,7 +198,11 @@ def provider_replaced(rng: random.Random) -> tuple[str, str, str, str]:
 
 def version_bump(rng: random.Random) -> tuple[str, str, str, str]:
     tech, old, new = pick_version(rng)
-    olds = [f"Production runs {tech} {old}.", f"We are on {tech} {old} everywhere.", f"The services use {tech} {old}."]
+    olds = [
+        f"Production runs {tech} {old}.",
+        f"We are on {tech} {old} everywhere.",
+        f"The services use {tech} {old}.",
+    ]
     news = [
         f"We upgraded {tech} to {new} in production.",
         f"Production is on {tech} {new} now.",
@@ -208,9 +223,15 @@ def policy_flip(rng: random.Random) -> tuple[str, str, str, str]:
     day = rng.choice(WEEKDAYS)
     subject = rng.choice(["deploys", "schema migrations", "production releases", "infrastructure changes"])
     pairs = [
-        (f"{subject.capitalize()} on {day}s are allowed.", f"{subject.capitalize()} on {day}s are not allowed anymore."),
+        (
+            f"{subject.capitalize()} on {day}s are allowed.",
+            f"{subject.capitalize()} on {day}s are not allowed anymore.",
+        ),
         (f"Never do {subject} on {day}s.", f"We do {subject} on {day}s now."),
-        (f"{subject.capitalize()} are allowed on {day}s.", f"{subject.capitalize()} are forbidden on {day}s."),
+        (
+            f"{subject.capitalize()} are allowed on {day}s.",
+            f"{subject.capitalize()} are forbidden on {day}s.",
+        ),
         (f"We do {subject} on {day}s.", f"We no longer do {subject} on {day}s."),
     ]
     old, new = rng.choice(pairs)
@@ -218,7 +239,9 @@ def policy_flip(rng: random.Random) -> tuple[str, str, str, str]:
 
 
 def flag_flip(rng: random.Random) -> tuple[str, str, str, str]:
-    flag = rng.choice(["new-checkout", "dark-mode", "bulk-export", "ai-summaries", "sso-only-login", "v2-search"])
+    flag = rng.choice(
+        ["new-checkout", "dark-mode", "bulk-export", "ai-summaries", "sso-only-login", "v2-search"]
+    )
     env = rng.choice(ENVS)
     on, off = (f"The {flag} flag is enabled in {env}.", f"The {flag} flag is disabled in {env}.")
     old, new = (on, off) if rng.random() < 0.5 else (off, on)
@@ -226,7 +249,9 @@ def flag_flip(rng: random.Random) -> tuple[str, str, str, str]:
 
 
 def review_rule_change(rng: random.Random) -> tuple[str, str, str, str]:
-    repo = rng.choice(["the monorepo", "the mobile app repo", "the infra repo", "the API repo", "the docs site"])
+    repo = rng.choice(
+        ["the monorepo", "the mobile app repo", "the infra repo", "the API repo", "the docs site"]
+    )
     a, b = two(rng, ["one approval", "two approvals", "three approvals"])
     olds = [f"Pull requests in {repo} need {a}.", f"Merging into {repo} requires {a}."]
     news = [f"Pull requests in {repo} need {b} now.", f"Merging into {repo} requires {b} from now on."]
@@ -239,12 +264,25 @@ def setting_change(rng: random.Random) -> tuple[str, str, str, str]:
     old, new = (str(v) for v in rng.sample(values, 2))
     u = f" {unit}" if unit else ""
     olds = [f"The {service} {attr} is {old}{u}.", f"{service}: {attr} set to {old}{u}."]
-    news = [f"The {service} {attr} is {new}{u}.", f"The {service} {attr} was changed to {new}{u}.", f"{service}: {attr} is now {new}{u}."]
+    news = [
+        f"The {service} {attr} is {new}{u}.",
+        f"The {service} {attr} was changed to {new}{u}.",
+        f"{service}: {attr} is now {new}{u}.",
+    ]
     return f"{service}-{slug(attr)}", rng.choice(olds), f"{service}-{slug(attr)}-new", rng.choice(news)
 
 
 def schedule_move(rng: random.Random) -> tuple[str, str, str, str]:
-    meeting = rng.choice(["The sprint review", "Backlog grooming", "The architecture sync", "The release train", "The on-call handover", "The incident review"])
+    meeting = rng.choice(
+        [
+            "The sprint review",
+            "Backlog grooming",
+            "The architecture sync",
+            "The release train",
+            "The on-call handover",
+            "The incident review",
+        ]
+    )
     old, new = two(rng, WEEKDAYS)
     olds = [f"{meeting} is on {old}s.", f"{meeting} happens every {old}."]
     news = [f"{meeting} moved to {new}s.", f"{meeting} happens every {new} from now on."]
@@ -268,23 +306,58 @@ def region_move(rng: random.Random) -> tuple[str, str, str, str]:
 
 
 def retirement(rng: random.Random) -> tuple[str, str, str, str]:
-    area, old, new = pick_provider(rng)
+    area, old, _new = pick_provider(rng)
     olds = [f"{old} is what we use for {area}.", f"Everything for {area} goes through {old}."]
-    news = [f"We no longer use {old} for {area}.", f"We stopped using {old} for {area}.", f"{old} was retired for {area}."]
-    return f"{slug(area)}-{slug(old)}", rng.choice(olds), f"{slug(area)}-{slug(old)}-retired", rng.choice(news)
+    news = [
+        f"We no longer use {old} for {area}.",
+        f"We stopped using {old} for {area}.",
+        f"{old} was retired for {area}.",
+    ]
+    return (
+        f"{slug(area)}-{slug(old)}",
+        rng.choice(olds),
+        f"{slug(area)}-{slug(old)}-retired",
+        rng.choice(news),
+    )
 
 
 def frequency_change(rng: random.Random) -> tuple[str, str, str, str]:
-    thing = rng.choice(["Backups of the orders database", "Dependency updates", "Access reviews", "Restore drills", "Secret rotations", "Cost reports"])
+    thing = rng.choice(
+        [
+            "Backups of the orders database",
+            "Dependency updates",
+            "Access reviews",
+            "Restore drills",
+            "Secret rotations",
+            "Cost reports",
+        ]
+    )
     old, new = two(rng, ["hourly", "daily", "weekly", "monthly", "quarterly"])
-    return f"{slug(thing)}-cadence", f"{thing} run {old}.", f"{slug(thing)}-cadence-new", f"{thing} run {new} now."
+    return (
+        f"{slug(thing)}-cadence",
+        f"{thing} run {old}.",
+        f"{slug(thing)}-cadence-new",
+        f"{thing} run {new} now.",
+    )
 
 
 def limit_change(rng: random.Random) -> tuple[str, str, str, str]:
-    what = rng.choice(["The public API rate limit", "The webhook retry budget", "The per-team storage quota", "The login attempt limit"])
+    what = rng.choice(
+        [
+            "The public API rate limit",
+            "The webhook retry budget",
+            "The per-team storage quota",
+            "The login attempt limit",
+        ]
+    )
     old, new = (str(v) for v in rng.sample([50, 100, 200, 500, 1000], 2))
     unit = rng.choice(["per minute", "per hour", "per day"])
-    return f"{slug(what)}", f"{what} is {old} {unit}.", f"{slug(what)}-raised", f"{what} was changed to {new} {unit}."
+    return (
+        f"{slug(what)}",
+        f"{what} is {old} {unit}.",
+        f"{slug(what)}-raised",
+        f"{what} was changed to {new} {unit}.",
+    )
 
 
 # ----------------------------------------------------------------- not contradictions
@@ -293,13 +366,21 @@ def limit_change(rng: random.Random) -> tuple[str, str, str, str]:
 def runbook_then_warning(rng: random.Random) -> tuple[str, str, str, str]:
     task, topic, steps, danger, guard = rng.choice(RUNBOOKS)
     runbook = f"Runbook: {task}. " + " ".join(f"Step {i}: {s}." for i, s in enumerate(steps, 1))
-    warning = rng.choice([f"Do not {danger} without {guard}.", f"Never {danger} without {guard}.", f"Don't {danger} before {guard}."])
+    warning = rng.choice(
+        [
+            f"Do not {danger} without {guard}.",
+            f"Never {danger} without {guard}.",
+            f"Don't {danger} before {guard}.",
+        ]
+    )
     return f"runbook-{slug(topic)}", runbook, f"warning-{slug(topic)}", warning
 
 
 def warning_then_runbook(rng: random.Random) -> tuple[str, str, str, str]:
     task, topic, steps, danger, guard = rng.choice(RUNBOOKS)
-    warning = rng.choice([f"Careful: never {danger} without {guard}.", f"Do not {danger} unless you have {guard}."])
+    warning = rng.choice(
+        [f"Careful: never {danger} without {guard}.", f"Do not {danger} unless you have {guard}."]
+    )
     runbook = f"How to {task}:\n" + "\n".join(f"{i}. {s[0].upper()}{s[1:]}" for i, s in enumerate(steps, 1))
     return f"warning-{slug(topic)}", warning, f"howto-{slug(topic)}", runbook
 
@@ -312,28 +393,56 @@ def runbook_vs_runbook(rng: random.Random) -> tuple[str, str, str, str]:
 
 
 def step_list_vs_note(rng: random.Random) -> tuple[str, str, str, str]:
-    task, topic, steps, danger, guard = rng.choice(RUNBOOKS)
+    task, topic, steps, _danger, _guard = rng.choice(RUNBOOKS)
     checklist = f"Checklist to {task}:\n" + "\n".join(f"- {s}" for s in steps)
-    note = rng.choice([
-        f"Last time we had to {task}, step 2 took about forty minutes.",
-        f"The {topic} checklist was reviewed in the incident retro; keep it as it is.",
-        f"Ask in #ops before you {task} on a weekday afternoon.",
-    ])
+    note = rng.choice(
+        [
+            f"Last time we had to {task}, step 2 took about forty minutes.",
+            f"The {topic} checklist was reviewed in the incident retro; keep it as it is.",
+            f"Ask in #ops before you {task} on a weekday afternoon.",
+        ]
+    )
     return f"checklist-{slug(topic)}", checklist, f"note-{slug(topic)}", note
 
 
 def rule_and_exception(rng: random.Random) -> tuple[str, str, str, str]:
     day = rng.choice(WEEKDAYS)
-    rule, exception = rng.choice([
-        (f"Never deploy on {day}s.", f"Hotfixes may be deployed on {day}s with approval from the on-call lead."),
-        ("Do not merge without a green CI run.", "Exception: docs-only changes can be merged while CI is red on main."),
-        ("No direct pushes to main.", "Release managers may push version bumps to main directly during a release."),
-        ("Do not use the production database for analytics queries.", "Analytics queries may run on the production read replica outside business hours."),
-        ("All services must log in JSON.", "Except the legacy billing cron, which logs plain text until it is rewritten."),
-        ("Never store customer data in the logs.", "Customer ids may appear in the logs; names and emails must not."),
-        ("Feature work pauses during the code freeze.", "Security fixes are exempt from the code freeze."),
-        (f"Nobody is on call on {day} nights.", f"During launches someone from the Platform team is on call on {day} nights too."),
-    ])
+    rule, exception = rng.choice(
+        [
+            (
+                f"Never deploy on {day}s.",
+                f"Hotfixes may be deployed on {day}s with approval from the on-call lead.",
+            ),
+            (
+                "Do not merge without a green CI run.",
+                "Exception: docs-only changes can be merged while CI is red on main.",
+            ),
+            (
+                "No direct pushes to main.",
+                "Release managers may push version bumps to main directly during a release.",
+            ),
+            (
+                "Do not use the production database for analytics queries.",
+                "Analytics queries may run on the production read replica outside business hours.",
+            ),
+            (
+                "All services must log in JSON.",
+                "Except the legacy billing cron, which logs plain text until it is rewritten.",
+            ),
+            (
+                "Never store customer data in the logs.",
+                "Customer ids may appear in the logs; names and emails must not.",
+            ),
+            (
+                "Feature work pauses during the code freeze.",
+                "Security fixes are exempt from the code freeze.",
+            ),
+            (
+                f"Nobody is on call on {day} nights.",
+                f"During launches someone from the Platform team is on call on {day} nights too.",
+            ),
+        ]
+    )
     return f"rule-{rng.randrange(10**6)}", rule, f"rule-exception-{rng.randrange(10**6)}", exception
 
 
@@ -376,8 +485,25 @@ def incident_summaries(rng: random.Random) -> tuple[str, str, str, str]:
 
     def summary(number: int) -> str:
         service = rng.choice(SERVICES)
-        cause = rng.choice(["an expired certificate", "a full disk", "a bad config push", "a slow query", "a DNS change", "a memory leak"])
-        fix = rng.choice(["rolled back", "renewed the certificate", "added an index", "restarted the pods", "reverted the config"])
+        cause = rng.choice(
+            [
+                "an expired certificate",
+                "a full disk",
+                "a bad config push",
+                "a slow query",
+                "a DNS change",
+                "a memory leak",
+            ]
+        )
+        fix = rng.choice(
+            [
+                "rolled back",
+                "renewed the certificate",
+                "added an index",
+                "restarted the pods",
+                "reverted the config",
+            ]
+        )
         return f"Incident INC-{number} on {rng.choice(MONTHS)} {rng.randint(1, 28)}: {service} was down for {rng.randint(5, 90)} minutes because of {cause}; we {fix}."
 
     return f"incident-inc-{ids[0]}", summary(ids[0]), f"incident-inc-{ids[1]}", summary(ids[1])
@@ -386,7 +512,18 @@ def incident_summaries(rng: random.Random) -> tuple[str, str, str, str]:
 def release_notes(rng: random.Random) -> tuple[str, str, str, str]:
     minor = rng.randint(1, 9)
     a, b = rng.sample(range(0, 12), 2)
-    feature = lambda: rng.choice(["bulk export", "SSO for teams", "faster search", "audit log filters", "dark mode", "webhook retries"])  # noqa: E731
+
+    def feature() -> str:
+        return rng.choice(
+            [
+                "bulk export",
+                "SSO for teams",
+                "faster search",
+                "audit log filters",
+                "dark mode",
+                "webhook retries",
+            ]
+        )
 
     def note(patch: int) -> str:
         return f"Release 2.{minor}.{patch} shipped on {rng.choice(MONTHS)} {rng.randint(1, 28)} with {feature()}."
@@ -450,42 +587,90 @@ def provider_refinement(rng: random.Random) -> tuple[str, str, str, str]:
         f"{provider} credentials for {area} live in the vault under {slug(area)}.",
         f"Our {provider} contract for {area} renews in {rng.choice(MONTHS)}.",
     ]
-    return f"{slug(area)}-provider", rng.choice(olds), f"{slug(area)}-{slug(provider)}-notes", rng.choice(news)
+    return (
+        f"{slug(area)}-provider",
+        rng.choice(olds),
+        f"{slug(area)}-{slug(provider)}-notes",
+        rng.choice(news),
+    )
 
 
 def paraphrase(rng: random.Random) -> tuple[str, str, str, str]:
     tech, version, _ = pick_version(rng)
     day = rng.choice(WEEKDAYS)
-    old, new = rng.choice([
-        (f"Production runs {tech} {version}.", f"Our production stack is on {tech} {version}."),
-        (f"Deploys go out on {day}s.", f"We ship deploys every {day}."),
-        (f"The release train leaves on {day}s.", f"Releases are cut every {day} morning."),
-        (f"{tech} {version} is the supported version.", f"Stick to {tech} {version}; it is what we support."),
-    ])
+    old, new = rng.choice(
+        [
+            (f"Production runs {tech} {version}.", f"Our production stack is on {tech} {version}."),
+            (f"Deploys go out on {day}s.", f"We ship deploys every {day}."),
+            (f"The release train leaves on {day}s.", f"Releases are cut every {day} morning."),
+            (
+                f"{tech} {version} is the supported version.",
+                f"Stick to {tech} {version}; it is what we support.",
+            ),
+        ]
+    )
     return f"note-{rng.randrange(10**6)}", old, f"note-{rng.randrange(10**6)}", new
 
 
 def flags_per_feature(rng: random.Random) -> tuple[str, str, str, str]:
-    f1, f2 = two(rng, ["new-checkout", "dark-mode", "bulk-export", "ai-summaries", "sso-only-login", "v2-search", "beta-billing"])
+    f1, f2 = two(
+        rng,
+        [
+            "new-checkout",
+            "dark-mode",
+            "bulk-export",
+            "ai-summaries",
+            "sso-only-login",
+            "v2-search",
+            "beta-billing",
+        ],
+    )
     env = rng.choice(ENVS)
-    return f"flag-{f1}", f"The {f1} flag is enabled in {env}.", f"flag-{f2}", f"The {f2} flag is disabled in {env}."
+    return (
+        f"flag-{f1}",
+        f"The {f1} flag is enabled in {env}.",
+        f"flag-{f2}",
+        f"The {f2} flag is disabled in {env}.",
+    )
 
 
 def repo_visibility(rng: random.Random) -> tuple[str, str, str, str]:
-    r1, r2 = two(rng, ["docs", "infra", "design-system", "sdk-python", "sdk-js", "terraform-modules", "website"])
+    r1, r2 = two(
+        rng, ["docs", "infra", "design-system", "sdk-python", "sdk-js", "terraform-modules", "website"]
+    )
     return f"repo-{r1}", f"The {r1} repository is public.", f"repo-{r2}", f"The {r2} repository is private."
 
 
 def env_policies(rng: random.Random) -> tuple[str, str, str, str]:
     e1, e2 = two(rng, ["Staging", "Production", "QA", "Sandbox"])
     thing = rng.choice(["deploys", "database migrations", "certificate renewals", "cache warmups"])
-    return (f"{e1.lower()}-{slug(thing)}", f"{e1} {thing} are automatic.", f"{e2.lower()}-{slug(thing)}", f"{e2} {thing} are manual.")
+    return (
+        f"{e1.lower()}-{slug(thing)}",
+        f"{e1} {thing} are automatic.",
+        f"{e2.lower()}-{slug(thing)}",
+        f"{e2} {thing} are manual.",
+    )
 
 
 def negated_other_object(rng: random.Random) -> tuple[str, str, str, str]:
     store = rng.choice(["the analytics warehouse", "S3", "the shared drive", "Redis"])
-    d1, d2 = two(rng, ["card numbers", "raw passwords", "session tokens", "order totals", "page views", "feature usage counts"])
-    return f"storage-{slug(d2)}", f"We store {d2} in {store}.", f"storage-{slug(d1)}", f"We do not store {d1} in {store}."
+    d1, d2 = two(
+        rng,
+        [
+            "card numbers",
+            "raw passwords",
+            "session tokens",
+            "order totals",
+            "page views",
+            "feature usage counts",
+        ],
+    )
+    return (
+        f"storage-{slug(d2)}",
+        f"We store {d2} in {store}.",
+        f"storage-{slug(d1)}",
+        f"We do not store {d1} in {store}.",
+    )
 
 
 def unrelated_same_domain(rng: random.Random) -> tuple[str, str, str, str]:
