@@ -365,14 +365,18 @@ def raise_contradictions(*, entry: IndexedEntry) -> ContradictionRun:
     # One query for the whole band, not one per pair.
     raised_with = _ever_raised_with(team, memory, list(in_band))
     found: list[tuple[Memory, Memory, float, contradictions.Verdict]] = []
-    for other in others:
-        if other.id in raised_with:
-            continue
+    unjudged = [other for other in others if other.id not in raised_with]
+    # The texts are judged as scrubbed now (credential shapes, the team's vault secrets):
+    # the verdict's subject and the nudge quote them, and a rule or secret added since
+    # the save must still hold.
+    secrets = team_secret_matcher(team_id=team.id) if unjudged else SecretMatcher(())
+    texts = {m.id: scrub(m.content, secrets).text for m in [memory, *unjudged]}
+    for other in unjudged:
         similarity = min(in_band[other.id], 1.0)
         newer, older = sorted([memory, other], key=lambda m: (m.created_at, str(m.id)), reverse=True)
         run.compared += 1
         verdict = contradictions.judge_pair(
-            newer.content, older.content, similarity, duplicate_threshold=team.dedup_threshold
+            texts[newer.id], texts[older.id], similarity, duplicate_threshold=team.dedup_threshold
         )
         if verdict.label == contradictions.Label.CONTRADICTING:
             found.append((newer, older, similarity, verdict))
@@ -384,11 +388,9 @@ def raise_contradictions(*, entry: IndexedEntry) -> ContradictionRun:
             len(found),
         )
         return run
-    if not found:
-        return run
-    secrets = team_secret_matcher(team_id=team.id)
     for newer, older, similarity, verdict in found:
-        if _open_contradiction(team, newer, older, similarity=similarity, verdict=verdict, secrets=secrets):
+        message = contradictions.contradiction_message(old_text=texts[older.id], new_text=texts[newer.id])
+        if _open_contradiction(team, newer, older, similarity=similarity, verdict=verdict, message=message):
             run.raised += 1
     if run.raised:
         logger.info("team %s: %d contradiction(s) with %s", team.slug, run.raised, memory.key)
@@ -419,12 +421,10 @@ def _open_contradiction(
     *,
     similarity: float,
     verdict: contradictions.Verdict,
-    secrets: SecretMatcher,
+    message: str,
 ) -> bool:
-    """One nudge for the pair; False when a concurrent run opened it first. The message
-    quotes both texts, so it is scrubbed (credentials and the team's vault secrets) even
-    though each text was scrubbed when saved: a rule or a secret added since still holds."""
-    message = contradictions.contradiction_message(old_text=older.content, new_text=newer.content)
+    """One nudge for the pair (`message` quotes the scrubbed texts); False when a
+    concurrent run opened it first."""
     try:
         with transaction.atomic():
             Nudge.objects.create(
@@ -432,11 +432,11 @@ def _open_contradiction(
                 kind=NudgeKind.CONTRADICTION,
                 memory=newer,
                 other_memory=older,
-                message=scrub(message, secrets).text,
+                message=message,
                 confidence=verdict.confidence,
                 details={
                     "similarity": round(similarity, 4),
-                    "reason": scrub(verdict.reason, secrets).text,
+                    "reason": verdict.reason,
                     "rule": verdict.rule,
                     "subject": list(verdict.subject),
                 },
