@@ -66,7 +66,7 @@ __all__ = ["MAX_JUDGED_CHARS"]
 # the bundled all-MiniLM-L6-v2: unrelated pairs reach 0.35).
 BAND_FLOOR = 0.40
 # The team's default duplicate threshold (teams.models.Team.dedup_threshold's default,
-# the bar search.dedup applies); callers pass the team's own value.
+# the bar search.duplicates_on_save applies); callers pass the team's own value.
 DEFAULT_DUPLICATE_THRESHOLD = 0.92
 # Paraphrases that agree and add no value of their own count as duplicates from here.
 PARAPHRASE_SIMILARITY = 0.85

@@ -1,4 +1,4 @@
-"""The injection block's "Please review" section (issue 12): at most three open nudges,
+"""The injection block's "Please review" section: at most three open nudges,
 contradictions first, only from what is left of the budget, never displacing an entry,
 within the project asked for, and never another team's."""
 
@@ -102,7 +102,9 @@ def test_another_teams_nudges_never_show(team: Team, other_team: Team, member: A
 def test_only_contradictions_confident_enough_are_asked_about(team: Team, member: Agent) -> None:
     memories = [entry(team, f"fact-{n}", f"Fact number {n} about the build.") for n in range(4)]
     sure = nudge(team, NudgeKind.CONTRADICTION, memories[1], "Sure clash?", memories[0], INJECT_CONFIDENCE)
-    unsure = nudge(team, NudgeKind.CONTRADICTION, memories[3], "Unsure clash?", memories[2], INJECT_CONFIDENCE - 0.01)
+    unsure = nudge(
+        team, NudgeKind.CONTRADICTION, memories[3], "Unsure clash?", memories[2], INJECT_CONFIDENCE - 0.01
+    )
     unknown = nudge(team, NudgeKind.CONTRADICTION, memories[2], "Older clash?", memories[0], None)
     with team_scope(team.id):
         Nudge.objects.filter(id=unknown.id).update(confidence=None)  # raised before confidence was kept

@@ -1,4 +1,4 @@
-"""`python -m tests.bench mcp`: what the MCP layer adds to a search (issue 11).
+"""`python -m tests.bench mcp`: what the MCP layer adds to a search.
 
 One team of 10,000 active memories, chunked for keyword search (no vectors: both paths
 run the same selector, so the difference is the protocol, not the ranking). The same

@@ -1,4 +1,4 @@
-"""The Review page (issue 12): the team's open nudges in one queue (contradictions, broken
+"""The Review page: the team's open nudges in one queue (contradictions, broken
 anchors, due entries, prune proposals; newest first in each), each resolved in one POST
 through freshness.services.resolve_nudge as the signed-in person; viewers read, members
 act; another team's queue and nudges are 404 with nothing of theirs in the body. Also the
@@ -177,13 +177,17 @@ def test_the_first_button_never_archives_and_archiving_sits_behind_its_own_discl
         (queue.prune, ("dismiss", "Keep it"), "archive"),
     ]:
         item = item_of(nudge)
-        actions = re.findall(r'name="action" value="(\w+)">\s*(?:<input[^>]*>\s*)?<button([^>]*)>([^<]*)', item)
+        actions = re.findall(
+            r'name="action" value="(\w+)">\s*(?:<input[^>]*>\s*)?<button([^>]*)>([^<]*)', item
+        )
         assert (actions[0][0], actions[0][2].strip()) == default
         assert 'class="secondary"' not in actions[0][1]
         before, _, disclosure = item.partition('<details class="archive-choice">')
         assert f'value="{archiving}"' not in before
-        assert f'value="{archiving}"' in disclosure and "data-shortcut" not in disclosure.split("</details>")[0]
-        assert "<details class=\"archive-choice\" open" not in item
+        assert (
+            f'value="{archiving}"' in disclosure and "data-shortcut" not in disclosure.split("</details>")[0]
+        )
+        assert '<details class="archive-choice" open' not in item
 
 
 def test_nav_links_the_review_page_with_the_open_count(cast: Cast, queue: Queue) -> None:

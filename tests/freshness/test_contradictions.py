@@ -1,4 +1,4 @@
-"""The contradiction detector (issue 12): its rules, the candidate band, the nudge text,
+"""The contradiction detector: its rules, the candidate band, the nudge text,
 its cost on hostile input, and its quality on the labelled set with the bundled embedder."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from freshness.contradictions import (
     BAND_FLOOR,
     DEFAULT_DUPLICATE_THRESHOLD,
     INJECT_CONFIDENCE,
-    RULE_CONFIDENCE,
     MAX_JUDGED_CHARS,
     MAX_QUOTE_CHARS,
+    RULE_CONFIDENCE,
     Label,
     contradiction_message,
     judge_pair,
