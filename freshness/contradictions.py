@@ -52,18 +52,18 @@ from typing import TypeVar
 
 from freshness.contradiction_text import (
     GENERIC_STEMS,
-    MAX_JUDGED_CHARS,
     OPPOSITES,
     Sentence,
     Text,
     analyse,
     stated_stems,
 )
-
-__all__ = ["MAX_JUDGED_CHARS"]
+from freshness.contradiction_text import (
+    MAX_JUDGED_CHARS as MAX_JUDGED_CHARS,  # read by callers and tests from here
+)
 
 # Below this cosine similarity two entries are not about the same thing (measured with
-# the bundled all-MiniLM-L6-v2: unrelated pairs reach 0.35).
+# the bundled embedder: docs/decisions.md, "Contradiction detector").
 BAND_FLOOR = 0.40
 # The team's default duplicate threshold (teams.models.Team.dedup_threshold's default,
 # the bar search.duplicates_on_save applies); callers pass the team's own value.
@@ -80,10 +80,8 @@ INJECT_CONFIDENCE = 0.8
 MAX_EXTRA_WORDS = 3
 
 # What each rule's verdict is worth: the lower end of the 95% Wilson interval of its
-# precision on the tuning half of tests/bench/contradiction_set and the older set of
-# tests/freshness/contradiction_pairs.jsonl (value 89 of 89 right, switch 64/64,
-# negation 20/20, opposite 11/11), rounded down. `python -m tests.bench contradictions`
-# prints the counts again.
+# precision on the tuning pairs (docs/freshness.md, "Contradictions people can trust",
+# has the counts; `python -m tests.bench contradictions` prints them again).
 RULE_CONFIDENCE = {
     "value": 0.95,
     "switch": 0.94,

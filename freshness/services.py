@@ -368,9 +368,11 @@ def raise_contradictions(*, entry: IndexedEntry) -> ContradictionRun:
     unjudged = [other for other in others if other.id not in raised_with]
     # The texts are judged as scrubbed now (credential shapes, the team's vault secrets):
     # the verdict's subject and the nudge quote them, and a rule or secret added since
-    # the save must still hold.
+    # the save must still hold. Only the opening is read (twice what the judge reads, so
+    # a secret across the judge's bound is scrubbed whole).
     secrets = team_secret_matcher(team_id=team.id) if unjudged else SecretMatcher(())
-    texts = {m.id: scrub(m.content, secrets).text for m in [memory, *unjudged]}
+    opening = 2 * contradictions.MAX_JUDGED_CHARS
+    texts = {m.id: scrub(m.content[:opening], secrets).text for m in [memory, *unjudged]}
     for other in unjudged:
         similarity = min(in_band[other.id], 1.0)
         newer, older = sorted([memory, other], key=lambda m: (m.created_at, str(m.id)), reverse=True)
