@@ -183,17 +183,16 @@ class Text:
     def value_slots(self, *, excluding: frozenset[str]) -> list[Slot]:
         """Runs of adjacent value words (in one sentence) whose stems are not in
         `excluding`: "June 6" is one slot, "2.2.7 ... June 6" two."""
-        slots: list[Slot] = []
-        run: list[Word] = []
-        for word in [*self.words, None]:
-            own_value = word is not None and word.kind and word.stem not in excluding
-            if own_value and run and (word.sentence, word.place) == (run[-1].sentence, run[-1].place + 1):  # type: ignore[union-attr]
-                run.append(word)  # type: ignore[arg-type]
+        runs: list[list[Word]] = []
+        for word in self.words:
+            if not word.kind or word.stem in excluding:
                 continue
-            if run:
-                slots.append(self._slot(run))
-            run = [word] if own_value else []  # type: ignore[list-item]
-        return slots
+            last = runs[-1][-1] if runs else None
+            if last is not None and (word.sentence, word.place) == (last.sentence, last.place + 1):
+                runs[-1].append(word)
+            else:
+                runs.append([word])
+        return [self._slot(run) for run in runs]
 
     def _slot(self, run: list[Word]) -> Slot:
         first, last = run[0], run[-1]
@@ -253,20 +252,16 @@ def analyse(text: str) -> Text:
 def _analyse_opening(opening: str) -> Text:
     sentences: list[list[tuple[str, str, bool]]] = [[]]  # (token, lowered, labelled)
     previous_end = 0
-    colon_seen = False
     for match in _WORD.finditer(opening):
         token = match.group(0)
         between = opening[previous_end : match.start()]
         if previous_end and any(mark in between for mark in ".;!?\n"):
             sentences.append([])
-            colon_seen = False
         if ":" in between:
-            colon_seen = True
-            # Words so far in this sentence were its label.
+            # Words so far in this sentence were its label ("Customer Acme: plan Team").
             sentences[-1] = [(t, lw, True) for t, lw, _ in sentences[-1]]
         previous_end = match.end()
         sentences[-1].append((token, token.lower().replace("\u2019", "'"), False))
-    del colon_seen
     read = [_sentence(index, tokens) for index, tokens in enumerate(sentences) if tokens]
     words = tuple(word for sentence, _left in read for word in sentence.words)
     return Text(

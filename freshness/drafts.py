@@ -49,7 +49,7 @@ from search.retrieval.candidates import QueryVector, SearchFilters, vector_match
 from search.selectors import has_active_vectors
 from search.services import cached_embeddings, team_provider
 from teams.models import Team
-from teams.scrubber import REDACTED, SecretMatcher, scrub
+from teams.scrubber import SecretMatcher, scrub
 from teams.validators import check_key
 from teams.vault_matcher import team_secret_matcher
 
@@ -60,9 +60,6 @@ STATE_FILTER_CHOICES = [*DraftState.values, ANY_STATE]
 MAX_EXCERPT_CHARS = 400
 MAX_SOURCE_SESSION_CHARS = 200
 EXTRACTORS = ("rules", "openai")
-REDACTED_PREFIX = REDACTED.split("{", 1)[0]
-# What prepare_transcript redacts beyond credentials (freshness.draft_extraction.transcript).
-PERSONAL_KINDS = ("email", "phone")
 
 
 class DraftNotFound(NotFound):
@@ -102,7 +99,7 @@ def extract_drafts(*, team: Team, transcript: str, actor: str, source_session: s
     session = _clean_session(source_session, matcher)
     prepared = prepare_transcript(transcript, matcher)
     candidates, extractor = _run_extractor(prepared, matcher)
-    fresh = _unseen(team, [c for c in candidates if not _about_a_credential(c.content)])
+    fresh = _unseen(team, candidates)
     conflicts = {c.content: _conflict(team, c.content) for c in fresh}
     with transaction.atomic():
         # Two extractions of one transcript at once: the second sees the first's drafts.
@@ -156,15 +153,6 @@ def _run_extractor(prepared: PreparedTranscript, matcher: SecretMatcher) -> tupl
         with outside_request_transaction():
             return extractor.extract(prepared, matcher), extractor_name()
     raise ExtractorUnavailable(f"unknown draft extractor {kind!r}; use one of: {', '.join(EXTRACTORS)}")
-
-
-def _about_a_credential(content: str) -> bool:
-    """A candidate whose text had a credential or a vault secret redacted ("the staging
-    password is [REDACTED:…]"): its point was the secret, so it is no memory to propose.
-    E-mail addresses and phone numbers redacted from a lesson leave the lesson standing."""
-    markers = content.count(REDACTED_PREFIX)
-    personal = sum(content.count(REDACTED.format(kind=kind)) for kind in PERSONAL_KINDS)
-    return markers > personal
 
 
 def _unseen(team: Team, candidates: list[Candidate]) -> list[Candidate]:
