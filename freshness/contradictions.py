@@ -3,9 +3,14 @@ bundled embedder: a pure module (no database) that the save flow and the beat jo
 
 Two steps:
 
-1. `select_candidates`: of the team's active entries, those whose vector is close to
-   the new entry's (cosine similarity) from `BAND_FLOOR` up; below it two entries are
-   not about the same thing.
+1. Candidates: the team's active entries whose vector is close to the new entry's
+   (cosine similarity, as pgvector's `<=>` compares them in search.selectors), from
+   `BAND_FLOOR` up; below it two entries are not about the same thing. After indexing,
+   freshness.services judges every candidate up to 1: a near duplicate that disagrees
+   is saved rather than refused (the save's duplicate check asks `judge_pair` through
+   search.texts_disagree), so it must be judged here too (docs/freshness.md,
+   "Contradictions"). `select_candidates` is the band below the duplicate threshold,
+   as a pure function.
 2. `judge_pair`: rules on the two texts (freshness.contradiction_text reads them). Being
    close is never enough: a contradiction needs the same claim about the same subject,
    told apart in one of these ways, tried in order:
@@ -63,7 +68,7 @@ from freshness.contradiction_text import (
 )
 
 # Below this cosine similarity two entries are not about the same thing (measured with
-# the bundled embedder: docs/decisions.md, "Contradiction detector").
+# the bundled embedder: docs/freshness.md, "Contradictions").
 BAND_FLOOR = 0.40
 # The team's default duplicate threshold (teams.models.Team.dedup_threshold's default,
 # the bar search.duplicates_on_save applies); callers pass the team's own value.
@@ -80,8 +85,8 @@ INJECT_CONFIDENCE = 0.8
 MAX_EXTRA_WORDS = 3
 
 # What each rule's verdict is worth: the lower end of the 95% Wilson interval of its
-# precision on the tuning pairs (docs/freshness.md, "Contradictions people can trust",
-# has the counts; `python -m tests.bench contradictions` prints them again).
+# precision on the tuning pairs, rounded down (the counts: docs/freshness.md,
+# "Contradictions"; `python -m tests.bench contradictions` prints the tune split's).
 RULE_CONFIDENCE = {
     "value": 0.95,
     "switch": 0.94,
