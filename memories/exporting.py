@@ -61,6 +61,7 @@ MEMORY_FIELDS = (
     "access_count",
     "last_accessed_at",
     "anchor",
+    "pinned",
     "last_confirmed_at",
     "confirmed_by_count",
 )
@@ -167,6 +168,7 @@ def memory_record(row: dict[str, Any]) -> dict[str, Any]:
         "access_count": row["access_count"],
         "last_accessed_at": _time(row["last_accessed_at"]),
         "anchor": row["anchor"],
+        "pinned": row["pinned"],
         "last_confirmed_at": _time(row["last_confirmed_at"]),
         "confirmed_by_count": row["confirmed_by_count"],
     }

@@ -203,6 +203,10 @@ class Memory(models.Model):
     # every job over active entries; in history, and back with services.restore_archived.
     archived_at = models.DateTimeField(null=True, blank=True)
     archived_by = models.CharField(max_length=200, blank=True, default="", db_default="")
+    # Pinned: always injected, right after identity, within the token budget
+    # (agents.injection). Set by a save; a supersede keeps it only when asked to
+    # (`inherit_pinned`): a pin vouches for one text, not for whatever replaces it.
+    pinned = models.BooleanField(default=False, db_default=False)
 
     objects = MemoryQuerySet.as_manager()
 
@@ -243,6 +247,12 @@ class Memory(models.Model):
                 name="memory_team_active_type",
             ),
             GinIndex(fields=["metadata"], name="memory_metadata_gin", opclasses=["jsonb_path_ops"]),
+            # Injection's pinned section: a team's few pinned active entries, newest first.
+            models.Index(
+                fields=["team", "-created_at"],
+                condition=Q(is_active=True, pinned=True),
+                name="memory_team_active_pinned",
+            ),
             # Exact-duplicate check of a save (services.save_memory).
             models.Index(
                 fields=["team", "content_hash"],

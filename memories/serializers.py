@@ -71,6 +71,7 @@ class MemoryOutputSerializer(serializers.ModelSerializer):
     confirmed_by_count = serializers.IntegerField(
         read_only=True, help_text="How many distinct agents or people confirmed this version."
     )
+    pinned = serializers.BooleanField(read_only=True, help_text="Always injected, right after identity.")
     freshness = serializers.SerializerMethodField()
 
     class Meta:
@@ -103,6 +104,7 @@ class MemoryOutputSerializer(serializers.ModelSerializer):
             "rating",
             "skill_trigger",
             "anchor",
+            "pinned",
             "last_confirmed_at",
             "confirmed_by_count",
             "freshness",

@@ -24,6 +24,7 @@ ENTRY_FIELDS = (
     "metadata",
     "skill_trigger",
     "anchor",
+    "pinned",
     "updated_by",
     "created_at",
     "last_confirmed_at",

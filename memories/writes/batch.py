@@ -85,6 +85,8 @@ class BatchEntry:
     allow_duplicate: bool = False
     expected_version: uuid.UUID | None = None
     anchor: dict[str, Any] | Unset | None = UNSET
+    pinned: bool | None = None
+    inherit_pinned: bool = False
 
 
 @dataclass
@@ -141,6 +143,8 @@ def save_batch(*, team: Team, entries: list[BatchEntry], updated_by: str) -> lis
                 skill_trigger=entry.skill_trigger,
                 anchor=entry.anchor,
                 secrets=secrets,
+                pinned=entry.pinned,
+                inherit_pinned=entry.inherit_pinned,
             )
         except DomainError as exc:
             outcomes[entry.index] = BatchOutcome(entry.index, entry.key, "error", error=exc)

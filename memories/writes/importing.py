@@ -295,6 +295,7 @@ class _ExistingKeys:
             skill_trigger=last.skill_trigger,
             anchor=last.anchor,
             secrets=self.secrets,
+            pinned=last.pinned,
         )
 
 

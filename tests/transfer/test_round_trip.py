@@ -49,6 +49,7 @@ CARRIED = {
     "last_confirmed_at",
     "confirmed_by_count",
     "anchor",
+    "pinned",
 }
 # Compared without the provenance the import adds (metadata.imported_from).
 WITH_PROVENANCE = {"metadata"}
