@@ -11,6 +11,22 @@ agent runs, with no database and no settings (docs/sdk.md).
             print(hit["key"], hit["score"])
 """
 
+from memoryhub_client.context import (
+    CallableCounter,
+    ChatSummariser,
+    ContextManager,
+    EncodingCounter,
+    Event,
+    FlushPolicy,
+    HeuristicCounter,
+    HeuristicRates,
+    RuleSummariser,
+    Summariser,
+    Thresholds,
+    TokenCounter,
+    counter_for,
+    window_of,
+)
 from memoryhub_client.errors import (
     Conflict,
     Forbidden,
@@ -30,8 +46,16 @@ from memoryhub_client.transport import RetryPolicy
 
 __all__ = [
     "AsyncMemoryHub",
+    "CallableCounter",
+    "ChatSummariser",
     "Conflict",
+    "ContextManager",
+    "EncodingCounter",
+    "Event",
+    "FlushPolicy",
     "Forbidden",
+    "HeuristicCounter",
+    "HeuristicRates",
     "InvalidRequest",
     "MemoryHub",
     "MemoryHubError",
@@ -39,19 +63,44 @@ __all__ = [
     "Page",
     "RateLimited",
     "RetryPolicy",
+    "RuleSummariser",
     "SaveAnswer",
     "ServerError",
     "ServerUnavailable",
     "ServerUnreachable",
+    "Summariser",
+    "Thresholds",
+    "TokenCounter",
     "Unauthenticated",
     "UnexpectedAnswer",
+    "counter_for",
     "cursor_of",
     "is_duplicate",
+    "window_of",
 ]
 
 # What docs/sdk.md's reference documents, in this order (tests/client/sdk_codegen.py).
 REFERENCE = (
     ("Clients", ("MemoryHub", "AsyncMemoryHub", "RetryPolicy", "Page", "cursor_of", "is_duplicate")),
+    (
+        "Context manager",
+        (
+            "ContextManager",
+            "Thresholds",
+            "FlushPolicy",
+            "Event",
+            "Summariser",
+            "RuleSummariser",
+            "ChatSummariser",
+            "TokenCounter",
+            "EncodingCounter",
+            "HeuristicCounter",
+            "HeuristicRates",
+            "CallableCounter",
+            "counter_for",
+            "window_of",
+        ),
+    ),
     (
         "Errors",
         (

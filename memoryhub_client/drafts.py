@@ -23,11 +23,10 @@ from typing import Any
 
 from memoryhub_client.api import ApiError, hub_for
 from memoryhub_client.config import ConfigError, add_connection_flags, load_config
+from memoryhub_client.operations import MAX_SOURCE_SESSION_CHARS, MAX_TRANSCRIPT_CHARS
 
 MAX_READ_BYTES = 8 * 1024 * 1024
-MAX_TRANSCRIPT_CHARS = 150_000  # well under the server's body limit once JSON-encoded
 MAX_LINE_CHARS = 2_000_000
-MAX_SOURCE_SESSION_CHARS = 200
 SPEAKERS = ("user", "assistant")
 # Set to 0 to keep the session-end hook from sending the transcript.
 EXTRACT_ENV = "MEMORYHUB_EXTRACT_ON_SESSION_END"

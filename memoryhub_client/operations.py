@@ -319,6 +319,11 @@ def resolve_nudge(
 
 # ----- drafts -----
 
+# What one extraction sends at most: well under the server's body limit once JSON-encoded
+# (the commands' transcripts and the context manager's flushes alike).
+MAX_TRANSCRIPT_CHARS = 150_000
+MAX_SOURCE_SESSION_CHARS = 200  # the server's limit on a draft's source_session
+
 
 def drafts(
     *,
