@@ -80,6 +80,8 @@ class RetryPolicy:
     attempts: int = 3
     max_wait: float = 30.0
     backoff: float = 0.5
+    # How a wait is waited: time.sleep (asyncio.sleep for AsyncMemoryHub) unless given.
+    sleep: Callable[[float], None] | None = None
 
     def should_retry(self, error: BaseException) -> bool:
         return (
@@ -98,8 +100,8 @@ class RetryPolicy:
         error = state.outcome.exception() if state.outcome is not None else None
         return self.wait_seconds(error, state.attempt_number)
 
-    def retrying(self, sleep: Callable[[float], None] | None = None) -> Retrying:
-        options: dict[str, Any] = {"sleep": sleep} if sleep is not None else {}
+    def retrying(self) -> Retrying:
+        options: dict[str, Any] = {"sleep": self.sleep} if self.sleep is not None else {}
         return Retrying(
             retry=retry_if_exception(self.should_retry),
             stop=stop_after_attempt(max(1, self.attempts)),
@@ -109,11 +111,20 @@ class RetryPolicy:
         )
 
     def retrying_async(self) -> AsyncRetrying:
+        options: dict[str, Any] = {}
+        if self.sleep is not None:
+            sleep = self.sleep
+
+            async def sleep_async(seconds: float) -> None:
+                sleep(seconds)
+
+            options["sleep"] = sleep_async
         return AsyncRetrying(
             retry=retry_if_exception(self.should_retry),
             stop=stop_after_attempt(max(1, self.attempts)),
             wait=self._wait,
             reraise=True,
+            **options,
         )
 
 
