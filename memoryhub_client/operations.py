@@ -36,7 +36,6 @@ from memoryhub_client.types import (
 )
 
 T = TypeVar("T")
-When = str | datetime
 
 # A save's answer: the stored entry (201), or, when an active entry already holds the
 # text, what holds it (200, `saved` false, nothing written).
@@ -155,7 +154,7 @@ def save_batch(entries: Sequence[Mapping[str, Any]]) -> Call[MemoryBatchOutput]:
 
 
 def get(
-    key: str, *, as_of: When | None = None, from_line: int | None = None, lines: int | None = None
+    key: str, *, as_of: str | datetime | None = None, from_line: int | None = None, lines: int | None = None
 ) -> Call[MemoryReadOutput]:
     """The active entry of `key` with the notes of its key (`NotFound` when it has none).
     `as_of`: the version that was active then. A long text reads a slice at a time:
@@ -178,7 +177,7 @@ def list_memories(
     project: str | None = None,
     tags: Sequence[str] | None = None,
     people: Sequence[str] | None = None,
-    as_of: When | None = None,
+    as_of: str | datetime | None = None,
     include_archived: bool | None = None,
     limit: int | None = None,
     cursor: str | None = None,

@@ -84,6 +84,7 @@ class RetryPolicy:
     sleep: Callable[[float], None] | None = None
 
     def should_retry(self, error: BaseException) -> bool:
+        """Whether the call that raised `error` is sent again."""
         return (
             isinstance(error, RateLimited | ServerUnavailable)
             and error.retry_after is not None
@@ -100,7 +101,7 @@ class RetryPolicy:
         error = state.outcome.exception() if state.outcome is not None else None
         return self.wait_seconds(error, state.attempt_number)
 
-    def retrying(self) -> Retrying:
+    def _retrying(self) -> Retrying:
         options: dict[str, Any] = {"sleep": self.sleep} if self.sleep is not None else {}
         return Retrying(
             retry=retry_if_exception(self.should_retry),
@@ -110,7 +111,7 @@ class RetryPolicy:
             **options,
         )
 
-    def retrying_async(self) -> AsyncRetrying:
+    def _retrying_async(self) -> AsyncRetrying:
         options: dict[str, Any] = {}
         if self.sleep is not None:
             sleep = self.sleep
@@ -187,7 +188,7 @@ class Connection:
 
 def send(http: httpx.Client, connection: Connection, call: Call[T]) -> T:
     """Send `call` (again, where the retry policy says), and read its answer."""
-    for attempt in connection.retry.retrying():
+    for attempt in connection.retry._retrying():
         with attempt:
             try:
                 response = http.request(call.method, call.path, **connection.request(call))
@@ -199,7 +200,7 @@ def send(http: httpx.Client, connection: Connection, call: Call[T]) -> T:
 
 async def send_async(http: httpx.AsyncClient, connection: Connection, call: Call[T]) -> T:
     """`send` for httpx.AsyncClient."""
-    async for attempt in connection.retry.retrying_async():
+    async for attempt in connection.retry._retrying_async():
         with attempt:
             try:
                 response = await http.request(call.method, call.path, **connection.request(call))

@@ -31,7 +31,8 @@ class Summariser(Protocol):
 
     def summarise(
         self, turns: Sequence[Message], *, previous: str, max_tokens: int, counter: TokenCounter
-    ) -> str: ...
+    ) -> str:
+        """The summary of `turns` after `previous` (the summary so far, or "")."""
 
 
 def transcript_of(turns: Sequence[Message], *, tool_results: bool = True) -> str:
@@ -68,6 +69,7 @@ class RuleSummariser:
     def summarise(
         self, turns: Sequence[Message], *, previous: str, max_tokens: int, counter: TokenCounter
     ) -> str:
+        """The previous summary's lines, then one line a turn, within `max_tokens`."""
         lines = [line for line in previous.splitlines() if line.strip()]
         for message in turns:
             role = str(message.get("role") or "")
@@ -120,6 +122,7 @@ class ChatSummariser:
     def summarise(
         self, turns: Sequence[Message], *, previous: str, max_tokens: int, counter: TokenCounter
     ) -> str:
+        """The model's summary of `turns` after `previous`; the rules' when it fails."""
         text = transcript_of(turns, tool_results=False)
         if previous:
             text = f"Summary so far:\n{previous}\n\nThen:\n{text}"

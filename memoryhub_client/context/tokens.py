@@ -30,9 +30,11 @@ class TokenCounter(Protocol):
     """Counts the tokens of a text; `name` says with what."""
 
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """What counts: an encoding's name, `heuristic`, `custom`."""
 
-    def count(self, text: str) -> int: ...
+    def count(self, text: str) -> int:
+        """The text's tokens."""
 
 
 @dataclass(frozen=True)
@@ -43,9 +45,11 @@ class EncodingCounter:
 
     @property
     def name(self) -> str:
+        """The encoding's name."""
         return self.encoding
 
     def count(self, text: str) -> int:
+        """The text's tokens in the encoding."""
         import toktok
 
         # One thread: counting one message at a time, in the agent's own loop.
@@ -89,6 +93,7 @@ class HeuristicCounter:
     name: str = "heuristic"
 
     def count(self, text: str) -> int:
+        """The estimate of the text's tokens (0 for an empty text, else at least 1)."""
         rates = self.rates
         total = 0.0
         for match in _PIECES.finditer(text):
@@ -123,6 +128,7 @@ class CallableCounter:
     name: str = "custom"
 
     def count(self, text: str) -> int:
+        """What the function answers for the text."""
         return int(self.function(text))
 
 

@@ -176,10 +176,9 @@ reference for every field).
 
 
 def reference_markdown() -> str:
-    from memoryhub_client.context import windows
-
     import memoryhub_client
     from memoryhub_client import errors, types
+    from memoryhub_client.context import windows
 
     sections = [REFERENCE_HEADER]
     for title, names in memoryhub_client.REFERENCE:
@@ -190,7 +189,11 @@ def reference_markdown() -> str:
     sections.append(
         "Each is a `TypedDict` in `memoryhub_client.types`; their fields and descriptions are the "
         "server's OpenAPI schema's.\n\n"
-        + ", ".join(f"`{name}`" for name in sorted(n for n in vars(types) if n[0].isupper() and n != "Any"))
+        + ", ".join(
+            f"`{name}`"
+            for name, value in sorted(vars(types).items())
+            if inspect.isclass(value) and value.__module__ == types.__name__
+        )
         + "\n"
     )
     sections.append("### Errors by status\n")
@@ -221,10 +224,29 @@ def _document(name: str, item: Any) -> str:
 
 
 def _document_class(name: str, cls: type) -> str:
-    parts = [f"#### class `{name}{_signature(cls)}`\n\n{_doc(cls)}\n"]
+    base = next((klass for klass in cls.__mro__[1:] if klass.__name__ in _documented()), None)
+    if getattr(cls, "_is_protocol", False):
+        signature = "(Protocol)"
+    elif base is not None and cls.__init__ is base.__init__:
+        signature = f"({base.__name__})"
+    else:
+        signature = _signature(cls).removesuffix(" -> None")
+    parts = [f"#### class `{name}{signature}`\n\n{_doc(cls)}\n"]
+    # An async twin documents only what differs from its sync class's members.
+    twin = _sync_twin(cls)
+    shared = [
+        member_name
+        for member_name, member in _members(cls)
+        if twin is not None and inspect.getdoc(getattr(twin, member_name, None)) == inspect.getdoc(member)
+    ]
+    if shared:
+        listed = ", ".join(f"`{member_name}`" for member_name in shared)
+        parts.append(f"The same as `{twin.__name__}`'s, awaited: {listed}.\n")
     for member_name, member in _members(cls):
+        if member_name in shared:
+            continue
         if isinstance(member, property):
-            parts.append(f"- **`{name}.{member_name}`** (property): {_doc(member)}\n")
+            parts.append(f"- **`{name}.{member_name}`** (property)\n\n{_indented(_doc(member))}\n")
         else:
             awaitable = (
                 "await " if inspect.iscoroutinefunction(member) or inspect.isasyncgenfunction(member) else ""
@@ -234,12 +256,31 @@ def _document_class(name: str, cls: type) -> str:
     return "\n".join(parts)
 
 
+def _sync_twin(cls: type) -> type | None:
+    import memoryhub_client
+
+    twin = (
+        getattr(memoryhub_client, cls.__name__.removeprefix("Async"), None)
+        if cls.__name__.startswith("Async")
+        else None
+    )
+    return twin if inspect.isclass(twin) else None
+
+
+def _documented() -> set[str]:
+    import memoryhub_client
+
+    return {name for _, names in memoryhub_client.REFERENCE for name in names}
+
+
 def _members(cls: type) -> list[tuple[str, Any]]:
-    """Public methods and properties defined by the class or its bases in memoryhub_client,
-    in the order the source defines them."""
+    """Public methods and properties defined by the class or its undocumented bases in
+    memoryhub_client (a documented base's are on its own entry), in source order."""
     seen: dict[str, Any] = {}
     for klass in reversed(cls.__mro__):
         if not klass.__module__.startswith("memoryhub_client"):
+            continue
+        if klass is not cls and klass.__name__ in _documented():
             continue
         for member_name, member in vars(klass).items():
             if member_name.startswith("_") or not (callable(member) or isinstance(member, property)):
@@ -251,16 +292,49 @@ def _members(cls: type) -> list[tuple[str, Any]]:
 
 
 def _signature(item: Any, *, drop_self: bool = False) -> str:
+    """The signature as the source writes it (annotations are strings there), with a
+    method made from an operation answering what the operation's Call carries."""
     try:
         signature = inspect.signature(item)
     except (TypeError, ValueError):
         return "(...)"
+    parts: list[str] = []
+    star_done = False
     parameters = list(signature.parameters.values())
     if drop_self and parameters and parameters[0].name == "self":
         parameters = parameters[1:]
-    text = str(signature.replace(parameters=parameters))
-    # Default objects' reprs name memory addresses; the types say enough.
-    return text.replace("memoryhub_client.", "")
+    for parameter in parameters:
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY and not star_done:
+            parts.append("*")
+            star_done = True
+        if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
+            star_done = True
+        prefix = {inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**"}.get(
+            parameter.kind, ""
+        )
+        text = prefix + parameter.name
+        if parameter.annotation is not inspect.Parameter.empty:
+            text += f": {_annotation(parameter.annotation)}"
+        if parameter.default is not inspect.Parameter.empty:
+            text += f" = {_default(parameter.default)}"
+        parts.append(text)
+    result = f"({', '.join(parts)})"
+    if signature.return_annotation is not inspect.Signature.empty:
+        returned = _annotation(signature.return_annotation)
+        if returned.startswith("Call[") and returned.endswith("]"):
+            returned = returned[len("Call[") : -1]
+        result += f" -> {returned}"
+    return result
+
+
+def _annotation(annotation: Any) -> str:
+    return annotation if isinstance(annotation, str) else inspect.formatannotation(annotation)
+
+
+def _default(value: Any) -> str:
+    text = repr(value)
+    # An object's repr may name a memory address; its class says enough.
+    return f"{type(value).__name__}(...)" if " at 0x" in text else text
 
 
 def _indented(text: str) -> str:
