@@ -7,6 +7,7 @@ what to do. The token is sent in a header and never appears in a message."""
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 from urllib.parse import quote
 
@@ -43,11 +44,20 @@ def quote_key(key: str) -> str:
 
 
 class MemoryHubApi:
-    """One team's API on one server."""
+    """One team's API on one server. With a `deadline` (time.monotonic()), every request
+    gets only the time left until it, and none starts after it: a hook's whole run is
+    bounded, not each of its requests."""
 
-    def __init__(self, config: ClientConfig, *, transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(
+        self,
+        config: ClientConfig,
+        *,
+        transport: httpx.BaseTransport | None = None,
+        deadline: float | None = None,
+    ) -> None:
         self.base = config.url
         self.team = config.require_team()
+        self.deadline = deadline
         token = config.require_token()
         self._http = httpx.Client(
             base_url=f"{self.base}/api/v1/teams/{quote(self.team, safe='')}/",
@@ -76,6 +86,11 @@ class MemoryHubApi:
         return self._send("DELETE", path)
 
     def _send(self, method: str, path: str, **options: Any) -> dict[str, Any]:
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise ApiError(f"no time left to ask {self.base}")
+            options["timeout"] = min(TIMEOUT_SECONDS, left)
         try:
             response = self._http.request(method, path, **options)
         except httpx.HTTPError as exc:

@@ -81,9 +81,12 @@ def _read_input(name: str) -> str:
     return _tail(raw.decode("utf-8", "replace").replace("\x00", ""))
 
 
-def send_session_transcript(arguments: argparse.Namespace, event: dict[str, Any]) -> None:
-    """The session-end hook's part: the transcript at `transcript_path` to drafts/extract/.
-    Never raises: what goes wrong is one line on stderr, and the hook goes on."""
+def send_session_transcript(
+    arguments: argparse.Namespace, event: dict[str, Any], *, deadline: float | None = None
+) -> None:
+    """The session-end hook's part: the transcript at `transcript_path` to drafts/extract/,
+    before `deadline` (MemoryHubApi's). Never raises: what goes wrong is one line on
+    stderr, and the hook goes on."""
     if os.environ.get(EXTRACT_ENV, "1").strip() in ("0", "false", "no"):
         return
     path = event.get("transcript_path")
@@ -95,7 +98,7 @@ def send_session_transcript(arguments: argparse.Namespace, event: dict[str, Any]
             return
         session = event.get("session_id")
         source = session[:MAX_SOURCE_SESSION_CHARS] if isinstance(session, str) else ""
-        with MemoryHubApi(load_config(arguments)) as api:
+        with MemoryHubApi(load_config(arguments), deadline=deadline) as api:
             answer = api.post("drafts/extract/", {"transcript": text, "source_session": source})
         made = len(answer.get("drafts") or [])
         if made:
