@@ -9,6 +9,6 @@ class AgentsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from agents import hooks
+        from agents import receivers
 
-        hooks.register()
+        receivers.register()

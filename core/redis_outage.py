@@ -2,14 +2,14 @@
 the request path").
 
 Requests use the service's Redis in four places: the API throttles count in Django's
-cache, `core.foreground` notes the request's team, a save hands its indexing to the
+cache, `core.yield_to_requests` notes the request's team, a save hands its indexing to the
 broker, and injection marks its hourly cap warning in the cache. Each call is bounded at
 the socket (MEMORYHUB_REDIS_REQUEST_TIMEOUT_SECONDS to connect and for each answer, no
 retries). When a count, a mark or a publish fails, this process marks Redis down for
 SKIP_SECONDS: until then the throttles let requests through without asking and saves
 leave their entries pending for the reconcile job without trying, so a hung Redis costs
 a process one timeout per window, not one per request. The first failure of an outage is
-logged. (`core.foreground` keeps its own, shorter bound and window: its note is a hint,
+logged. (`core.yield_to_requests` keeps its own, shorter bound and window: its note is a hint,
 and its timeout must not stop indexing being enqueued.)
 """
 

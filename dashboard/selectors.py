@@ -25,8 +25,8 @@ from freshness.models import (
     NudgeState,
 )
 from memories.exceptions import MemoryNotFound
-from memories.extraction import metadata_filter_q
 from memories.freshness import FreshnessWindows, due_condition
+from memories.metadata_extraction import metadata_filter_q
 from memories.models import Confirmation, IndexState, Memory, MemoryState
 from memories.selectors import HistoryEvent, history_events, list_memory_versions, recent_history
 from memories.types import MemoryType

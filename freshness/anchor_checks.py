@@ -1,4 +1,4 @@
-"""Anchored verification (issue 12): checking anchors, recording checks, flagging.
+"""Anchored verification: checking anchors, recording checks, flagging.
 
 - `check_anchors`: the beat job. Every team in its own scope (freshness.sweeps.sweep_teams,
   with the resume cursor) yields its active entries with a `url` or `api` anchor not

@@ -6,7 +6,7 @@ Two steps:
 1. `select_candidates`: of the team's active entries, those whose vector is close to
    the new entry's (cosine similarity, as pgvector's `<=>` compares them in
    search.selectors) in the band `[BAND_FLOOR, duplicate threshold)`. Above the band the
-   save's duplicate check (search.dedup) has already refused or superseded the entry
+   save's duplicate check (search.duplicates_on_save) has already refused or superseded the entry
    (which also takes value changes such as "port is 5432" -> "port is 6432", 0.98 with
    the bundled model: docs/decisions.md, "Contradiction detector"); below it two entries
    are not about the same thing.
@@ -59,7 +59,7 @@ MAX_JUDGED_CHARS = 1000
 # dependencies with Poetry" / "... with uv", is 0.398 and is missed).
 BAND_FLOOR = 0.40
 # The team's default duplicate threshold (teams.models.Team.dedup_threshold's default,
-# the bar search.dedup applies); callers pass the team's own value.
+# the bar search.duplicates_on_save applies); callers pass the team's own value.
 DEFAULT_DUPLICATE_THRESHOLD = 0.92
 # Paraphrases that agree and add no value of their own count as duplicates from here.
 PARAPHRASE_SIMILARITY = 0.85

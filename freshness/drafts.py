@@ -1,14 +1,14 @@
-"""Extraction drafts (issue 12, "Extraction drafts with human review"): memories an
+"""Extraction drafts (docs/decisions.md, "Extraction drafts with human review"): memories an
 extractor proposes from a transcript, waiting for a person to accept (optionally
 edited), reject or merge them. The services and reads of freshness.models.Draft; the
 lifecycle and its decisions are in docs/decisions.md, "Extraction drafts: lifecycle".
 
 extract → prepare_transcript (bounds, scrubs credentials, the team's vault secrets and
 PII, drops code) → the configured extractor (the offline rules, or an
-OpenAI-compatible chat endpoint: freshness.llm_extraction) → at most
+OpenAI-compatible chat endpoint: freshness.draft_extraction.llm) → at most
 extraction.MAX_CANDIDATES candidates → each one not already pending for the team
 becomes a pending Draft, flagged with its conflict: `duplicate` (an active entry holds
-the text: search.dedup, exact hash then near vectors) or `contradiction` (an active
+the text: search.duplicates_on_save, exact hash then near vectors) or `contradiction` (an active
 entry near it disagrees: freshness.contradictions.judge_pair), linking that entry.
 
 Review (each on a pending draft only, else DraftNotPending, 409):
@@ -35,15 +35,15 @@ from core.errors import Conflict, InvalidInput, NotFound
 from core.locks import advisory_xact_lock
 from core.request_transaction import outside_request_transaction
 from freshness import contradictions
-from freshness.extraction import Candidate, PreparedTranscript, extract_candidates, prepare_transcript
-from freshness.llm_extraction import ChatExtractor, ExtractorUnavailable, extractor_name
+from freshness.draft_extraction import Candidate, PreparedTranscript, extract_candidates, prepare_transcript
+from freshness.draft_extraction.llm import ChatExtractor, ExtractorUnavailable, extractor_name
 from freshness.models import Draft, DraftConflict, DraftState
 from memories import writes
 from memories.exceptions import MemoryExists, MemoryNotFound, UnknownMemoryType
 from memories.models import Memory
 from memories.types import ACCEPTED_TYPE_NAMES, resolve_type
 from search.chunking import chunk_text
-from search.dedup import find_duplicate
+from search.duplicates_on_save import find_duplicate
 from search.embeddings.base import EmbeddingUnavailable
 from search.retrieval.candidates import QueryVector, SearchFilters, vector_matches
 from search.selectors import has_active_vectors
@@ -183,7 +183,7 @@ def _excerpt(text: str, span: tuple[int, int]) -> str:
 
 def _conflict(team: Team, content: str) -> tuple[str, Memory | None]:
     """The draft's conflict with the team's active entries: a duplicate first (the save's
-    own check, search.dedup), else the nearest entry that disagrees with it."""
+    own check, search.duplicates_on_save), else the nearest entry that disagrees with it."""
     duplicate = find_duplicate(team=team, text=content)
     if duplicate is not None:
         return DraftConflict.DUPLICATE, duplicate.memory

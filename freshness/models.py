@@ -1,4 +1,4 @@
-"""Nudges: what freshness asks people and agents to look at (issue 12).
+"""Nudges: what freshness asks people and agents to look at.
 
 A nudge concerns one entry (a `due` or `anchor_broken` entry, a `prune` proposal) or
 two (a `contradiction` links the new entry and the one it disagrees with). It says what

@@ -336,7 +336,7 @@ def raise_contradictions(*, entry: IndexedEntry) -> ContradictionRun:
     seed's message, and flags the older entry `contradicted_at`.
 
     The band reaches past the duplicate threshold: a near-duplicate that disagrees is
-    saved (search.dedup asks texts_disagree) and must be flagged here. A pair that ever
+    saved (search.duplicates_on_save asks texts_disagree) and must be flagged here. A pair that ever
     had a contradiction nudge, open or closed (compatible, confirmed, dismissed,
     superseded), is never raised again. Idempotent and bounded."""
     run = ContradictionRun()

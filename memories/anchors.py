@@ -1,4 +1,4 @@
-"""Anchors: what a memory can be checked against (issue 12, "anchored verification").
+"""Anchors: what a memory can be checked against (docs/decisions.md, "anchored verification").
 
 An anchor is `{type, value, expect?}`:
 

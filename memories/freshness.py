@@ -1,4 +1,4 @@
-"""Freshness: whether what a version says is still believed (issue 12).
+"""Freshness: whether what a version says is still believed.
 
 Every version carries `last_confirmed_at` (its creation, then each confirmation) and
 two flags set by freshness's checks (`anchor_broken_at`, `contradicted_at`). Its state

@@ -1,11 +1,11 @@
-"""Hooks memories calls and higher apps fill in (see core.hooks and docs/architecture.md)."""
+"""Hooks memories calls and higher apps fill in (see core.hook and docs/architecture.md)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from core.hooks import Hook
+from core.hook import Hook
 
 if TYPE_CHECKING:
     from memories.models import Memory

@@ -21,7 +21,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from memories.anchors import ANCHOR_TYPES, MAX_ANCHOR_VALUE_CHARS, MAX_EXPECT_CHARS
-from memories.extraction import parse_filter_param
+from memories.metadata_extraction import parse_filter_param
 from memories.models import MAX_CONTENT_BYTES, MAX_NOTE_LENGTH
 from memories.skills import (
     MAX_KEYWORD_CHARS,

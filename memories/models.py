@@ -66,7 +66,7 @@ class IndexState(models.TextChoices):
 class MemoryState(models.TextChoices):
     """Where a version stands. Supersede, delete and archive all clear is_active; only a
     delete sets deleted_at and only an archive archived_at, so the three are told apart
-    without guessing. An archived version is the key's last one, put aside (issue 12's
+    without guessing. An archived version is the key's last one, put aside (by the
     prune and contradiction flows) and restorable as it is."""
 
     ACTIVE = "active"
@@ -167,8 +167,8 @@ class Memory(models.Model):
     # provider's internal URL).
     index_last_error = models.CharField(max_length=100, blank=True, default="", db_default="")
     # Saved by a batch under a new key without the near-duplicate check, which runs once
-    # the entry is indexed (search.near_check; docs/decisions.md, "Deferred near-duplicate
-    # check for batch saves (issue 13)"). Changed only by UPDATE statements.
+    # the entry is indexed (search.duplicates_after_indexing; docs/decisions.md, "Deferred near-duplicate
+    # check for batch saves"). Changed only by UPDATE statements.
     near_check_pending = models.BooleanField(default=False, db_default=False)
     created_at = CreatedAtField(db_index=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -12,7 +12,7 @@ from django.db.models import F, QuerySet, Window
 from django.db.models.functions import RowNumber
 
 from memories.exceptions import MemoryNotFound
-from memories.extraction import metadata_filter_q
+from memories.metadata_extraction import metadata_filter_q
 from memories.models import Annotation, Confirmation, Memory, MemoryState
 from teams.models import Team
 

@@ -28,7 +28,7 @@ from django.db.models.expressions import RawSQL
 
 from core.errors import InvalidInput
 from memories.exceptions import MemoryNotFound
-from memories.extraction import metadata_filter_q
+from memories.metadata_extraction import metadata_filter_q
 from memories.models import Memory, MemoryQuerySet
 from teams.models import Team
 

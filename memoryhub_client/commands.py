@@ -204,10 +204,10 @@ def _print_json(answer: dict[str, Any]) -> None:
 
 def register_all(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """search, save, get, inject, hook, connect and verify (cli.py adds them to its parser)."""
-    from memoryhub_client import connect, drafts, hooks, verify
+    from memoryhub_client import claude_code_hooks, connect, drafts, verify
 
     register(commands)
-    hooks.register(commands)
+    claude_code_hooks.register(commands)
     connect.register(commands)
     verify.register(commands)
     drafts.register(commands)

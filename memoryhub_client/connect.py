@@ -33,8 +33,8 @@ from typing import Any
 
 import tomlkit
 
+from memoryhub_client.claude_code_hooks import CLIENT_TIMEOUT_SECONDS
 from memoryhub_client.config import TOKEN_ENV, TOOL_LISTS, load_config, mcp_endpoint, tool_list_of
-from memoryhub_client.hooks import CLIENT_TIMEOUT_SECONDS
 from memoryhub_client.section import write_atomically
 
 SERVER_NAME = "memoryhub"

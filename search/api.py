@@ -13,7 +13,7 @@ from core.api_errors import BODY_ERRORS, TEAM_SCOPED_ERRORS, error_responses
 from memories.inputs import TYPE_HELP
 from memories.serializers import AnnotationOutputSerializer, SupersededBySerializer
 from memories.types import ACCEPTED_TYPE_NAMES, resolve_type
-from search import querying
+from search import run_search
 from search.selectors import MAX_QUERY_CHARS, MAX_RESULTS
 from teams.serializers import (
     StrictBooleanField,
@@ -84,8 +84,8 @@ class SearchInputSerializer(StrictInputSerializer):
             resolved.append(memory_type.value)
         return sorted(set(resolved))
 
-    def to_arguments(self) -> querying.SearchArguments:
-        return querying.search_arguments(self.validated_data)
+    def to_arguments(self) -> run_search.SearchArguments:
+        return run_search.search_arguments(self.validated_data)
 
 
 class ExplainSerializer(serializers.Serializer):
@@ -189,5 +189,5 @@ class SearchViewSet(TeamScopedViewSet):
     def create(self, request: Request, team: str) -> Response:
         payload = SearchInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        outcome = querying.search_for(team=self.get_team(), arguments=payload.to_arguments())
+        outcome = run_search.search_for(team=self.get_team(), arguments=payload.to_arguments())
         return Response(SearchOutputSerializer(outcome).data)

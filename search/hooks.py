@@ -1,11 +1,11 @@
-"""Hooks search calls and higher apps fill in (see core.hooks and docs/architecture.md)."""
+"""Hooks search calls and higher apps fill in (see core.hook and docs/architecture.md)."""
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
 
-from core.hooks import Hook
+from core.hook import Hook
 
 
 @dataclass(frozen=True)

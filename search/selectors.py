@@ -1,7 +1,7 @@
 """Search reads: the hybrid search of a team's memories, and the nearest-entry lookup
 of the duplicate check. The pipeline's steps live in search.retrieval (see its
 docstring); `search_memories` runs them. No function here calls an embedding
-provider: the query's vector comes in ready (search.querying embeds it).
+provider: the query's vector comes in ready (search.run_search embeds it).
 
 Superseded entries are searchable and marked with what replaced them; deleted ones
 never come back; archived ones only when asked (`include_archived`). Counting the
@@ -20,8 +20,8 @@ from django.utils import timezone
 
 from core.db_router import read_connection, statements_limited_to
 from core.errors import InvalidInput
-from core.metrics import observe_search, timed
-from memories.extraction import metadata_filter_document
+from core.metric_definitions import observe_search, timed
+from memories.metadata_extraction import metadata_filter_document
 from memories.models import Memory
 from memories.selectors import annotations_for, successors_of
 from search.models import ChunkEmbedding

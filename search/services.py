@@ -20,10 +20,10 @@ from django.db.models import DurationField, ExpressionWrapper, F, FloatField, Fu
 from django.db.models.functions import Now, Power
 
 from core.errors import InvalidInput
-from core.foreground import yield_to_other_teams
-from core.priority import run_at_background_priority
+from core.low_priority_threads import run_at_background_priority
+from core.yield_to_requests import yield_to_other_teams
 from memories.models import IndexState, Memory
-from search import hooks, near_check, tasks
+from search import duplicates_after_indexing, hooks, tasks
 from search.chunking import TextChunk, chunk_text
 from search.embeddings.base import EmbeddingProvider, EmbeddingUnavailable
 from search.embeddings.profiles import (
@@ -81,7 +81,7 @@ def index_memory(*, team_id: int, memory_id: uuid.UUID | str, announce: bool = T
     (announce_indexed): a batch is made searchable first, then announced.
 
     An entry a batch saved with its near-duplicate check pending gets it here, once its
-    vectors are stored and before it is announced (search.near_check); when there will
+    vectors are stored and before it is announced (search.duplicates_after_indexing); when there will
     be no vectors (`none` profile, entry deleted) the check is dropped: it fails open,
     as the single save's does. A failed embedding leaves it for the retry."""
     with team_scope(team_id):
@@ -126,7 +126,7 @@ def index_memory(*, team_id: int, memory_id: uuid.UUID | str, announce: bool = T
             )
             _record_success(team_id, memory.id)
         if memory.near_check_pending:
-            near_check.check_indexed_entry(
+            duplicates_after_indexing.check_indexed_entry(
                 team=team, memory_id=memory.id, model=provider.model, dimensions=provider.dimensions
             )
         if memory.is_active and announce:
@@ -300,7 +300,7 @@ def _embed_yielding(
     provider: EmbeddingProvider, pieces: list[TextChunk], *, team_id: int
 ) -> dict[str, list[float]]:
     """cached_embeddings of chunks, one provider batch at a time, each batch after other
-    teams' requests being served (core.foreground): one team's flood of saves never has
+    teams' requests being served (core.yield_to_requests): one team's flood of saves never has
     the worker compete with another team's reads for more than a batch at a time."""
     vectors: dict[str, list[float]] = {}
     size = max(1, provider.batch_size)
@@ -321,8 +321,8 @@ def cached_embeddings(
     """Vectors by content hash for (content_hash, text) pairs; only hashes the team's
     cache does not hold for this model are sent to the provider, each once.
     `at_background_priority`: a request embeds for its own sake: it first waits while
-    other teams are being served (core.foreground), then embeds on a lowered thread
-    (core.priority).
+    other teams are being served (core.yield_to_requests), then embeds on a lowered thread
+    (core.low_priority_threads).
 
     The cache is the team's own (search.models.EmbeddingCache): another team having
     embedded the same text never spares this team the provider's round trip, so the

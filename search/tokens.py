@@ -41,7 +41,7 @@ def _tokenizer() -> Tokenizer:
 
 
 def _encode(text: str) -> Encoding:
-    # encode_batch, not encode: encode holds the GIL while it runs (25 ms for 64 KiB),
+    # encode_batch, not encode: encode holds the GIL for its whole run,
     # stalling every other request thread of the process; encode_batch lets it go.
     return _tokenizer().encode_batch([text], add_special_tokens=False)[0]
 

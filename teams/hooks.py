@@ -1,8 +1,8 @@
-"""Hooks teams calls and higher apps fill in (see core.hooks and docs/architecture.md)."""
+"""Hooks teams calls and higher apps fill in (see core.hook and docs/architecture.md)."""
 
 from __future__ import annotations
 
-from core.hooks import Hook
+from core.hook import Hook
 
 team_shutdown: Hook[dict[str, int]] = Hook(
     "teams.team_shutdown",

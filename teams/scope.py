@@ -30,7 +30,7 @@ from typing import Any
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 
-from core.foreground import note_team_request
+from core.yield_to_requests import note_team_request
 from teams.roles import APP_ROLE, OPERATOR_ROLE
 
 logger = logging.getLogger("memoryhub.audit")

@@ -31,7 +31,7 @@ from rest_framework.throttling import SimpleRateThrottle
 
 from core.client_address import client_address
 from core.locks import advisory_session_unlock, try_advisory_session_lock
-from core.metrics import THROTTLED_REQUESTS
+from core.metric_definitions import THROTTLED_REQUESTS
 from core.redis_outage import note_redis_failure, redis_skipped
 from teams.models import AgentToken
 from teams.permissions import needed_scope

@@ -40,7 +40,7 @@ MOVED_TABLES = {"teams_agentsession": "agents_agentsession", "dashboard_auditeve
 # and permissions); every other table must come out with exactly the rows it had.
 FILLED_BY_MIGRATE = {"django_migrations", "django_content_type", "auth_permission"}
 # Tables put under row-level security by a later migration on purpose (the old schema
-# had them without): the embedding cache is per team since issue 10 (search.0004).
+# had them without): the embedding cache is per team since search.0004.
 SECURED_SINCE = {"search_embeddingcache"}
 # A hang detector for the migrate process, not a speed target.
 MIGRATE_TIMEOUT_SECONDS = 300

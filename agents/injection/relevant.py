@@ -11,8 +11,8 @@ from agents.injection.entries import INJECTED_TYPES, entry_from
 from agents.injection.fitting import Fit
 from agents.injection.rendering import SECTION_HEADINGS, block_tokens, tokens_of
 from memories.models import Memory
-from search.querying import embed_and_search
 from search.retrieval.results import SearchResult
+from search.run_search import embed_and_search
 from search.selectors import MAX_RESULTS
 from teams.models import Team
 

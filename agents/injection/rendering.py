@@ -74,7 +74,7 @@ def _prefix(memory_type: str, key: str) -> str:
 class _ContentTokenCache:
     """Token counts of memory contents, by SHA-256 of the content, least recently used
     out: the same entries are injected call after call, and counting is the slow part
-    (about 0.1 ms per entry) while hashing is not."""
+    and hashing is not."""
 
     def __init__(self, size: int) -> None:
         self.size = size

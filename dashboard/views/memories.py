@@ -33,7 +33,7 @@ from memories.inputs import save_arguments
 from memories.models import Memory
 from memories.selectors import list_annotations
 from memories.use_cases import save_entry
-from search.querying import search_arguments, search_for
+from search.run_search import search_arguments, search_for
 from search.selectors import MAX_RESULTS
 
 PAGE_SIZE = 25

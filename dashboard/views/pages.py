@@ -19,7 +19,7 @@ from dashboard.access import Role, TeamAccess, page_context, person_actor, signe
 from dashboard.forms import InjectionForm, SearchForm
 from memories.models import IndexState
 from search import services as search_services
-from search.querying import search_arguments, search_for
+from search.run_search import search_arguments, search_for
 
 
 @login_required

@@ -20,7 +20,7 @@ from dashboard.access import Role, TeamAccess, forbidden, page_context, person_a
 from dashboard.forms import AccessibleForm
 from search import selectors as search_selectors
 from search import services as search_services
-from search.querying import embed_query
+from search.run_search import embed_query
 from search.selectors import MAX_QUERY_CHARS
 from teams.models import Team
 from teams.team_settings import EDITABLE_SETTINGS, proposed_team, update_team_settings

@@ -1,4 +1,4 @@
-"""Nudges (issue 12), a team-scoped table under row-level security from the start."""
+"""Nudges, a team-scoped table under row-level security from the start."""
 
 import uuid
 

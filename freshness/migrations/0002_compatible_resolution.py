@@ -1,4 +1,4 @@
-"""A contradiction resolved as compatible (issue 12): remembered on the nudge."""
+"""A contradiction resolved as compatible: remembered on the nudge."""
 
 from django.db import migrations, models
 

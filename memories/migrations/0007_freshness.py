@@ -1,4 +1,4 @@
-"""Freshness (issue 12): when each version was last confirmed (existing versions: at
+"""Freshness: when each version was last confirmed (existing versions: at
 their creation), who confirmed it, its anchor and the flags freshness sets; the new
 team-scoped Confirmation table gets row-level security at once."""
 

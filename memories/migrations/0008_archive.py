@@ -1,4 +1,4 @@
-"""Archive (issue 12): a soft state of the key's last version, inactive but neither
+"""Archive: a soft state of the key's last version, inactive but neither
 replaced nor deleted. Columns only: the table's row-level security is unchanged."""
 
 from django.db import migrations, models

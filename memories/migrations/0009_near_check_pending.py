@@ -1,4 +1,4 @@
-"""The batch save's deferred near-duplicate check (issue 13): one boolean column with a
+"""The batch save's deferred near-duplicate check: one boolean column with a
 constant default, which PostgreSQL adds without rewriting the table. Row-level security
 is unchanged."""
 

@@ -30,9 +30,9 @@ from django.conf import settings
 from core.errors import InvalidInput
 from memories.anchors import normalise_anchor
 from memories.exceptions import ContentTooLarge, MemoryExists, SkillNameTaken, StaleVersion, UnknownMemoryType
-from memories.extraction import with_extracted_metadata
 from memories.hooks import DuplicateMatch
 from memories.locks import lock_active_memory, lock_skill_name, try_lock_key
+from memories.metadata_extraction import with_extracted_metadata
 from memories.models import MAX_CONTENT_BYTES, Memory, SupersedeKind
 from memories.skills import active_skill_holder, normalise_skill_trigger
 from memories.types import ACCEPTED_TYPE_NAMES, DEFAULT_TYPE, MemoryType, TypeHint, resolve_type, suggest_type

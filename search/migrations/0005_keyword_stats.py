@@ -1,4 +1,4 @@
-"""BM25 statistics per team (issue 13; docs/decisions.md, "Keyword path: bounded
+"""BM25 statistics per team (docs/decisions.md, "Keyword path: bounded
 candidates and BM25"): the KeywordStat table under row-level security, the statement
 triggers on search_chunk that keep it in the transaction writing the chunks, and the
 backfill from the chunks already there."""

@@ -10,5 +10,5 @@
 6. results: snippets, successors and annotations, as SearchResult rows.
 
 The query's embedding (a network call to the provider) is not a step of this
-pipeline: search.querying makes it and hands the vector in.
+pipeline: search.run_search makes it and hands the vector in.
 """

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from core.db_router import read_connection
-from core.metrics import timed
+from core.metric_definitions import timed
 from search.models import SEARCH_CONFIG
 
 SearchMode = Literal["hybrid", "keyword", "vector"]
@@ -346,7 +346,7 @@ def _exact_scan(
     # into `team_id = <team>` on every joined table; for a team that grew since the last
     # ANALYZE the planner believes the team has a row or two and joins each vector to
     # the team's chunks through the team index, filtering: quadratic in the team's size
-    # (280 ms for 1,300 vectors, against 2 ms hashed). The whole team is read anyway, at
+    # (docs/search.md, "The vector path"). The whole team is read anyway, at
     # most EXACT_SCAN_BELOW vectors, so hashing is linear whatever the statistics say.
     # Transaction-local; a failed statement rolls it back with the transaction.
     cursor.execute("SELECT set_config('enable_nestloop', 'off', true)")
@@ -377,8 +377,8 @@ def _named_scan(
     """The exact scan of named memories (the hybrid completion): each table read on its
     own (MATERIALIZED), by the names, and only then joined. As one join, a planner whose
     statistics predate the team's growth believed the team held a row or two and paired
-    the team's vectors with its memories before filtering by name: 1,000 memories took
-    0.6 s, 3,000 took 23 minutes (docs/decisions.md). Here no step reads the team's rows
+    the team's vectors with its memories before filtering by name, quadratic in the team's
+    size (docs/search.md, "The vector path"). Here no step reads the team's rows
     more than once, whatever the statistics say; with current statistics each table is
     read through its index, by the names (tests/search/test_vector_plans.py)."""
     where, params = filters.sql()

@@ -1,4 +1,4 @@
-"""Entity boosting, part of step 2 (issue 15): the names in a query and its short quoted
+"""Entity boosting, part of step 2: the names in a query and its short quoted
 phrases, matched exactly in an entry's text, add a small bonus to the merged score.
 
 Neither path of the hybrid search sees a name as special: the embedding blurs "Anna"
@@ -11,7 +11,7 @@ exact, case-sensitive, whole-word match of a name the user wrote is strong evide
 - a quoted phrase: up to MAX_QUOTED_WORDS words between double quotes;
 - bonus = ENTITY_BOOST per distinct entity found in the entry, at most ENTITY_CAP of them.
 
-Measured on MADial-Bench (docs/decisions.md, "Retrieval quality levers (issue 15)").
+Measured on MADial-Bench (docs/decisions.md, "Retrieval quality levers").
 All patterns run in linear time: no nested quantifiers, no backtracking between them.
 """
 

@@ -1,4 +1,4 @@
-"""The injection block's "Please review" section (issue 12): at most three open nudges,
+"""The injection block's "Please review" section: at most three open nudges,
 contradictions first, only from what is left of the budget, never displacing an entry,
 within the project asked for, and never another team's."""
 

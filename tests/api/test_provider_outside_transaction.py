@@ -1,4 +1,4 @@
-"""Issue 10, finding 9: an API request holds no database transaction while the
+"""An API request holds no database transaction while the
 embedding provider answers, neither for the save's duplicate check nor for a search's
 query; and it goes on bound to its team afterwards (core.request_transaction)."""
 

@@ -1,5 +1,5 @@
 """Every database round trip of a read is a point where its thread waits for a core
-again, which a busy neighbour's work may hold (issue 10, the noisy neighbour): a GET of
+again, which a busy neighbour's work may hold: a GET of
 one entry makes exactly the round trips it needs, in the request's own transaction."""
 
 from __future__ import annotations

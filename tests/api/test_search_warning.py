@@ -1,4 +1,4 @@
-"""Issue 10, finding 11: when the embedding provider fails, a search tells the agent only
+"""When the embedding provider fails, a search tells the agent only
 that it fell back to keywords; the provider's address and error go to the log."""
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ profiles:
 def test_provider_failure_warns_without_the_providers_address(
     dead_provider_team: Agent, readonly_member: Agent, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="search.querying"):
+    with caplog.at_level(logging.WARNING, logger="search.run_search"):
         body = search(readonly_member, "deploy on fridays")
 
     assert body["search_mode"] == "keyword"

@@ -1,4 +1,4 @@
-"""Issue 10, finding 8: API rate limits. Each agent token has a budget of reads and one
+"""API rate limits. Each agent token has a budget of reads and one
 of writes; requests without a valid token have one per client address. Over budget, a
 request answers 429 `rate_limited` in the one error shape, with Retry-After."""
 

@@ -1,5 +1,5 @@
-"""Issue 10: agent tokens may expire (findings 8), and the schema endpoint ignores any
-Authorization header instead of answering 500 (finding 11)."""
+"""Agent tokens may expire, and the schema endpoint ignores any
+Authorization header instead of answering 500."""
 
 from __future__ import annotations
 

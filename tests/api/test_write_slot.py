@@ -1,6 +1,6 @@
 """A token's writes run one at a time across every web process (teams.throttling.write_slot):
 two clients sharing a token and saving 64 KiB texts back to back must not take every
-core from the other teams (issue 10, the noisy-neighbour row of `make bench hardening`).
+core from the other teams (the noisy-neighbour row of `make bench hardening`).
 
 The slot is held here from a connection of the test's own, as another process's
 request would hold it."""

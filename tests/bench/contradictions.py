@@ -1,4 +1,4 @@
-"""`python -m tests.bench contradictions`: the contradiction detector (issue 12) on its
+"""`python -m tests.bench contradictions`: the contradiction detector on its
 labelled set, tests/freshness/contradiction_pairs.jsonl.
 
 Each pair's texts are embedded with the bundled model (search/embeddings/local.py,

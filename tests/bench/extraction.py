@@ -1,4 +1,4 @@
-"""`python -m tests.bench extraction`: the offline draft extractor (issue 12) on the
+"""`python -m tests.bench extraction`: the offline draft extractor on the
 labelled transcripts in tests/freshness/extraction_transcripts/.
 
 Matching: a candidate matches an expected memory when its content contains every one
@@ -115,7 +115,7 @@ def match(expected: tuple[Expected, ...], contents: list[str]) -> dict[int, int]
 
 
 def score(transcripts: list[Transcript]) -> Score:
-    from freshness.extraction import extract_candidates
+    from freshness.draft_extraction import extract_candidates
 
     total = Score()
     for transcript in transcripts:
@@ -188,7 +188,7 @@ def adversarial_transcripts(size: int) -> dict[str, str]:
 
 def worst_case_ms(size: int) -> tuple[str, float]:
     """The slowest adversarial shape of `size` characters (prepare + extract), in ms."""
-    from freshness.extraction import extract_candidates
+    from freshness.draft_extraction import extract_candidates
 
     timings = {}
     for name, text in adversarial_transcripts(size).items():
@@ -228,7 +228,7 @@ def run(*, quick: bool = False) -> dict[str, Any]:
         ],
     )
     print(f"in-process: {elapsed_ms:.0f} ms for the whole set (prepare + extract)")
-    from freshness.extraction import TRANSCRIPT_MAX_CHARS
+    from freshness.draft_extraction import TRANSCRIPT_MAX_CHARS
 
     worst = {size: worst_case_ms(size) for size in (64 * 1024, TRANSCRIPT_MAX_CHARS)}
     for size, (shape, ms) in worst.items():

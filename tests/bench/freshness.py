@@ -1,4 +1,4 @@
-"""`python -m tests.bench freshness`: a full freshness pass over 100k memories (issue 12).
+"""`python -m tests.bench freshness`: a full freshness pass over 100k memories.
 
 Ten teams of 10,000 active memories each (100,000 in all), every one last confirmed 200
 days ago and never read, so every job has the most to do: every entry but identity is

@@ -1,4 +1,4 @@
-"""`python -m tests.bench hardening`: one team cannot slow another (issue 10).
+"""`python -m tests.bench hardening`: one team cannot slow another.
 
 1. The credential scrubber, the read-time vault redaction and metadata extraction on
    64 KiB of adversarial text. Each shape repeats a fragment that made a backtracking
@@ -59,7 +59,7 @@ def adversarial_inputs() -> dict[str, str]:
 
 
 def run(*, quick: bool = False) -> dict[str, Any]:
-    from memories.extraction import extract_metadata
+    from memories.metadata_extraction import extract_metadata
     from teams.scrubber import SecretMatcher, scrub
 
     repeats = QUICK_REPEATS if quick else REPEATS
@@ -106,7 +106,7 @@ def run(*, quick: bool = False) -> dict[str, Any]:
             "input": f"{SIZE} characters per call, each shape a fragment repeated (see adversarial_inputs)",
             "scrub": "teams.scrubber.scrub with no vault secrets (every credential rule)",
             "read redact": "SecretMatcher of 50 vault secrets, as every API response string and page gets",
-            "extract": "memories.extraction.extract_metadata",
+            "extract": "memories.metadata_extraction.extract_metadata",
             "repeats": repeats,
         },
         "target_ms": TARGET_MS,

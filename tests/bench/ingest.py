@@ -395,7 +395,7 @@ def run(*, quick: bool = False) -> dict[str, Any]:
     ]
     print()
     harness.print_table(
-        ["target (issue 13)", "measured", "target", ""],
+        ["target", "measured", "target", ""],
         [[name, measured, goal, "met" if met else "missed"] for name, measured, goal, met in targets],
     )
     print(

@@ -15,7 +15,7 @@ time. In the same run, the bench replays the SQL the selector ran for each query
 keyword full-text query and the vector HNSW query, captured with CaptureQueriesContext)
 straight on a database cursor, so API / SQL shows what the layers above SQL cost.
 Hybrid runs at max_results 10 and 50, request by request in turns; the closing table
-checks the measures against issue 13's targets, at the largest size measured.
+checks the measures against the search targets, at the largest size measured.
 
 With `--scale`, a second part measures a 1k-memory team alone, then again once the
 database holds SCALE_MEMORIES memories over SCALE_TEAMS teams (the filler teams draw
@@ -53,7 +53,7 @@ MAX_RESULTS_WIDE = 50  # hybrid only, measured in turns with MAX_RESULTS
 SCALE_TEAM_SIZE = 1_000
 SCALE_MEMORIES = 500_000  # defaults of --scale; smaller values only check that it works
 SCALE_TEAMS = 50
-# Issue 13's targets (set at 100k memories; --quick measures them at 10k).
+# The search targets (set at 100k memories; --quick measures them at 10k).
 TARGET_HYBRID_P95_MS = 50.0
 TARGET_HYBRID_TO_VECTOR_SQL = 2.0
 TARGET_WIDE_TO_NARROW = 2.0
@@ -505,7 +505,7 @@ def _capture(
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from search.querying import embed_and_search
+    from search.run_search import embed_and_search
     from teams.scope import team_scope
 
     captured = []
@@ -596,7 +596,7 @@ def _measure(
     import httpx
 
     from search.embeddings.profiles import provider_for
-    from search.querying import embed_and_search
+    from search.run_search import embed_and_search
     from teams.scope import team_scope
 
     load_before = os.getloadavg()[0]
@@ -793,7 +793,7 @@ def _target(measure: str, value: float, target: float, unit: str) -> dict[str, A
 
 
 def _targets(results: list[dict[str, Any]], scale: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """Issue 13's search targets, at the largest size measured (and --scale's, if run)."""
+    """The search targets, at the largest size measured (and --scale's, if run)."""
     size = max(r["size"] for r in results)
     at = {(r["mode"], r["max_results"]): r for r in results if r["size"] == size}
     hybrid = at["hybrid", MAX_RESULTS]["api_ms"]["p95"]
@@ -932,7 +932,7 @@ def run(*, quick: bool = False, scale: tuple[int, int] | None = None) -> dict[st
     targets = _targets(results, scale_part)
     size = max(sizes)
     print(
-        f"\nissue 13 targets at {size:,} memories"
+        f"\nsearch targets at {size:,} memories"
         + (" (--quick: the targets are set at 100,000; run without --quick for them)" if quick else "")
     )
     harness.print_table(
@@ -971,7 +971,7 @@ def run(*, quick: bool = False, scale: tuple[int, int] | None = None) -> dict[st
             "interleaving": "each measured request runs API, selector, embedding and SQL back to back; "
             f"hybrid's max_results {MAX_RESULTS} and {MAX_RESULTS_WIDE} take turns on every query, in "
             "alternating order",
-            "targets": f"issue 13's, at the largest size measured ({size:,}); the raw vector top-k SQL is the "
+            "targets": f"the search targets, at the largest size measured ({size:,}); the raw vector top-k SQL is the "
             f"hybrid max_results {MAX_RESULTS} row's replayed vector query",
         },
         "seeding": seeding,

@@ -1,4 +1,4 @@
-"""Query-time retrieval levers (issue 15), measured on MADial's tune half, reported on
+"""Query-time retrieval levers, measured on MADial's tune half, reported on
 its held-out half. Each lever is tried alone against the default hybrid ranking (hybrid
 + MMR; age decay off, as in the quality table: the bench backdates memories to
 2012-2024, so a 30-day half-life would only rank by age) and needs no re-indexing. The
@@ -90,7 +90,7 @@ def rrf_merged(candidates: list[Any]) -> dict[uuid.UUID, float]:
     return {memory_id: score / top for memory_id, score in fused.items()}
 
 
-# (c) Entity boosting: the product's (search.retrieval.entities), kept (issue 15).
+# (c) Entity boosting: the product's (search.retrieval.entities), kept.
 
 # (d) Multiple query embeddings: a long query (a whole conversation) is also embedded in
 # overlapping windows of WINDOW_UNITS lines (sentences when it has too few lines), at

@@ -1,4 +1,4 @@
-"""`python -m tests.bench mcp`: what the MCP layer adds to a search (issue 11).
+"""`python -m tests.bench mcp`: what the MCP layer adds to a search.
 
 One team of 10,000 active memories, chunked for keyword search (no vectors: both paths
 run the same selector, so the difference is the protocol, not the ranking). The same
@@ -283,7 +283,7 @@ def _session_cost(base: str) -> dict[str, Any]:
 
     import httpx
 
-    from memoryhub_client.hooks import GUIDE
+    from memoryhub_client.claude_code_hooks import GUIDE
     from teams.services import create_token
 
     team = _seed_session_team()

@@ -5,10 +5,10 @@ user, so "search only that user's pool" is the team boundary itself). Each dialo
 query is the conversation before its first test turn; the top 10 keys are scored
 against the gold ids with Recall@k, binary nDCG@k, MRR@10 and Hit@5.
 
-The search runs in-process through `search.querying.embed_and_search` (not over HTTP):
+The search runs in-process through `search.run_search.embed_and_search` (not over HTTP):
 the quality figures are about ranking, and the selector is what the API calls.
 
-Issue 15: the dialogues are also split into a tune half and a held-out half (split_of:
+The dialogues are also split into a tune half and a held-out half (split_of:
 a stable hash of the dialogue's line number; memories are never split), each half
 reported with 95% bootstrap intervals, and the query-time levers of tests/bench/levers.py
 are measured one by one against the default hybrid ranking on both halves.
@@ -301,7 +301,7 @@ def _ingest(memories: list[BenchMemory]) -> dict[str, Any]:
 
 
 def _run(config: RunConfig, dialogues: list[Dialogue], teams: dict[int, Any]) -> dict[str, Any]:
-    from search.querying import embed_and_search
+    from search.run_search import embed_and_search
     from teams.scope import team_scope
 
     per_dialogue = []
@@ -419,7 +419,7 @@ def run(*, quick: bool = False) -> dict[str, Any]:
             "ingest": "one team per user (madial-bart, madial-lisa); key madial-<id>, content = event, "
             "type context, metadata {scene, emotion}, created_at backdated to `time` (12:00 UTC)",
             "query": "dialogue lines before test-turn[0], <BOD> dropped, <Name>: prefixes stripped, joined by newlines",
-            "search": f"search.querying.embed_and_search in-process, the user's team only, max_results={TOP_K}, "
+            "search": f"search.run_search.embed_and_search in-process, the user's team only, max_results={TOP_K}, "
             "min_score left at the selector's default",
             "metrics": "README definitions, mean over 160 dialogues; missing results count as misses",
         },
@@ -478,7 +478,7 @@ def _half_report(dialogues: list[Dialogue], runs: list[dict[str, Any]]) -> dict[
     return halves
 
 
-# Each lever's decision, written after measuring it (docs/decisions.md, issue 15).
+# Each lever's decision, written after measuring it (docs/decisions.md, "Retrieval quality levers").
 LEVER_DECISIONS: dict[str, str] = {
     "question-phrase removal (keyword path)": "dropped: no effect on either half "
     "(the english text-search configuration already drops the question words)",
@@ -503,7 +503,7 @@ def _lever_report(
 ) -> list[dict[str, Any]]:
     """Each lever alone against the production default, on both halves: R@5 and nDCG@5
     without and with it, the paired delta with its 95% bootstrap interval."""
-    from search.querying import embed_query
+    from search.run_search import embed_query
     from teams.scope import team_scope
     from tests.bench import levers
 

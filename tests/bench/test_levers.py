@@ -1,4 +1,4 @@
-"""The bench's query-time levers (issue 15) are pure functions of the query and the
+"""The bench's query-time levers are pure functions of the query and the
 candidates: checked here by hand, no database."""
 
 from __future__ import annotations

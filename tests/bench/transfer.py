@@ -1,5 +1,5 @@
 """`python -m tests.bench transfer`: export and import throughput at 100k memories, and
-the exporting process's peak memory (issue 11).
+the exporting process's peak memory.
 
 One team of 100,000 memories: 90,000 keys, 10,000 of them with a second (superseded)
 version, and 5,000 notes. The deployment's gunicorn (2 threaded processes) serves it with

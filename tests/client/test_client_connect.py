@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from agents.mcp.tools import CORE_TOOLS
-from memoryhub_client.hooks import CLIENT_TIMEOUT_SECONDS
+from memoryhub_client.claude_code_hooks import CLIENT_TIMEOUT_SECONDS
 from tests.client.conftest import COMMAND, Cli
 
 pytestmark = pytest.mark.slow  # runs the `memoryhub` command

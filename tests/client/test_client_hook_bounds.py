@@ -14,8 +14,8 @@ from collections.abc import Iterator
 import pytest
 
 from memoryhub_client.api import ApiError, MemoryHubApi
+from memoryhub_client.claude_code_hooks import MAX_STDIN_BYTES, read_bounded
 from memoryhub_client.config import ClientConfig
-from memoryhub_client.hooks import MAX_STDIN_BYTES, read_bounded
 from tests.client.conftest import COMMAND, RUN_SECONDS, Cli
 
 

@@ -1,4 +1,4 @@
-"""`memoryhub save --batch FILE.jsonl` against the real server (issue 13, item 4): every
+"""`memoryhub save --batch FILE.jsonl` against the real server: every
 line saved through POST memories/batch/ in requests of at most 500 (and under the body
 limit), refused entries
 reported one line each with exit status 1, the same file again unchanged, and a file

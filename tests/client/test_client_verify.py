@@ -15,7 +15,7 @@ import pytest
 from freshness.models import AnchorCheck, Nudge, NudgeKind
 from memories import writes
 from memories.models import Memory
-from memoryhub_client import hooks
+from memoryhub_client import claude_code_hooks
 from memoryhub_client.api import MemoryHubApi
 from memoryhub_client.config import ClientConfig
 from teams.models import Team
@@ -156,6 +156,6 @@ def test_the_hooks_report_never_raises_when_the_server_cannot_be_reached(
     config = ClientConfig(url=f"http://127.0.0.1:{port}", team="alpha", project=None, token="t")
 
     with MemoryHubApi(config) as api:
-        hooks._report_file_anchors(api, worktree(tmp_path))
+        claude_code_hooks._report_file_anchors(api, worktree(tmp_path))
 
     assert "file anchors not reported: ApiError" in capsys.readouterr().err

@@ -1,6 +1,5 @@
 """Setting a password in the dashboard: the one-time links, "Forgot your password?" by
-e-mail when an e-mail server is configured, and inviting people on the Members page
-(issue 16)."""
+e-mail when an e-mail server is configured, and inviting people on the Members page."""
 
 from __future__ import annotations
 

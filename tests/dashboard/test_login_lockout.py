@@ -1,4 +1,4 @@
-"""Issue 10, finding 8: after MEMORYHUB_LOGIN_FAILURE_LIMIT failed sign-ins for one user
+"""After MEMORYHUB_LOGIN_FAILURE_LIMIT failed sign-ins for one user
 name from one address, that pair is refused, even with the right password, with a clear
 message on the sign-in page (429, never a 500); other users and addresses sign in."""
 

@@ -1,4 +1,4 @@
-"""The Review page (issue 12): the team's open nudges in one queue (contradictions, broken
+"""The Review page: the team's open nudges in one queue (contradictions, broken
 anchors, due entries, prune proposals; newest first in each), each resolved in one POST
 through freshness.services.resolve_nudge as the signed-in person; viewers read, members
 act; another team's queue and nudges are 404 with nothing of theirs in the body. Also the

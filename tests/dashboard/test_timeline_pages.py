@@ -1,5 +1,5 @@
 """The detail page's supersede timeline comes a page at a time: a key with many long
-versions must not load and diff all of them on every view (issue 10, finding 11)."""
+versions must not load and diff all of them on every view."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The load drill (issue 14): many agents of several teams use one MemoryHub at once, then
+"""The load drill: many agents of several teams use one MemoryHub at once, then
 every acknowledged write is checked against what the service holds.
 
 Each agent is an asyncio task with a token of its own, doing a realistic mix until the
@@ -283,7 +283,7 @@ def run_load(
 
 
 def failures(report: dict[str, Any]) -> list[str]:
-    """What makes the drill fail: its targets (issue 14)."""
+    """What makes the drill fail: its targets."""
     found = []
     verification = report["verification"]
     for name in ("lost_or_altered", "broken_chains", "wrong_active", "duplicate_actives"):

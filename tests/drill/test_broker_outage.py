@@ -1,4 +1,4 @@
-"""Fault drill (issue 14): Redis stops under write load. Saves keep answering 201 (the
+"""Fault drill: Redis stops under write load. Saves keep answering 201 (the
 entries wait as `pending`), and once Redis is back the worker and beat reconnect by
 themselves and every entry saved during the outage is indexed, with no manual step."""
 

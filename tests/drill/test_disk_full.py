@@ -1,4 +1,4 @@
-"""Fault drill (issue 14): the disk under PostgreSQL fills up while an agent saves.
+"""Fault drill: the disk under PostgreSQL fills up while an agent saves.
 
 The test's own PostgreSQL lives on a tmpfs of a fixed size, which the drill shrinks to
 a little more than it uses, then an agent saves 64 KiB memories until the service

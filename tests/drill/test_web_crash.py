@@ -1,4 +1,4 @@
-"""Fault drill (issue 14): the web server is killed (SIGKILL, every process) while agents
+"""Fault drill: the web server is killed (SIGKILL, every process) while agents
 supersede the same keys. Afterwards each key has exactly one active entry (the old or
 the new version, never both, never none), every supersede answered 201 is in the key's
 history, and each version supersedes the one before it; a new server serves at once."""

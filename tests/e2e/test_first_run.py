@@ -1,4 +1,4 @@
-"""The first run in a browser (issue 16): a fresh database, `manage.py bootstrap`, the
+"""The first run in a browser: a fresh database, `manage.py bootstrap`, the
 printed one-time link to set the owner's password, signing in, a team setting changed,
 a token made on the Tokens page, and an agent's first save appearing on the overview."""
 

@@ -1,4 +1,4 @@
-"""The Review page in a real browser (issue 12): a member opens it from the nav (with its
+"""The Review page in a real browser: a member opens it from the nav (with its
 open count), confirms a due entry with the keyboard (j to move, c to confirm), resolves a
 contradiction with "Keep newer", and sees the queue empty; and accepts a draft as edited."""
 

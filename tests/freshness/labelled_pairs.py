@@ -69,7 +69,7 @@ def judge_every_pair(pair: Pair, vectors: dict[str, list[float]]) -> Verdict:
 
 def as_the_save_flow_sees_it(pair: Pair, vectors: dict[str, list[float]]) -> Verdict:
     """Only band candidates are judged: at or above the duplicate threshold the save's
-    duplicate check (search.dedup) has refused or superseded the entry already."""
+    duplicate check (search.duplicates_on_save) has refused or superseded the entry already."""
     kept = select_candidates(vectors[pair.new], [("old", vectors[pair.old])])
     if kept:
         return judge_pair(pair.new, pair.old, kept[0][1])

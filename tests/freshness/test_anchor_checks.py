@@ -1,4 +1,4 @@
-"""Anchored verification (issue 12): the SSRF guard, the HTTP check against a real local
+"""Anchored verification: the SSRF guard, the HTTP check against a real local
 server, the flag rule and its nudge, per-host backoff, the job across two teams, the
 file-anchor report API, and a real beat and worker flagging a broken URL anchor."""
 

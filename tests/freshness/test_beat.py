@@ -1,4 +1,4 @@
-"""Beat (issue 12): the schedule lives in the database with MemoryHub's jobs created by a
+"""Beat: the schedule lives in the database with MemoryHub's jobs created by a
 migration; each run is recorded; a real beat and worker (embedded Redis) run the due job
 for every team, each in its own scope; the session sweep covers every team."""
 

@@ -1,4 +1,4 @@
-"""The contradiction flow (issue 12): once the worker has indexed an entry, its nearest
+"""The contradiction flow: once the worker has indexed an entry, its nearest
 active entries of other keys are judged and a contradicting pair opens one nudge linking
 both; the duplicate check lets a near-duplicate that disagrees through; resolving by
 supersede archives the older entry (restorable), by compatible stops the pair coming

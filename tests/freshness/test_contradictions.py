@@ -1,4 +1,4 @@
-"""The contradiction detector (issue 12): its rules, the candidate band, the nudge text,
+"""The contradiction detector: its rules, the candidate band, the nudge text,
 its cost on hostile input, and its quality on the labelled set with the bundled embedder."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Extraction drafts' services (freshness/drafts.py) and the OpenAI-compatible extractor
-(freshness/llm_extraction.py) against a real local HTTP server that speaks
+(freshness/draft_extraction/llm.py) against a real local HTTP server that speaks
 /v1/chat/completions: what the model is sent (only the scrubbed, code-free text), how
 its answer is checked and bounded, and how a bad answer, a 500 and a timeout end (a
 clear error and no drafts)."""
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from freshness import drafts
-from freshness.extraction import MAX_CANDIDATES, MAX_CONTENT_CHARS
+from freshness.draft_extraction import MAX_CANDIDATES, MAX_CONTENT_CHARS
 from freshness.models import Draft, DraftState
 from memories.keys import derive_key
 from teams.models import Team

@@ -1,4 +1,4 @@
-"""The due job (issue 12): an entry past its team's window gets exactly one `due`
+"""The due job: an entry past its team's window gets exactly one `due`
 nudge however often the job runs; identity never does; two distinct confirmers earn the
 longer window; every team is looked at in its own scope."""
 

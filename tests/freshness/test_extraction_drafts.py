@@ -1,4 +1,4 @@
-"""The offline draft extractor (freshness/extraction.py): its rules, the scrub and the
+"""The offline draft extractor (freshness/draft_extraction/): its rules, the scrub and the
 code removal that come before any rule reads the text, its bounds, and the floors it
 meets on the labelled transcripts (tests/freshness/extraction_transcripts/)."""
 
@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from freshness import extraction
-from freshness.extraction import (
+from freshness.draft_extraction import (
     MAX_CANDIDATES,
     MAX_CONTENT_CHARS,
     TRANSCRIPT_MAX_CHARS,
@@ -18,6 +17,7 @@ from freshness.extraction import (
     extract_candidates,
     prepare_transcript,
 )
+from freshness.draft_extraction import rules as rule_extractor
 from memories.keys import derive_key
 from memories.types import MemoryType
 from tests.bench.extraction import Expected, adversarial_transcripts, load_transcripts, match, score
@@ -318,14 +318,14 @@ def test_a_plain_str_is_prepared_first_and_a_prepared_one_is_not_prepared_again(
     raw = f"Lesson: tokens like {GITHUB_TOKEN} expire after 90 days."
     prepared = prepare_transcript(raw)
     assert isinstance(prepared, PreparedTranscript)
-    preparing = extraction.prepare_transcript
+    preparing = rule_extractor.prepare_transcript
     prepared_texts: list[str] = []
 
     def counted(text: str, *args: Any, **kwargs: Any) -> PreparedTranscript:
         prepared_texts.append(text)
         return preparing(text, *args, **kwargs)
 
-    monkeypatch.setattr(extraction, "prepare_transcript", counted)
+    monkeypatch.setattr(rule_extractor, "prepare_transcript", counted)
 
     from_raw = extract_candidates(raw)
     assert prepared_texts == [raw]

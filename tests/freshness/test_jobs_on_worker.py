@@ -1,4 +1,4 @@
-"""Freshness on real Celery processes (issue 12's acceptance): the worker that indexes an
+"""Freshness on real Celery processes: the worker that indexes an
 entry finds its contradiction, which is resolved by supersede; beat sends the prune job,
 whose proposal is archived and restored. Two teams each time: a team's entries are never
 judged against the other's, each job runs in each team's scope, and neither team's agent

@@ -1,4 +1,4 @@
-"""GET nudges/ and POST nudges/{id}/resolve/ (issue 12): paged, filterable by kind,
+"""GET nudges/ and POST nudges/{id}/resolve/: paged, filterable by kind,
 naming their keys and linking their entries; resolved in one call; another team's
 token sees nothing of them."""
 

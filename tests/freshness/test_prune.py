@@ -1,4 +1,4 @@
-"""The prune job (issue 12): proposes archiving entries that are old, never read and
+"""The prune job: proposes archiving entries that are old, never read and
 never rated, bounded per run, team by team in each team's scope, idempotent; the
 proposal is archived by resolving it and the entry restored by one call. Nothing is
 archived or deleted by the job itself."""

@@ -1,4 +1,4 @@
-"""memory_save_batch (issue 13, item 4): the REST batch save as an MCP tool, through the
+"""memory_save_batch: the REST batch save as an MCP tool, through the
 real server (gunicorn, /mcp/) and the SDK's client: one result per entry in order, a key
 derived when left out, an entry's error in REST's error shape, sending again unchanged."""
 

@@ -1,4 +1,4 @@
-"""Issue 10, finding 11: a supersede may name the version it was based on
+"""A supersede may name the version it was based on
 (`expected_version` or `If-Match`), and a key's history comes a page at a time."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Archive (issue 12): a soft state of a key's active entry. It leaves the list, search's
+"""Archive: a soft state of a key's active entry. It leaves the list, search's
 default results and injection, stays in history, and is restored as it was; a key saved
 again meanwhile is not overwritten; read tokens cannot archive; bad input is a 4xx in
 the one error shape."""

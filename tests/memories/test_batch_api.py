@@ -1,4 +1,4 @@
-"""Issue 13, item 4: POST memories/batch/ saves up to 500 entries with the rules of a
+"""POST memories/batch/ saves up to 500 entries with the rules of a
 single save, one result per entry in order, partial success stored and reported; the
 request embeds nothing (its near-duplicate check runs after indexing:
 test_batch_deferred_dedup.py); the stored versions go to indexing in batches; team

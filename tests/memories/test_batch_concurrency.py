@@ -1,5 +1,5 @@
-"""Two batches of one team over the same keys, in opposite orders, on real connections
-(issue 13, item 4): entries are locked in key order whatever their order in the
+"""Two batches of one team over the same keys, in opposite orders, on real connections:
+entries are locked in key order whatever their order in the
 request, so neither batch waits on the other in a cycle (no deadlock, no 5xx), and each
 key ends with one active entry and an unbroken chain."""
 

@@ -1,4 +1,4 @@
-"""Issue 13, item 4: the batch save makes only the exact duplicate check in the request
+"""The batch save makes only the exact duplicate check in the request
 (no embedding); an entry it stores under a new key without allow_duplicate or a reason
 gets the near check once the worker has indexed it, and a near duplicate then becomes
 a soft supersede: the longer text stays, and a new entry that is not longer is the one

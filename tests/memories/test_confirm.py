@@ -1,4 +1,4 @@
-"""Confirming an entry (issue 12): `last_confirmed_at` moves, no new version is made,
+"""Confirming an entry: `last_confirmed_at` moves, no new version is made,
 and the key's history shows the confirmation (who, when, note)."""
 
 from __future__ import annotations

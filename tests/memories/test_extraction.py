@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.db.models import Q
 
-from memories.extraction import (
+from memories.metadata_extraction import (
     MAX_ACTION_ITEM_CHARS,
     MAX_TAGS,
     extract_metadata,

@@ -1,4 +1,4 @@
-"""Issue 10, finding 11: per-team quotas on active memories and live agent sessions
+"""Per-team quotas on active memories and live agent sessions
 (MEMORYHUB_QUOTA_*): the next new one answers 409 quota_exceeded, changes still work."""
 
 from __future__ import annotations

@@ -148,7 +148,7 @@ def _rows() -> dict[str, Any]:
 def _search_and_isolation() -> dict[str, Any]:
     from django.db import connection
 
-    from search.querying import embed_and_search
+    from search.run_search import embed_and_search
     from teams.models import Team
     from teams.scope import dangerously_bypass_team_scope, team_scope
 

@@ -1,4 +1,4 @@
-"""The restore drill (issue 14): `manage.py backup` → wipe → `manage.py restore`, as an
+"""The restore drill: `manage.py backup` → wipe → `manage.py restore`, as an
 operator runs it, against PostgreSQL servers of the test's own (tests/memoryhub/
 private_postgres.py: the embedded server, started by the project's own code).
 

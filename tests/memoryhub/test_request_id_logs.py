@@ -1,4 +1,4 @@
-"""Request ids and JSON logs (issue 14): every response names its request, the id follows
+"""Request ids and JSON logs: every response names its request, the id follows
 the request into the worker's log lines for the tasks it enqueued, and JSON log lines
 hold only scrubbed fields."""
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import redis
 
-from core import foreground
+from core import yield_to_requests
 from memories import writes
 from memoryhub import embedded_redis as embedded
 from search import services as search_services
@@ -48,10 +48,10 @@ def notes(embedded_redis: embedded.EmbeddedRedis, settings: Any) -> Iterator[red
     settings.MEMORYHUB_INDEX_YIELD_MAX_MS = YIELD_BUDGET_MS
     settings.MEMORYHUB_FOREGROUND_WINDOW_MS = 100
     client = redis.Redis(unix_socket_path=str(embedded.socket_path(embedded_redis.folder)))
-    client.delete(foreground.KEY)
-    foreground._down_until = 0.0
+    client.delete(yield_to_requests.KEY)
+    yield_to_requests._down_until = 0.0
     yield client
-    client.delete(foreground.KEY)
+    client.delete(yield_to_requests.KEY)
     client.close()
 
 
@@ -67,7 +67,7 @@ def keep_noting() -> Iterator[Any]:
 
         def run() -> None:
             while not stop.is_set():
-                foreground.note_team_request(team_id)
+                yield_to_requests.note_team_request(team_id)
                 noted.set()
                 stop.wait(0.02)  # the scenario's pace, not a wait for something
 

@@ -19,7 +19,7 @@ from django.db import IntegrityError, transaction
 from memories import hooks as memory_hooks
 from memories import writes
 from memories.models import Memory
-from search import dedup
+from search import duplicates_on_save
 from search.chunking import content_hash
 from search.embeddings.base import EmbeddingUnavailable
 from search.models import EmbeddingCache
@@ -175,7 +175,7 @@ def test_the_same_text_is_caught_while_the_provider_is_down(
     def down(team: Team) -> None:
         raise EmbeddingUnavailable("connection refused")
 
-    monkeypatch.setattr(dedup, "team_provider", down)
+    monkeypatch.setattr(duplicates_on_save, "team_provider", down)
     copy = member.client.post(
         member.url("memories/"), {"key": "staging-copy", "content": STAGING}, format="json"
     )

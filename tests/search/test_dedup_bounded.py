@@ -1,6 +1,6 @@
 """The near-duplicate check runs inside the save request, so its embedding work is
 bounded: however long the new text, only its first MEMORYHUB_DEDUP_MAX_CHUNKS chunks
-are embedded there (issue 10: one team's 64 KiB saves must not hold the server)."""
+are embedded there (one team's 64 KiB saves must not hold the server)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from django.conf import settings
 
 from memories import writes
-from search import dedup
+from search import duplicates_on_save
 from search import services as search_services
 from search.chunking import TextChunk, chunk_text
 from search.models import EmbeddingCache
@@ -35,18 +35,18 @@ def test_only_the_opening_of_a_long_text_is_chunked_and_embedded_on_save(
         chunked.append(len(text))
         return chunk_text(text)
 
-    monkeypatch.setattr(dedup, "chunk_text", observed_chunk_text)
+    monkeypatch.setattr(duplicates_on_save, "chunk_text", observed_chunk_text)
     with operator_view():
         cached_before = EmbeddingCache.objects.filter(team=team).count()
 
     with team_scope(team.id):
-        assert dedup.find_duplicate(team=team, text=LONG_TEXT) is None
+        assert duplicates_on_save.find_duplicate(team=team, text=LONG_TEXT) is None
 
     with operator_view():
         assert EmbeddingCache.objects.filter(team=team).count() - cached_before == (
             settings.MEMORYHUB_DEDUP_MAX_CHUNKS
         )
-    assert chunked == [settings.MEMORYHUB_DEDUP_MAX_CHUNKS * dedup.CHARACTERS_PER_CHUNK]
+    assert chunked == [settings.MEMORYHUB_DEDUP_MAX_CHUNKS * duplicates_on_save.CHARACTERS_PER_CHUNK]
     assert chunked[0] < len(LONG_TEXT)
 
 
@@ -58,6 +58,6 @@ def test_a_long_text_whose_opening_repeats_an_entry_is_still_a_duplicate(team: T
     search_services.index_memory(team_id=team.id, memory_id=saved.id)
 
     with team_scope(team.id):
-        match = dedup.find_duplicate(team=team, text=LONG_TEXT)
+        match = duplicates_on_save.find_duplicate(team=team, text=LONG_TEXT)
 
     assert match is not None and match.memory.id == saved.id and match.matched_by == "embedding"

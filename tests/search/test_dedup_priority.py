@@ -1,5 +1,5 @@
-"""Issue 10, the noisy neighbour: a save's near-duplicate embedding runs on a thread at
-the workers' niceness (core.priority), so one team's long saves take the CPU that
+"""The noisy neighbour: a save's near-duplicate embedding runs on a thread at
+the workers' niceness (core.low_priority_threads), so one team's long saves take the CPU that
 serving other teams' requests leaves over; the request's own thread keeps its priority.
 
 Nice values are per thread on Linux; this reads them with getpriority(2) on the thread
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from django.conf import settings
 
-from core.priority import run_at_background_priority
+from core.low_priority_threads import run_at_background_priority
 from memories import writes
 from search import services as search_services
 from search.embeddings.local import LocalOnnxProvider

@@ -1,4 +1,4 @@
-"""Issue 10, finding 3: the embedding cache is per team, so a save's speed says nothing
+"""The embedding cache is per team, so a save's speed says nothing
 about what other teams hold.
 
 Team B saving a text must not spare team A the provider's round trip when A saves the

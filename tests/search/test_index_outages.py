@@ -1,4 +1,4 @@
-"""Issue 10, finding 9: broker and provider outages.
+"""Broker and provider outages.
 
 - A broker that refuses connections costs a save one connection attempt, not a retry
   loop of ~6 s inside the request: the save answers 201, the refusal is logged, and the
@@ -260,7 +260,7 @@ def test_indexing_and_reindexing_hold_no_database_transaction_while_the_provider
     remote: EmbeddingServer, member: Agent
 ) -> None:
     """A guard for the worker's paths: indexing stores vectors under a lock of the team's
-    row (finding 10), and must still embed before taking it. (The API's provider calls:
+    row, and must still embed before taking it. (The API's provider calls:
     tests/api/test_provider_outside_transaction.py.)"""
     remote.start()
     provider = provider_for("remote")

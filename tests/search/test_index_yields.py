@@ -1,5 +1,5 @@
-"""Issue 10, the noisy neighbour: indexing one team's entries waits while other teams'
-requests are being served (core.foreground), so a team flooding the service with saves
+"""The noisy neighbour: indexing one team's entries waits while other teams'
+requests are being served (core.yield_to_requests), so a team flooding the service with saves
 does not have the worker compete with another team's reads.
 
 Against the run's own Redis (tests.worker's embedded_redis): an API request notes its
@@ -16,7 +16,7 @@ import pytest
 import redis
 from django.conf import settings
 
-from core import foreground
+from core import yield_to_requests
 from memories import writes
 from search import services as search_services
 from search.chunking import chunk_text
@@ -37,32 +37,32 @@ LONG_TEXT = "\n\n".join(
 def test_an_api_request_notes_its_team(notes: redis.Redis, member: Agent, other_team: Team) -> None:
     before = time.time() * 1000
     assert member.client.get(member.url("memories/")).status_code == 200
-    noted = notes.zscore(foreground.KEY, str(member.team.id))
+    noted = notes.zscore(yield_to_requests.KEY, str(member.team.id))
     assert noted is not None and noted >= before - 1
-    assert notes.zscore(foreground.KEY, str(other_team.id)) is None
+    assert notes.zscore(yield_to_requests.KEY, str(other_team.id)) is None
     # One member per team, not one per request.
     member.client.get(member.url("memories/"))
-    assert notes.zcard(foreground.KEY) == 1
+    assert notes.zcard(yield_to_requests.KEY) == 1
 
 
 def test_only_other_teams_requests_count_and_only_within_the_window(
     notes: redis.Redis, team: Team, other_team: Team, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    noted_at = foreground._now_ms()
-    monkeypatch.setattr(foreground, "_now_ms", lambda: noted_at)
-    foreground.note_team_request(team.id)
-    assert not foreground.other_teams_active(team.id)
-    assert foreground.other_teams_active(other_team.id)
+    noted_at = yield_to_requests._now_ms()
+    monkeypatch.setattr(yield_to_requests, "_now_ms", lambda: noted_at)
+    yield_to_requests.note_team_request(team.id)
+    assert not yield_to_requests.other_teams_active(team.id)
+    assert yield_to_requests.other_teams_active(other_team.id)
     # The notes' clock moved on rather than waited out: the window's last millisecond...
     window = settings.MEMORYHUB_FOREGROUND_WINDOW_MS
-    monkeypatch.setattr(foreground, "_now_ms", lambda: noted_at + window)
-    assert foreground.other_teams_active(other_team.id)
+    monkeypatch.setattr(yield_to_requests, "_now_ms", lambda: noted_at + window)
+    assert yield_to_requests.other_teams_active(other_team.id)
     # ...and the next one.
-    monkeypatch.setattr(foreground, "_now_ms", lambda: noted_at + window + 1)
-    assert not foreground.other_teams_active(other_team.id)
+    monkeypatch.setattr(yield_to_requests, "_now_ms", lambda: noted_at + window + 1)
+    assert not yield_to_requests.other_teams_active(other_team.id)
     # Looking drops what is older than the window: the set stays as small as the
     # number of teams served within it.
-    assert notes.zcard(foreground.KEY) == 0
+    assert notes.zcard(yield_to_requests.KEY) == 0
 
 
 def _record_steps(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, float]]:
@@ -157,10 +157,10 @@ def test_without_redis_nothing_is_noted_and_nothing_waits(
 ) -> None:
     settings.REDIS_URL = f"unix://{tmp_path / 'no-redis.sock'}"
     settings.MEMORYHUB_INDEX_YIELD_MAX_MS = BUDGET_MS
-    foreground._down_until = 0.0
-    foreground.note_team_request(other_team.id)
+    yield_to_requests._down_until = 0.0
+    yield_to_requests.note_team_request(other_team.id)
     # The failure is remembered: the next calls do not try Redis again for a while.
-    assert foreground._down_until > time.monotonic()
-    assert foreground.yield_to_other_teams(team.id) == 0.0
-    assert not foreground.other_teams_active(team.id)
-    foreground._down_until = 0.0
+    assert yield_to_requests._down_until > time.monotonic()
+    assert yield_to_requests.yield_to_other_teams(team.id) == 0.0
+    assert not yield_to_requests.other_teams_active(team.id)
+    yield_to_requests._down_until = 0.0

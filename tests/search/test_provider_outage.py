@@ -104,7 +104,7 @@ def recover(agent: Agent) -> None:
 
 
 def assert_keyword_fallback(agent: Agent, caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="search.querying"):
+    with caplog.at_level(logging.WARNING, logger="search.run_search"):
         body = search(agent, "Fridays production deploy")
     assert body["search_mode"] == "keyword"
     assert body["warnings"] and "keyword-only" in body["warnings"][0]

@@ -1,4 +1,4 @@
-"""Issue 10, finding 10: a re-index racing with indexing loses nothing.
+"""A re-index racing with indexing loses nothing.
 
 A team is moved to another embedding model while entries are saved and indexed with
 the old one. The switch deletes the old model's vectors; an entry indexed with the old

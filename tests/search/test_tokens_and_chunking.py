@@ -215,7 +215,7 @@ def test_tokenizing_a_long_text_lets_the_processes_other_threads_run(
     tokenize: Callable[[str], object],
 ) -> None:
     """A web process serves several requests with threads: tokenizing a 64 KiB save must
-    not hold the GIL for its whole run (issue 10, the noisy neighbour). A second thread
+    not hold the GIL for its whole run. A second thread
     ticks all along; during a call that held the GIL it could not tick at all. Three
     tries, as the operating system may itself pause the ticking thread once."""
     text = "The billing service pages its owner and keeps its alert rules. " * 4000

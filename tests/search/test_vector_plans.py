@@ -1,5 +1,4 @@
-"""The vector path's plans and results on a corpus big enough for PostgreSQL's own choices
-(issue 13).
+"""The vector path's plans and results on a corpus big enough for PostgreSQL's own choices.
 
 One corpus for the module, committed and analysed as autovacuum would have it: a large
 team of 10,800 vectors (EXACT_SCAN_BELOW is 10,000), another of 4,800 and a small one of
@@ -299,10 +298,10 @@ def test_a_small_team_among_large_ones_reads_only_its_own_rows(corpus: Corpus, d
 
 # ------------------------------------------------------------------ old against new
 #
-# The vector SQL as it was before issue 13's work began (commit 74c1d5e, the last change
+# The vector SQL as it was at commit 74c1d5e ( the last change
 # to search/retrieval/candidates.py before it), frozen: SearchFilters.sql() and
-# _exact_scan, then vector_matches' floor and tie order. Issue 13 did not change this
-# SQL (only the connection it runs on); the comparison catches a future change.
+# _exact_scan, then vector_matches' floor and tie order. The bounded-candidates work did
+# not change this SQL (only the connection it runs on); the comparison catches a future change.
 
 
 def reference_vector_matches(

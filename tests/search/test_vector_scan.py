@@ -23,9 +23,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from memories.models import Memory
-from search.querying import embed_and_search, embed_query
 from search.retrieval import candidates
 from search.retrieval.candidates import QueryVector
+from search.run_search import embed_and_search, embed_query
 from teams.models import Team
 from teams.scope import dangerously_bypass_team_scope, team_scope
 from tests.conftest import Agent
@@ -207,7 +207,7 @@ def exact_scan_plans(*, analyze: bool = False) -> Iterator[list[dict[str, Any]]]
 
 
 def test_a_team_grown_since_the_last_analyze_is_scanned_in_one_pass(grown: tuple[Team, QueryVector]) -> None:
-    """Issue 10: the planner's statistics lag behind a team that has just grown (a
+    """The planner's statistics lag behind a team that has just grown (a
     flood of saves, an import). Believing the team holds a row or two, PostgreSQL joined
     each of its vectors to its chunks through the team index, a pass over the team's
     chunks per vector: quadratic in the team's size, paid by each save's duplicate check

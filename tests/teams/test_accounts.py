@@ -1,5 +1,5 @@
 """First run and accounts from the terminal: `bootstrap`, `add_member`, `remove_member`
-and `password_link`, and the one-time links they print (issue 16)."""
+and `password_link`, and the one-time links they print."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 10, finding 11: concurrent first writes of one vault key, one token name or one
+"""Concurrent first writes of one vault key, one token name or one
 membership are decided by the database's unique constraints and answer 201/200/409,
 never 500 (the check-then-insert let two writers both pass the check)."""
 

@@ -1,5 +1,5 @@
-"""One positive and one near-miss per credential rule, the shapes of issue 10 that
-used to be stored raw, and the pathological inputs every pattern must get through."""
+"""One positive and one near-miss per credential rule, the shapes a review found
+stored raw, and the pathological inputs every pattern must get through."""
 
 from __future__ import annotations
 
@@ -130,7 +130,7 @@ def test_rule_leaves_its_near_miss_alone(kind: str) -> None:
     assert result.text == near_miss and not result.redactions
 
 
-# Issue 10, finding 4: each of these was stored raw.
+# Each of these was stored raw.
 @pytest.mark.parametrize(
     ("text", "secret"),
     [

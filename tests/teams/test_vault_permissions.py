@@ -1,4 +1,4 @@
-"""Issue 10, finding 5: changing a secret needs admin, weak secrets are refused, and the
+"""Changing a secret needs admin, weak secrets are refused, and the
 audit trail (reveals, changes, deletions from every surface) is readable by admins."""
 
 from __future__ import annotations

@@ -8,12 +8,12 @@ from typing import Any
 from agents import injection
 from agents.api_injection import InjectionArgumentsSerializer, injection_payload
 from agents.mcp.tools.base import Tool, ToolCall, with_fields
-from search import querying
+from search import run_search
 from search.api import SearchInputSerializer, SearchOutputSerializer
 
 
 def memory_search(call: ToolCall, payload: SearchInputSerializer) -> dict[str, Any]:
-    outcome = querying.search_for(team=call.team, arguments=payload.to_arguments())
+    outcome = run_search.search_for(team=call.team, arguments=payload.to_arguments())
     return dict(SearchOutputSerializer(outcome).data)
 
 

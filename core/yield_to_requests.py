@@ -8,7 +8,7 @@ teams. A worker indexing team A's entries asks between embedding batches whether
 request of another team started within the last MEMORYHUB_FOREGROUND_WINDOW_MS, and
 waits while one has, at most MEMORYHUB_INDEX_YIELD_MAX_MS per batch, so indexing
 always goes on (`yield_to_other_teams`). A save's near-duplicate check, which embeds
-the opening of the new text inside the request (search.dedup), waits the same way once
+the opening of the new text inside the request (search.duplicates_on_save), waits the same way once
 before embedding. A team's own requests never pause its own indexing or saves: one team
 flooding the service slows its own work, not the others' reads.
 

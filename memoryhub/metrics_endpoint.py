@@ -1,5 +1,5 @@
 """`/metrics` for Prometheus (docs/operations.md, "Metrics"; docs/decisions.md,
-"Metrics (issue 14)"), the middleware that counts and times every request, and the
+"Metrics"), the middleware that counts and times every request, and the
 collectors that read the database and the broker when Prometheus scrapes.
 
 The endpoint answers only a bearer token equal to MEMORYHUB_METRICS_TOKEN; without
@@ -27,7 +27,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from redis.exceptions import RedisError
 
-from core.metrics import DB_POOL_CONNECTIONS, DB_POOL_WAITING, HTTP_REQUEST_SECONDS, HTTP_REQUESTS
+from core.metric_definitions import DB_POOL_CONNECTIONS, DB_POOL_WAITING, HTTP_REQUEST_SECONDS, HTTP_REQUESTS
 from memories.models import Memory
 from teams.scope import dangerously_bypass_team_scope
 

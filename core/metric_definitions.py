@@ -1,5 +1,5 @@
 """MemoryHub's Prometheus metrics (docs/operations.md, "Metrics"): defined here, at the
-bottom floor, so every app can record them; `/metrics` (memoryhub.metrics) serves them.
+bottom floor, so every app can record them; `/metrics` (memoryhub.metrics_endpoint) serves them.
 
 Labels are always bounded and never carry a secret, a token, a memory's key or content,
 or a raw path: a route is its URL pattern's name, a team its slug, a task its name.

@@ -3,10 +3,10 @@
 right after indexing stored the entry's vectors and before search.hooks.memory_indexed
 announces it, so that freshness's contradiction pass sees the outcome.
 
-It asks what search.dedup asks of a single save, with the vectors indexing just
+It asks what search.duplicates_on_save asks of a single save, with the vectors indexing just
 stored instead of an embedding in the request: the team's nearest other active entry
 (one nearest-neighbour lookup, selectors.nearest_other_active_entries), judged by
-duplicate_of_nearest, as a save's check (search.dedup) judges its own nearest entry.
+duplicate_of_nearest, as a save's check (search.duplicates_on_save) judges its own nearest entry.
 Nothing is embedded here.
 """
 
@@ -52,7 +52,7 @@ def duplicate_of_nearest(
     team: Team, text: str, nearest: tuple[uuid.UUID, float] | None
 ) -> DuplicateMatch | None:
     """The judgement of `text`'s nearest active entry (id, cosine similarity), for a
-    save's check and the batch's deferred one (search.near_check): a duplicate from the
+    save's check and the batch's deferred one (search.duplicates_after_indexing): a duplicate from the
     team's threshold up, unless the entry is gone or the texts disagree."""
     if nearest is None or nearest[1] < team.dedup_threshold:
         return None

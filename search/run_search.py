@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from core.metrics import QUERY_EMBEDDING_SECONDS
+from core.metric_definitions import QUERY_EMBEDDING_SECONDS
 from core.request_transaction import outside_request_transaction
 from memories import feedback
 from search import selectors

@@ -1,8 +1,8 @@
 """CPU work a request does for its own sake, run at background priority.
 
 A save's near-duplicate check embeds the opening of the new text inside the request
-(search.dedup). On shared cores that inference competed, at the same priority, with
-the short requests of every other team (issue 10's noisy neighbour). Here it runs on a
+(search.duplicates_on_save). On shared cores that inference competed, at the same priority, with
+the short requests of every other team (the noisy neighbour). Here it runs on a
 small pool of threads lowered to MEMORYHUB_WORKER_NICENESS, the workers' own niceness
 (the same work: embedding a memory), so the kernel gives it what serving other
 requests leaves over; the request waits for the result as before.

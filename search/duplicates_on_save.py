@@ -2,7 +2,7 @@
 memories.hooks.find_duplicate (see memories.writes.save_memory), and of
 memories.hooks.find_duplicates for the batch save (memories.writes.save_batch), which gets only the
 exact check of all its texts, in one query: its near check runs once the worker has
-indexed the entry (search.near_check).
+indexed the entry (search.duplicates_after_indexing).
 
 Two checks, cheapest first:
 
@@ -38,8 +38,8 @@ from core.request_transaction import outside_request_transaction
 from memories.hooks import DuplicateMatch
 from memories.models import Memory
 from search.chunking import chunk_text
+from search.duplicates_after_indexing import duplicate_of_nearest
 from search.embeddings.base import EmbeddingProvider, EmbeddingUnavailable
-from search.near_check import duplicate_of_nearest
 from search.selectors import has_active_vectors, nearest_active_memory
 from search.services import cached_embeddings, team_provider
 from teams.models import Team

@@ -1,41 +1,30 @@
-"""Candidate memories from a session transcript or notes, offline and rule-based
-(issue 12, "Extraction drafts with human review"). Not memories/extraction.py, which
-finds the people, tags and action items of one memory's metadata.
+"""Step 2 of drafting candidate memories, offline and rule-based: the rules read a
+PreparedTranscript (transcript.py) and propose candidates for a person to review.
 
-Two steps, always in this order, so no extractor ever reads a credential or code:
-
-1. `prepare_transcript` bounds the text (TRANSCRIPT_MAX_CHARS: what lies past it is
-   dropped, cut at the last line break before the cap), scrubs credentials with
-   teams.scrubber (and the team's vault secrets when given), then PII the scrubber does
-   not cover (e-mail addresses, phone numbers), then drops code: fenced blocks (``` and
-   ~~~; an unclosed fence runs to the end of the text, as in CommonMark) and indented
-   blocks (4 spaces or a tab after a blank line). It returns a PreparedTranscript: the
-   only text an extractor reads, the one a draft keeps, and the text every
-   `source_span` indexes.
-2. `extract_candidates` reads it block by block (a speaker turn, a list item, a
-   paragraph) and sentence by sentence, and proposes at most MAX_CANDIDATES
-   candidates, deduplicated and ordered by position. Given a plain str, it prepares it
-   first. The rules, first match wins per sentence:
-   - a label or a section heading: `Decision: …`, `Lesson: …`, `Gotcha: …`, `TODO: …`,
-     `## Next steps` followed by list items…; type names and their aliases resolve
-     through memories.types (`Warning:` is a lesson, `Choice:` a decision);
-   - decisions ("we decided", "let's go with", "we chose X over Y") → decision;
-   - migrations ("we switched/moved/migrated from X to Y", "replaced X with Y") → decision;
-   - lessons and gotchas ("lesson", "gotcha", "turns out", "the fix was", "root cause") → lesson;
-   - never/always rules ("Never …", "we always …", "must never …") → lesson, as the type
-     hint in memories.types reads them;
-   - conventions ("by convention", "our convention is", "we prefer", "rule of thumb") → decision;
-   - references (a runbook, docs or dashboard at a URL or path) → reference;
-   - TODOs ("TODO", "FIXME", "follow up", "next step", "still need to", an open
-     checkbox `- [ ] …`) → context.
-   Questions ("should we go with Redis?") and hypotheticals ("if we switch …", "we
-   haven't decided") are not candidates. Consecutive sentences of one block that match
-   rules of the same type make one candidate. Past the cap, labels and sections are
-   kept first, then decisions, migrations and lessons, then rules and conventions, then
-   references and TODOs; the chosen ones are returned in text order.
+`extract_candidates` reads it block by block (a speaker turn, a list item, a
+paragraph) and sentence by sentence, and proposes at most MAX_CANDIDATES
+candidates, deduplicated and ordered by position. Given a plain str, it prepares it
+first. The rules, first match wins per sentence:
+- a label or a section heading: `Decision: …`, `Lesson: …`, `Gotcha: …`, `TODO: …`,
+  `## Next steps` followed by list items…; type names and their aliases resolve
+  through memories.types (`Warning:` is a lesson, `Choice:` a decision);
+- decisions ("we decided", "let's go with", "we chose X over Y") → decision;
+- migrations ("we switched/moved/migrated from X to Y", "replaced X with Y") → decision;
+- lessons and gotchas ("lesson", "gotcha", "turns out", "the fix was", "root cause") → lesson;
+- never/always rules ("Never …", "we always …", "must never …") → lesson, as the type
+  hint in memories.types reads them;
+- conventions ("by convention", "our convention is", "we prefer", "rule of thumb") → decision;
+- references (a runbook, docs or dashboard at a URL or path) → reference;
+- TODOs ("TODO", "FIXME", "follow up", "next step", "still need to", an open
+  checkbox `- [ ] …`) → context.
+Questions ("should we go with Redis?") and hypotheticals ("if we switch …", "we
+haven't decided") are not candidates. Consecutive sentences of one block that match
+rules of the same type make one candidate. Past the cap, labels and sections are
+kept first, then decisions, migrations and lessons, then rules and conventions, then
+references and TODOs; the chosen ones are returned in text order.
 
 Every pattern that runs on the text is RE2 (google-re2, linear in the text whatever the
-pattern, docs/decisions.md "Scrubber and linear patterns"). The rules' cues run once
+pattern, docs/security.md, "Scrubber and linear patterns"). The rules' cues run once
 over the whole text as one alternation, and only the blocks and sentences a cue
 touches are split and matched rule by rule; line leads (list markers, quotes,
 checkboxes, headings) are string operations; a sentence longer than
@@ -44,191 +33,26 @@ MAX_SENTENCE_CHARS is read in windows. So the whole is linear in the text.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import re2
-
+from freshness.draft_extraction.transcript import (
+    LINE_BLANKS,
+    MAX_CANDIDATES,
+    MAX_CONTENT_CHARS,
+    Candidate,
+    LineLead,
+    PreparedTranscript,
+    compile_pattern,
+    line_lead,
+    prepare_transcript,
+)
 from memories.keys import derive_key
 from memories.types import ACCEPTED_TYPE_NAMES, MemoryType, resolve_type
-from teams.scrubber import REDACTED, SecretMatcher, scrub
 
-TRANSCRIPT_MAX_CHARS = 256 * 1024
-MAX_CANDIDATES = 15
-MAX_CONTENT_CHARS = 500  # a candidate's content; longer text is cut at a word boundary
 MAX_SENTENCE_CHARS = 1000  # a longer "sentence" (no punctuation) is read in windows
 MIN_CONTENT_WORDS = 3
-
-_OPTIONS = re2.Options()
-_OPTIONS.max_mem = 32 << 20  # as teams.scrubber: room for the lazy DFA on long texts
-
-
-def _compile(pattern: str) -> Any:  # re2._Regexp: the package ships no type information
-    return re2.compile(pattern, _OPTIONS)
-
-
-# --------------------------------------------------------------------------- PII
-
-
-# On UTF-8 bytes, as the scrubber matches (no offset mapping). The last label of the
-# domain is letters, so `react@18.2.0` is a version, not an address.
-_EMAIL = _compile(r"[\pL\pN_.+-]+@[\pL\pN_-]+(?:\.[\pL\pN_-]+)*\.\pL{2,}")
-# International (+ country code, 8 to 15 digits), North American (555-123-4567,
-# (415) 555-0100) and national trunk forms (030 12345678). Dates (2024-01-15), IP
-# addresses and versions have other shapes; a match inside a longer number is skipped.
-_PHONE = _compile(
-    r"\+\d{1,3}(?:[ .-]?\(?\d{1,4}\)?){1,5}"
-    r"|\(\d{3}\)[ ]?\d{3}[ .-]\d{4}\b"
-    r"|\b\d{3}[ .-]\d{3}[ .-]\d{4}\b"
-    r"|\b0\d{2,4}[ /-]\d{5,8}\b"
-)
-_PHONE_MIN_DIGITS = 8
-_PHONE_MAX_DIGITS = 15
-# A Git remote (git@github.com:org/repo) is an address of a server, not of a person.
-_NOT_PERSONAL_LOCAL_PARTS = (b"git",)
-
-
-def _redact_pii(text: str) -> str:
-    data = original = text.encode("utf-8", "surrogatepass")
-    data = _replace(data, _EMAIL, REDACTED.format(kind="email").encode(), _is_personal_email)
-    data = _replace(data, _PHONE, REDACTED.format(kind="phone").encode(), _is_phone)
-    return text if data is original else data.decode("utf-8", "surrogatepass")
-
-
-def _replace(data: bytes, regex: Any, marker: bytes, keep_match: Any) -> bytes:
-    pieces: list[bytes] = []
-    end = 0
-    for match in regex.finditer(data):
-        start, stop = match.span()
-        if not keep_match(data, start, stop):
-            continue
-        pieces += (data[end:start], marker)
-        end = stop
-    if not pieces:
-        return data
-    pieces.append(data[end:])
-    return b"".join(pieces)
-
-
-def _is_personal_email(data: bytes, start: int, stop: int) -> bool:
-    return data[start : data.index(b"@", start)] not in _NOT_PERSONAL_LOCAL_PARTS
-
-
-def _is_phone(data: bytes, start: int, stop: int) -> bool:
-    digits = sum(1 for byte in data[start:stop] if 48 <= byte <= 57)
-    if not _PHONE_MIN_DIGITS <= digits <= _PHONE_MAX_DIGITS:
-        return False
-    before = data[start - 1 : start]
-    after = data[stop : stop + 2]
-    # Part of a longer number, an IP address or a version: 1.192.168.100.200, 555-123-4567.8
-    if before.isdigit() or before == b".":
-        return False
-    return not (len(after) == 2 and after[:1] in b".-" and after[1:].isdigit())
-
-
-# --------------------------------------------------------------------------- code
-
-
-_FENCE_CHARS = ("`", "~")
-
-
-def _drop_code(text: str) -> str:
-    """Fenced and indented code blocks removed, each replaced by one blank line so the
-    prose around it stays apart. One pass over the lines."""
-    kept: list[str] = []
-    fence = ""  # the run of ` or ~ that opened the current fenced block
-    in_indented = False
-    previous_blank = True
-    dropped_block = False
-    for line in text.splitlines(keepends=True):
-        body = line.lstrip(" \t")
-        if fence:
-            closing = body.rstrip()
-            if closing.startswith(fence) and closing.strip(fence[0]) == "":
-                fence = ""
-            continue
-        run = body[: len(body) - len(body.lstrip(body[:1]))] if body[:3] in ("```", "~~~") else ""
-        # As in CommonMark, a backtick fence's info string holds no backtick: a line
-        # "```make test```" is inline code, not the start of a block.
-        if run and not (run[0] == "`" and "`" in body[len(run) :]):
-            fence = run
-            in_indented = False
-            if not dropped_block:
-                kept.append("\n")
-                dropped_block = True
-            continue
-        if not body.strip():
-            kept.append(line)
-            previous_blank = True
-            continue
-        indented = line.startswith(("    ", "\t"))
-        if indented and (previous_blank or in_indented) and not _line_lead(body).is_list_item:
-            in_indented = True
-            previous_blank = False
-            if not dropped_block:
-                kept.append("\n")
-                dropped_block = True
-            continue
-        in_indented = False
-        previous_blank = False
-        dropped_block = False
-        kept.append(line)
-    return "".join(kept)
-
-
-# --------------------------------------------------------------------------- preparation
-
-
-class PreparedTranscript(str):
-    """A transcript bounded, scrubbed of credentials and PII, and stripped of code: the
-    type an extractor reads, so a raw text cannot reach one by mistake."""
-
-    __slots__ = ()
-
-
-def prepare_transcript(text: str, secret_values: Iterable[str] | SecretMatcher = ()) -> PreparedTranscript:
-    """The text every extractor reads (module docstring, step 1)."""
-    text = str(text)
-    if len(text) > TRANSCRIPT_MAX_CHARS:
-        text = text[: _cut_point(text)]
-    text = scrub(text, secret_values).text
-    text = _redact_pii(text)
-    return PreparedTranscript(_drop_code(text))
-
-
-def _cut_point(text: str) -> int:
-    """Where a text over the cap is cut: after the last line break before the cap, else
-    the last whitespace; a cap-long run without either is dropped whole, so no token
-    (a secret the scrubber would no longer recognise once cut) is ever kept in part."""
-    head = text[:TRANSCRIPT_MAX_CHARS]
-    line_break = head.rfind("\n")
-    if line_break >= 0:
-        return line_break + 1
-    return max(head.rfind(" "), head.rfind("\t"), 0)
-
-
-# --------------------------------------------------------------------------- rules
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """A memory the extractor proposes; a person accepts, edits or rejects it."""
-
-    type: MemoryType
-    key: str
-    content: str
-    why: str
-    source_span: tuple[int, int]  # [start, end) in the prepared transcript
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "type": self.type.value,
-            "key": self.key,
-            "content": self.content,
-            "why": self.why,
-            "source_span": list(self.source_span),
-        }
 
 
 @dataclass(frozen=True)
@@ -249,7 +73,7 @@ _RULES: tuple[_Rule, ...] = (
         "decision",
         MemoryType.DECISION,
         1,
-        _compile(
+        compile_pattern(
             r"(?i)\b(?:we|i|team|they)(?:'ve|\s+have)?\s+(?:finally\s+|just\s+|all\s+)?"
             r"(?:decided|agreed|chose|picked|settled\s+on|opted|went\s+with)\b"
             r"|\b(?:we|i|team|they)(?:'ll|\s+will|'re|\s+are)\s+(?:go(?:ing)?|stick(?:ing)?)\s+with\b"
@@ -257,7 +81,7 @@ _RULES: tuple[_Rule, ...] = (
             r"|\bdecided\s+(?:to|on|against)\b"
             r"|\b(?:the\s+)?decision\s+(?:is|was)\b|\bwe(?:\s+will|'ll)\s+use\b|\bwe\s+went\s+for\b"
         ),
-        _compile(
+        compile_pattern(
             r"(?i)(?:\bnot|n't|\bnever)\s+(?:yet\s+)?(?:decided|agreed|chose|picked|settled)\b|\bundecided\b|"
             + _HYPOTHETICAL
         ),
@@ -266,20 +90,20 @@ _RULES: tuple[_Rule, ...] = (
         "migration",
         MemoryType.DECISION,
         1,
-        _compile(
+        compile_pattern(
             r"(?i)\b(?:switch(?:ed|ing)?|mov(?:ed|ing)|migrat(?:ed|ing)|port(?:ed|ing)|swapp(?:ed|ing)|"
             r"chang(?:ed|ing)|transitioned|replac(?:ed|ing))\b[^.;]{0,80}?\bfrom\b[^.;]{1,80}?\b(?:to|onto)\b"
             r"|\breplaced\b[^.;]{1,80}?\bwith\b|\bno\s+longer\s+use\b"
             r"|\bwe(?:'ve|\s+have)?\s+(?:dropped|removed|deprecated|retired|disabled|adopted|introduced)\b"
             r"|\bwe(?:'ll|\s+will)\s+(?:remove|drop|keep|move|switch|migrate|deprecate|replace|pin|require|rename)\b"
         ),
-        _compile("(?i)" + _HYPOTHETICAL),
+        compile_pattern("(?i)" + _HYPOTHETICAL),
     ),
     _Rule(
         "lesson",
         MemoryType.LESSON,
         1,
-        _compile(
+        compile_pattern(
             r"(?i)\blessons?(?:\s+learned)?\b|\bgotchas?\b|\bturn(?:s|ed)\s+out\b|\bthe\s+(?:real\s+)?fix\s+(?:was|is)\b"
             r"|\bfixed\s+(?:it\s+|this\s+)?by\b|\broot\s+cause\b|\bthe\s+(?:problem|bug|culprit|issue|cause)\s+was\b"
             r"|\bthe\s+(?:real|actual|underlying)\s+(?:problem|bug|issue|cause)\s+(?:is|was)\b|\bnote\s+that\b|\bbe\s+aware\b"
@@ -291,12 +115,12 @@ _RULES: tuple[_Rule, ...] = (
         "rule",
         MemoryType.LESSON,
         2,
-        _compile(
+        compile_pattern(
             r"(?i)^(?:(?:and|so|also|please|but)\s+)?(?:never|always|do\s+not|don't|avoid|make\s+sure)\b"
             r"|\b(?:we|you|agents?|everyone|nobody)\s+(?:should\s+|must\s+)?(?:always|never)\b"
             r"|\b(?:must|should)\s+(?:always|never)\b"
         ),
-        _compile(
+        compile_pattern(
             r"(?i)^(?:(?:and|so|also|please|but)\s+)?(?:do\s+not|don't)\s+(?:worry|know|think|see|have|mind|need|remember|understand|get)\b"
             r"|\bnever\s+(?:mind|happened|worked|heard)\b|\balways\s+(?:been|was)\b"
         ),
@@ -305,19 +129,19 @@ _RULES: tuple[_Rule, ...] = (
         "convention",
         MemoryType.DECISION,
         2,
-        _compile(
+        compile_pattern(
             r"(?i)\bconventions?\s+(?:is|are)\b|\bby\s+convention\b|\bour\s+convention\b|\bwe\s+prefer\b"
             r"|\brule\s+of\s+thumb\b|\bhouse\s+(?:style|rule)\b|\bour\s+(?:standard|style\s+guide)\b"
             r"|\bthe\s+rule\s+is\b|\bnaming\s+(?:scheme|pattern)\b"
             r"|\bfrom\s+now\s+on\b|\bgoing\s+forward\b|\bmoving\s+forward\b|\bfrom\s+here\s+on\b"
         ),
-        _compile("(?i)" + _HYPOTHETICAL),
+        compile_pattern("(?i)" + _HYPOTHETICAL),
     ),
     _Rule(
         "reference",
         MemoryType.REFERENCE,
         3,
-        _compile(
+        compile_pattern(
             r"(?i)\b(?:runbook|docs|documentation|dashboard|wiki|playbook|design\s+doc|spec|readme|adr)\b"
             r"[^.\n]{0,40}?(?:\b(?:is|are|lives?|at|in|under)\s+|:\s+)(?:https?://|\S*/)"
         ),
@@ -326,13 +150,15 @@ _RULES: tuple[_Rule, ...] = (
         "todo",
         MemoryType.CONTEXT,
         3,
-        _compile(
+        compile_pattern(
             r"\bTODO\b|\bFIXME\b|(?i:\bfollow[\s-]?ups?\b|\bnext\s+steps?\b|\baction\s+items?\b"
             r"|\bstill\s+needs?\s+to\b|\bremaining\s+work\b"
             r"|\bby\s+(?:next\s+)?(?:monday|tuesday|wednesday|thursday|friday|tomorrow|eod|end\s+of\s+(?:the\s+)?(?:day|week|sprint|month)))"
             r"|^[A-Z][a-z]+\s+to\s+[a-z]+\b"
         ),
-        _compile(r"(?i)\bno\s+(?:follow[\s-]?ups?|next\s+steps?|action\s+items?)\b|\bnothing\s+to\s+follow"),
+        compile_pattern(
+            r"(?i)\bno\s+(?:follow[\s-]?ups?|next\s+steps?|action\s+items?)\b|\bnothing\s+to\s+follow"
+        ),
     ),
 )
 _RULE_NAMES = tuple(rule.name for rule in _RULES)
@@ -351,7 +177,7 @@ def _cue_pattern(rules: tuple[_Rule, ...]) -> str:
     return "|".join(parts)
 
 
-_CUES = _compile(_cue_pattern(_RULES))
+_CUES = compile_pattern(_cue_pattern(_RULES))
 _LABEL_TIER = 0
 
 # Labels (`Gotcha: …`) and section headings (`## Next steps`). The six type names and
@@ -435,14 +261,14 @@ _LABELS.update(
 # `Name:` at the start of a block: a speaker (`User:`, `[10:32] alice:`, `**Assistant**:`)
 # or a label (`Lesson:`, `**TODO:**`). A colon must be followed by a blank or the end,
 # so `https://…` and `10:32` are neither.
-_PREFIX = _compile(
+_PREFIX = compile_pattern(
     r"^(?:\[[^\]\n]{1,40}\][ \t]*)?[*_]{0,2}(?P<name>[A-Za-z][A-Za-z0-9 ._'()/-]{0,40}?)[*_]{0,2}[ \t]*:"
     r"[*_]{0,2}(?:[ \t]+|$)"
 )
 # A speaker is one word, perhaps with a role (`alice (SRE)`); `Turns out: …` is prose.
-_SPEAKER = _compile(r"[A-Za-z][A-Za-z0-9._'-]{0,30}(?: \([^)]{1,30}\))?")
+_SPEAKER = compile_pattern(r"[A-Za-z][A-Za-z0-9._'-]{0,30}(?: \([^)]{1,30}\))?")
 # A sentence ends at . ! ? (and closing quotes or brackets) followed by whitespace.
-_SENTENCE_END = _compile(r"[.!?]+[\"')\]]*\s+")
+_SENTENCE_END = compile_pattern(r"[.!?]+[\"')\]]*\s+")
 _ABBREVIATIONS = ("e.g.", "i.e.", "vs.", "etc.", "cf.", "approx.")
 
 
@@ -624,7 +450,7 @@ def _blocks(text: str) -> Iterator[_Block]:
                 current = None
             continue
         end = start + len(line.rstrip())
-        lead = _line_lead(line)
+        lead = line_lead(line)
         # An unindented line after a list item starts a paragraph of its own.
         opens = _opens_block(line, lead) or (
             current is not None and current.is_list_item and line[:1] not in " \t"
@@ -643,69 +469,20 @@ def _blocks(text: str) -> Iterator[_Block]:
 
 
 _PREFIX_REACH = 100  # a `[time] Name:` prefix ends before this many characters
-_LEAD_REACH = 200  # no line lead is longer; past it, the text of the line has begun
-_BULLETS = "-*+•⏺●▪◦"
-_BLANKS = " \t"
-
-
-@dataclass(frozen=True)
-class _Lead:
-    end: int  # where the text of the line starts
-    is_list_item: bool
-    is_heading: bool
-    open_checkbox: bool  # `- [ ] write the guide`: an open item of a checklist, a TODO
-
-
-def _line_lead(line: str) -> _Lead:
-    """Blanks, quote marks, list markers (`-`, `1.`), a checkbox or heading hashes at
-    the start of a line. String operations, one step per character of the lead."""
-    line = line[:_LEAD_REACH]
-    i = _skip_blanks(line, 0)
-    hashes = len(line) - i - len(line[i:].lstrip("#"))
-    if 1 <= hashes <= 6 and line[i + hashes : i + hashes + 1] in (" ", "\t"):
-        return _Lead(_skip_blanks(line, i + hashes), False, True, False)
-    is_list_item = False
-    while i < len(line):
-        if line[i] == ">":
-            i = _skip_blanks(line, i + 1)
-            continue
-        marker_end = i + 1 if line[i] in _BULLETS else _number_end(line, i)
-        if marker_end > i and line[marker_end : marker_end + 1] in (" ", "\t"):
-            i, is_list_item = _skip_blanks(line, marker_end), True
-            continue
-        break
-    box = line[i : i + 3]
-    open_checkbox = False
-    if is_list_item and box in ("[ ]", "[x]", "[X]") and line[i + 3 : i + 4] in (" ", "\t"):
-        open_checkbox = box == "[ ]" and bool(line[i + 3 :].strip())
-        i = _skip_blanks(line, i + 3)
-    return _Lead(i, is_list_item, False, open_checkbox)
-
-
-def _skip_blanks(line: str, i: int) -> int:
-    return len(line) - len(line[i:].lstrip(_BLANKS))
-
-
-def _number_end(line: str, i: int) -> int:
-    """Past `12.` or `3)` at i (at most 3 digits), else i."""
-    j = i
-    while j < len(line) and j - i < 3 and line[j].isdigit():
-        j += 1
-    return j + 1 if j > i and line[j : j + 1] in (".", ")") else i
 
 
 def _has_prefix(text: str) -> Any:
     return _PREFIX.match(text) if ":" in text[:_PREFIX_REACH] else None
 
 
-def _opens_block(line: str, lead: _Lead) -> bool:
-    body = line.lstrip(_BLANKS)
+def _opens_block(line: str, lead: LineLead) -> bool:
+    body = line.lstrip(LINE_BLANKS)
     if lead.end > len(line) - len(body):
         return True  # a list marker, quote mark, checkbox or heading
     return _has_prefix(body) is not None
 
 
-def _new_block(text: str, start: int, end: int, lead: _Lead) -> _Block:
+def _new_block(text: str, start: int, end: int, lead: LineLead) -> _Block:
     block = _Block(start, end, lead.is_list_item, lead.is_heading, None, "", start + lead.end)
     if lead.open_checkbox:
         block.label_type, block.label_name = MemoryType.CONTEXT, "[ ]"

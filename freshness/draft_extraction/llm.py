@@ -1,6 +1,5 @@
-"""Candidate memories from an OpenAI-compatible chat-completions endpoint (issue 12,
-"optionally an OpenAI-compatible chat endpoint"): the alternative to the offline rules
-of freshness/extraction.py, chosen with MEMORYHUB_DRAFT_EXTRACTOR=openai.
+"""Candidate memories from an OpenAI-compatible chat-completions endpoint: the
+alternative to the offline rules of rules.py, chosen with MEMORYHUB_DRAFT_EXTRACTOR=openai.
 
 What the endpoint sees: only a PreparedTranscript (bounded, scrubbed of credentials,
 the team's vault secrets and PII, stripped of code), cut to its first
@@ -34,7 +33,7 @@ import tenacity
 from django.conf import settings
 
 from core.errors import DomainError
-from freshness.extraction import MAX_CANDIDATES, MAX_CONTENT_CHARS, Candidate, PreparedTranscript
+from freshness.draft_extraction import MAX_CANDIDATES, MAX_CONTENT_CHARS, Candidate, PreparedTranscript
 from memories.keys import derive_key
 from memories.types import resolve_type
 from teams.scrubber import SecretMatcher, scrub
