@@ -170,9 +170,15 @@ async def read_resource(
     return types.ReadResourceResult(contents=[contents])
 
 
+# The prompt asks for learning_record calls: it is served where that tool is.
+PROMPT_SURFACE = "full"
+
+
 async def list_prompts(
     ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
 ) -> types.ListPromptsResult:
+    if _surface(ctx) != PROMPT_SURFACE:
+        return types.ListPromptsResult(prompts=[])
     prompt = types.Prompt(
         name=resources.PROMPT_NAME,
         title="Remember what we learned",
@@ -189,6 +195,8 @@ async def get_prompt(
 ) -> types.GetPromptResult:
     if params.name != resources.PROMPT_NAME:
         raise MCPError(INVALID_PARAMS, f"no prompt named '{params.name[:100]}'")
+    if _surface(ctx) != PROMPT_SURFACE:
+        raise MCPError(INVALID_PARAMS, f"{params.name} is on the full tool list only, at {FULL_LIST_PATH}")
     text = resources.remember_prompt(params.arguments or {})
     message = types.PromptMessage(role="user", content=types.TextContent(text=text))
     return types.GetPromptResult(description=resources.PROMPT_DESCRIPTION, messages=[message])
