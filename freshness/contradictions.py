@@ -3,13 +3,14 @@ bundled embedder: a pure module (no database) that the save flow and the beat jo
 
 Two steps:
 
-1. `select_candidates`: of the team's active entries, those whose vector is close to
-   the new entry's (cosine similarity, as pgvector's `<=>` compares them in
-   search.selectors) in the band `[BAND_FLOOR, duplicate threshold)`. Above the band the
-   save's duplicate check (search.duplicates_on_save) has already refused or superseded the entry
-   (which also takes value changes such as "port is 5432" -> "port is 6432", 0.98 with
-   the bundled model: docs/decisions.md, "Contradiction detector"); below it two entries
-   are not about the same thing.
+1. Candidates: the team's active entries whose vector is close to the new entry's
+   (cosine similarity, as pgvector's `<=>` compares them in search.selectors), from
+   `BAND_FLOOR` up; below it two entries are not about the same thing. After indexing,
+   freshness.services judges every candidate up to 1: a near duplicate that disagrees
+   is saved rather than refused (the save's duplicate check asks `judge_pair` through
+   search.texts_disagree), so it must be judged here too (docs/freshness.md,
+   "Contradictions"). `select_candidates` is the band below the duplicate threshold,
+   as a pure function.
 2. `judge_pair`: rules on the two texts. They must share subject words (content words
    after stop words, lightly stemmed) and disagree in one of these ways, tried in order:
    - a switch: one says "switched/moved/migrated from X to Y", "replaced X with Y" or

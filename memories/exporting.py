@@ -1,4 +1,4 @@
-"""A team's whole memory as export records (docs/decisions.md, "Export and import").
+"""A team's whole memory as export records (docs/write-path.md, "Export and import").
 
 The records, in order: one header (format and version), every memory version (by key,
 then oldest first: each key's history reads top to bottom, with every field a version

@@ -3,7 +3,7 @@
 A bridge: it serves MCP on stdin/stdout with the SDK's server and sends each request of
 the client to the server's MCP endpoint as one JSON-RPC POST with the agent token,
 answering what the server answered (tool errors and JSON-RPC errors included). The
-server is stateless and answers JSON (docs/agents.md, "The stdio bridge"): one POST per
+server is stateless and answers JSON (docs/agents.md, "stdio proxy"): one POST per
 request is all there is to that side, and the bridge sees every refusal with its HTTP
 status and body, which the SDK's HTTP client reduces to "Server returned an error
 response".

@@ -1,5 +1,5 @@
 """`memoryhub export | import | import-markdown | export-markdown`: a team's memory in and
-out of files, over the REST API (docs/decisions.md, "Export and import").
+out of files, over the REST API (docs/write-path.md, "Export and import").
 
 `export` streams `GET export/` to a file, `import` posts a file to `POST import/`.
 `import-markdown` turns CLAUDE.md, AGENTS.md, MEMORY.md and folders of notes into

@@ -46,9 +46,8 @@ logger = logging.getLogger("memories.writes")
 SOFT_SUPERSEDE_REASON = "minor correction"
 MAX_METADATA_BYTES = 16 * 1024
 MAX_REASON_LENGTH = 2000
-# The metadata key holding where an imported version came from (docs/decisions.md,
-# "Imports are written by the importer"). Provenance is not content: already_holds
-# leaves it out.
+# The metadata key holding where an imported version came from (docs/write-path.md,
+# "Imports are written by the importer"). Provenance is not content: already_holds leaves it out.
 PROVENANCE_KEY = "imported_from"
 
 
