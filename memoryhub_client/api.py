@@ -10,6 +10,7 @@ person or the hook's caller decides whether to run it again."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 from urllib.parse import quote
 
@@ -18,7 +19,7 @@ import httpx
 from memoryhub_client.config import ClientConfig
 from memoryhub_client.errors import MemoryHubError, error_line
 from memoryhub_client.hub import MemoryHub
-from memoryhub_client.transport import NO_RETRY, USER_AGENT
+from memoryhub_client.transport import DEFAULT_TIMEOUT_SECONDS, NO_RETRY, USER_AGENT
 
 ApiError = MemoryHubError
 __all__ = ["USER_AGENT", "ApiError", "MemoryHubApi", "error_line", "hub_for", "quote_key"]
@@ -46,12 +47,21 @@ def hub_for(
 
 class MemoryHubApi:
     """One team's API on one server, by path (relative to /api/v1/teams/{team}/), over
-    `hub` (a MemoryHub)."""
+    `hub` (a MemoryHub). With a `deadline` (time.monotonic()), every request gets only the
+    time left until it, and none starts after it: a hook's whole run is bounded, not each
+    of its requests."""
 
-    def __init__(self, config: ClientConfig, *, transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(
+        self,
+        config: ClientConfig,
+        *,
+        transport: httpx.BaseTransport | None = None,
+        deadline: float | None = None,
+    ) -> None:
         self.hub = hub_for(config, transport=transport)
         self.base = self.hub.url
         self.team = self.hub.team
+        self.deadline = deadline
 
     def __enter__(self) -> MemoryHubApi:
         return self
@@ -60,13 +70,21 @@ class MemoryHubApi:
         self.hub.close()
 
     def get(self, path: str, **params: Any) -> dict[str, Any]:
-        return self.hub.request("GET", path, params=params)
+        return self.hub.request("GET", path, params=params, timeout=self._time_left())
 
     def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        return self.hub.request("POST", path, json=body)
+        return self.hub.request("POST", path, json=body, timeout=self._time_left())
 
     def patch(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        return self.hub.request("PATCH", path, json=body)
+        return self.hub.request("PATCH", path, json=body, timeout=self._time_left())
 
     def delete(self, path: str) -> dict[str, Any]:
-        return self.hub.request("DELETE", path)
+        return self.hub.request("DELETE", path, timeout=self._time_left())
+
+    def _time_left(self) -> float | None:
+        if self.deadline is None:
+            return None
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise ApiError(f"no time left to ask {self.base}")
+        return min(DEFAULT_TIMEOUT_SECONDS, left)

@@ -7,7 +7,11 @@ It also boots a MemoryHub session, so other agents see this one live, and keeps 
 in a state file keyed by Claude Code's session id; session-end ends it.
 
 A hook never blocks the agent: when the server cannot be reached, the context says so in
-one line and the command still exits 0."""
+one line and the command still exits 0. Its time is bounded: stdin is read for at most
+STDIN_SECONDS (a client that never closes it cannot hold the hook) and MAX_STDIN_BYTES,
+and every request to the server shares one budget of SERVER_SECONDS; `memoryhub
+connect` gives the client CLIENT_TIMEOUT_SECONDS, above both, to kill a hook that still
+runs (docs/agents.md, "Hooks that cannot hurt the client")."""
 
 from __future__ import annotations
 
@@ -18,6 +22,8 @@ import os
 import re
 import socket
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -29,20 +35,26 @@ from memoryhub_client.section import write_atomically
 SOURCE = "claude-code"
 SAFE_SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 MAX_STDIN_BYTES = 1_000_000
+# Claude Code writes the hook's JSON and closes stdin at once; more waiting is a stuck pipe.
+STDIN_SECONDS = 3.0
+SERVER_SECONDS = 20.0
+# What `memoryhub connect` writes as the client's timeout for each hook: past the hook's
+# own bounds (stdin, the server, the interpreter's start), so it only ever stops a hook
+# that something unforeseen holds.
+CLIENT_TIMEOUT_SECONDS = 40
 MAX_PROJECT_CHARS = 200  # the session API's limit
 HOOK_ANCHOR_PAGES = 1  # file anchors the session-start hook checks: one page (200)
 
+# The core MCP tools only: the full list is an opt-in (docs/agents.md, "Tool surfaces").
 GUIDE = """\
 ## Using MemoryHub (the team's shared memory)
 
 The block above is what the team already knows. While you work:
 - Before deciding something the team may have settled, search: the `memory_search` MCP tool
-  (or `memoryhub search "..."` in the shell).
-- Read an entry in full with `memory_get` (`memoryhub get KEY`).
+  (or `memoryhub search "..."` in the shell); `memory_get` reads an entry in full.
 - When you learn something the next agent should know (a lesson, a decision, a fact about this
   project), save it with `memory_save` (`memoryhub save KEY "text" --type lesson`). Saving an
-  existing key needs a `supersede_reason`: say what changed.
-- Record a lesson from a mistake with `learning_record`. Never save secrets: they are scrubbed.
+  existing key needs a `supersede_reason`: say what changed. Never save secrets.
 """
 
 
@@ -74,7 +86,7 @@ def run_session_start(arguments: argparse.Namespace) -> int:
     try:
         config = load_config(arguments)
         project = config.project or project_name(Path(cwd))
-        with MemoryHubApi(config) as api:
+        with MemoryHubApi(config, deadline=time.monotonic() + SERVER_SECONDS) as api:
             block = _start(api, config, state, project=project, cwd=cwd)
             _report_file_anchors(api, Path(cwd))
     except (ApiError, ConfigError) as exc:
@@ -101,14 +113,15 @@ def _report_file_anchors(api: MemoryHubApi, cwd: Path) -> None:
 
 def run_session_end(arguments: argparse.Namespace) -> int:
     event = read_hook_input()
+    deadline = time.monotonic() + SERVER_SECONDS
     # The session's transcript goes to drafts/extract/ first, best effort (memoryhub_client.drafts).
-    send_session_transcript(arguments, event)
+    send_session_transcript(arguments, event, deadline=deadline)
     state = state_file(event.get("session_id"), str(event.get("cwd") or os.getcwd()))
     saved = _read_state(state)
     if saved is None:
         return 0
     try:
-        with MemoryHubApi(load_config(arguments)) as api:
+        with MemoryHubApi(load_config(arguments), deadline=deadline) as api:
             api.delete(f"sessions/{quote_key(saved['session_id'])}/")
     except (ApiError, ConfigError) as exc:
         print(f"memoryhub: could not end the session: {exc}", file=sys.stderr)
@@ -143,15 +156,46 @@ def _start(api: MemoryHubApi, config: ClientConfig, state: Path, *, project: str
 
 
 def read_hook_input() -> dict[str, Any]:
-    """The hook's JSON on stdin (session_id, cwd, ...); {} when there is none."""
+    """The hook's JSON on stdin (session_id, cwd, ...); {} when there is none, or none
+    complete within the bounds."""
     if sys.stdin is None or sys.stdin.isatty():
         return {}
-    raw = sys.stdin.read(MAX_STDIN_BYTES)
+    raw = read_bounded(sys.stdin.fileno(), max_bytes=MAX_STDIN_BYTES, seconds=STDIN_SECONDS)
     try:
         event = json.loads(raw) if raw.strip() else {}
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, UnicodeDecodeError):
         return {}
     return event if isinstance(event, dict) else {}
+
+
+def read_bounded(fd: int, *, max_bytes: int, seconds: float) -> bytes:
+    """What the file descriptor gives until its end, `max_bytes` or `seconds`, whichever
+    comes first. The read runs in a daemon thread, so a writer that never closes the pipe
+    holds neither the hook nor its exit (os.read is the one blocking call that works on
+    a pipe on every platform)."""
+    chunks: list[bytes] = []
+    lock = threading.Lock()
+    finished = threading.Event()
+
+    def read() -> None:
+        size = 0
+        try:
+            while size < max_bytes:
+                chunk = os.read(fd, min(65536, max_bytes - size))
+                if not chunk:
+                    break
+                with lock:
+                    chunks.append(chunk)
+                size += len(chunk)
+        except OSError:
+            pass
+        finally:
+            finished.set()
+
+    threading.Thread(target=read, name="hook-stdin", daemon=True).start()
+    finished.wait(seconds)
+    with lock:
+        return b"".join(chunks)
 
 
 def state_file(claude_session_id: Any, cwd: str) -> Path:

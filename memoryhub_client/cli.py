@@ -10,6 +10,7 @@ import anyio
 
 from memoryhub_client import commands as client_commands
 from memoryhub_client import transfer
+from memoryhub_client.config import TOOL_LISTS, ConfigError, mcp_endpoint
 
 DEFAULT_TOKEN_ENV = "MEMORYHUB_TOKEN"  # noqa: S105 (a variable name)
 
@@ -23,7 +24,15 @@ def main(argv: list[str] | None = None) -> int:
         description="Serve MCP on stdin/stdout, passing every call to the server's /mcp/ endpoint.",
     )
     proxy.add_argument(
-        "--url", required=True, help="the server's MCP endpoint, e.g. https://memory.example/mcp/"
+        "--url",
+        required=True,
+        help="the server (https://memory.example/) or one of its MCP endpoints (https://memory.example/mcp/)",
+    )
+    proxy.add_argument(
+        "--tools",
+        choices=sorted(TOOL_LISTS),
+        default=None,
+        help="the core tools (/mcp/, the default for a server's URL) or every tool (/mcp/full/)",
     )
     proxy.add_argument(
         "--token-env",
@@ -35,24 +44,28 @@ def main(argv: list[str] | None = None) -> int:
     arguments = parser.parse_args(argv)
     if getattr(arguments, "handler", None) is not None:
         return client_commands.run(arguments)
-    return _mcp(arguments.url, arguments.token_env)
+    return _mcp(arguments.url, arguments.tools, arguments.token_env)
 
 
-def _mcp(url: str, token_env: str) -> int:
+def _mcp(url: str, tools: str | None, token_env: str) -> int:
     token = os.environ.get(token_env, "").strip()
     if not token:
         print(f"memoryhub mcp: set {token_env} to the agent token", file=sys.stderr)
         return 2
+    try:
+        endpoint = mcp_endpoint(url, tools)
+    except ConfigError as exc:
+        print(f"memoryhub mcp: {exc}", file=sys.stderr)
+        return 2
     from memoryhub_client.mcp_proxy import serve
 
     try:
-        anyio.run(serve, url, token)
+        return anyio.run(serve, endpoint, token, token_env)
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # one line for the person reading the client's log, no trace
-        print(f"memoryhub mcp: cannot serve {url}: {_reason(exc)}", file=sys.stderr)
+        print(f"memoryhub mcp: cannot serve {endpoint}: {_reason(exc)}", file=sys.stderr)
         return 1
-    return 0
 
 
 def _reason(exc: BaseException) -> str:

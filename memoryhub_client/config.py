@@ -109,11 +109,36 @@ def read_config_file() -> dict[str, Any]:
         raise ConfigError(f"cannot read {path}: {exc}") from None
 
 
+# The server's MCP endpoints (agents.mcp.http): the core tools and every tool.
+CORE_ENDPOINT = "/mcp/"
+FULL_ENDPOINT = "/mcp/full/"
+TOOL_LISTS = {"core": CORE_ENDPOINT, "full": FULL_ENDPOINT}
+
+
 def server_base(url: str) -> str:
-    """The server's root URL, whether given as the root or as its /mcp/ endpoint."""
+    """The server's root URL, whether given as the root or as one of its MCP endpoints."""
     base = url.strip().rstrip("/")
-    if base.endswith("/mcp"):
-        base = base[: -len("/mcp")]
+    for endpoint in (FULL_ENDPOINT, CORE_ENDPOINT):
+        if base.endswith(endpoint.rstrip("/")):
+            base = base[: -len(endpoint.rstrip("/"))]
+            break
     if not base.startswith(("http://", "https://")):
         raise ConfigError(f"the server URL must start with http:// or https://, not {base[:60]!r}")
     return base
+
+
+def tool_list_of(url: str) -> str | None:
+    """ "full" or "core" when the URL names one of the MCP endpoints, else None."""
+    path = url.strip().rstrip("/") + "/"
+    for name, endpoint in sorted(TOOL_LISTS.items(), key=lambda item: -len(item[1])):
+        if path.endswith(endpoint):
+            return name
+    return None
+
+
+def mcp_endpoint(url: str, tools: str | None = None) -> str:
+    """The MCP endpoint of a server given by its root URL or by an endpoint: an endpoint
+    stays as given unless `tools` names the other list; a root gets `tools`' endpoint
+    (the core list by default)."""
+    base = server_base(url)
+    return base + TOOL_LISTS[tools or tool_list_of(url) or "core"]

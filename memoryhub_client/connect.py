@@ -13,6 +13,11 @@ Formats (checked against each client's documentation, docs/agents.md, "connect")
 - Codex, `~/.codex/config.toml` (`$CODEX_HOME`): `[mcp_servers.memoryhub]` with `url` and
   `bearer_token_env_var` (Codex refuses an inline token in this file).
 - generic: any client that launches a command: `memoryhub mcp` over stdio.
+
+The MCP URL is the core tool list (`/mcp/`) unless `--tools full` (or a `--url` naming
+`/mcp/full/`) asks for every tool. Commands (the hooks, the generic server) name the
+installed `memoryhub` by its absolute path, so they work whatever the client's PATH, and
+each hook carries a timeout (docs/agents.md, "Hooks that cannot hurt the client").
 """
 
 from __future__ import annotations
@@ -28,12 +33,28 @@ from typing import Any
 
 import tomlkit
 
-from memoryhub_client.config import TOKEN_ENV, load_config
+from memoryhub_client.claude_code_hooks import CLIENT_TIMEOUT_SECONDS
+from memoryhub_client.config import TOKEN_ENV, TOOL_LISTS, load_config, mcp_endpoint, tool_list_of
 from memoryhub_client.section import write_atomically
 
 SERVER_NAME = "memoryhub"
-HOOK_PREFIX = "memoryhub hook claude-code "
+HOOK_WORDS = ["hook", "claude-code"]
 CLIENTS = ("claude-code", "cursor", "codex", "generic")
+# What `connect` says of the tool lists (agents.mcp.tools.CORE_TOOLS; a test compares).
+CORE_TOOL_NAMES = (
+    "memory_context",
+    "memory_search",
+    "memory_save",
+    "memory_get",
+    "memory_list",
+    "memory_history",
+)
+TOOLS_NOTES = {
+    "core": "# MCP tools: {url} lists the core tools ({names}); "
+    "--tools full connects to /mcp/full/, every tool.",
+    "full": "# MCP tools: {url} lists every tool; without --tools full, /mcp/ lists the core ones ({names}).",
+}
+HOOKS_NOTE = "# Hooks: {command} (an absolute path: no PATH needed), each with a {timeout} s timeout."
 
 
 class ConnectError(Exception):
@@ -60,6 +81,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     connect.add_argument("client", choices=CLIENTS)
     connect.add_argument("--write", action="store_true", help="merge into the client's files")
     connect.add_argument("--url", help="the server (default: MEMORYHUB_URL, the config file, or local)")
+    connect.add_argument(
+        "--tools",
+        choices=sorted(TOOL_LISTS),
+        default=None,
+        help="the core tools (/mcp/, the default) or every tool (/mcp/full/)",
+    )
     connect.add_argument("--team", help="the team's slug, for the Claude Code hooks (or MEMORYHUB_TEAM)")
     connect.add_argument(
         "--token-env",
@@ -72,13 +99,19 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 def run_connect(arguments: argparse.Namespace) -> int:
     config = load_config(arguments)
+    tools = arguments.tools or tool_list_of(arguments.url or "") or "core"
     targets = client_targets(
         arguments.client,
         url=config.url,
         team=config.team,
         token_env=arguments.token_env,
         project_dir=Path(arguments.dir),
+        tools=tools,
     )
+    note = TOOLS_NOTES[tools].format(url=mcp_endpoint(config.url, tools), names=", ".join(CORE_TOOL_NAMES))
+    if arguments.client == "claude-code":
+        command = shlex.join(memoryhub_command())
+        note += "\n" + HOOKS_NOTE.format(command=command, timeout=CLIENT_TIMEOUT_SECONDS)
     if not arguments.write:
         if len(targets) == 1:
             # One file: its name on stderr, so that `connect cursor > .cursor/mcp.json` is valid.
@@ -86,6 +119,7 @@ def run_connect(arguments: argparse.Namespace) -> int:
             print(snippet_text(targets[0]), end="")
         else:
             print(render(targets), end="")
+        print(note, file=sys.stderr)
         return 0
     if arguments.client == "generic":
         print("memoryhub connect: generic has no file of its own: copy the snippet", file=sys.stderr)
@@ -93,13 +127,25 @@ def run_connect(arguments: argparse.Namespace) -> int:
     for target in targets:
         outcome = merge_into_file(target)
         print(f"{target.shown_path} {outcome}")
+    print(note, file=sys.stderr)
     return 0
 
 
+def memoryhub_command() -> list[str]:
+    """The installed `memoryhub` by its absolute path: the console script next to the
+    interpreter running this one (the same installation), else `python -m` of the
+    package with this interpreter. Never a bare name a client's PATH may lack."""
+    interpreter = Path(sys.executable).absolute()
+    installed = interpreter.parent / ("memoryhub.exe" if os.name == "nt" else "memoryhub")
+    if installed.is_file():
+        return [str(installed)]
+    return [str(interpreter), "-m", "memoryhub_client.cli"]
+
+
 def client_targets(
-    client: str, *, url: str, team: str | None, token_env: str, project_dir: Path
+    client: str, *, url: str, team: str | None, token_env: str, project_dir: Path, tools: str = "core"
 ) -> list[Target]:
-    mcp_url = f"{url}/mcp/"
+    mcp_url = mcp_endpoint(url, tools)
     if client == "claude-code":
         server = {"type": "http", "url": mcp_url, "headers": {"Authorization": f"Bearer ${{{token_env}}}"}}
         return [
@@ -126,7 +172,8 @@ def client_targets(
         shown = str(path) if codex_home else "~/.codex/config.toml"
         table = {"url": mcp_url, "bearer_token_env_var": token_env}
         return [Target(shown, path, "codex-toml", {"mcp_servers": {SERVER_NAME: table}})]
-    server = {"command": "memoryhub", "args": ["mcp", "--url", mcp_url, "--token-env", token_env]}
+    program, *prefix = memoryhub_command()
+    server = {"command": program, "args": [*prefix, "mcp", "--url", mcp_url, "--token-env", token_env]}
     return [
         Target("your client's MCP configuration", Path(), "generic", {"mcpServers": {SERVER_NAME: server}})
     ]
@@ -136,12 +183,13 @@ HOOK_EVENTS = {"SessionStart": "session-start", "SessionEnd": "session-end"}
 
 
 def _hook(event: str, url: str, team: str | None, token_env: str) -> dict[str, Any]:
-    command = [*shlex.split(HOOK_PREFIX), HOOK_EVENTS[event], "--url", url]
+    command = [*memoryhub_command(), *HOOK_WORDS, HOOK_EVENTS[event], "--url", url]
     if team:
         command += ["--team", team]
     if token_env != TOKEN_ENV:
         command += ["--token-env", token_env]
-    return {"type": "command", "command": shlex.join(command)}
+    # Claude Code's `timeout` is in seconds; past it the client stops the hook and goes on.
+    return {"type": "command", "command": shlex.join(command), "timeout": CLIENT_TIMEOUT_SECONDS}
 
 
 def _json_target(relative: str, project_dir: Path, kind: str, snippet: dict[str, Any]) -> Target:
@@ -197,8 +245,8 @@ def merge_mcp(data: dict[str, Any], snippet: dict[str, Any]) -> dict[str, Any]:
 
 
 def merge_settings(data: dict[str, Any], snippet: dict[str, Any]) -> dict[str, Any]:
-    """Each event gets our hook once; an older memoryhub hook of that event (another URL or
-    team) is replaced; every other hook and setting stays as it was."""
+    """Each event gets our hook once; an older memoryhub hook of that event (another URL,
+    team, path or timeout) is replaced; every other hook and setting stays as it was."""
     merged = json.loads(json.dumps(data))
     hooks = merged.setdefault("hooks", {})
     if not isinstance(hooks, dict):
@@ -208,7 +256,7 @@ def merge_settings(data: dict[str, Any], snippet: dict[str, Any]) -> dict[str, A
         existing = hooks.setdefault(event, [])
         if not isinstance(existing, list):
             raise ConnectError(f"`hooks.{event}` is not a list: fix the file by hand")
-        if any(_commands(group) == [ours["command"]] for group in existing):
+        if any(isinstance(group, dict) and group.get("hooks") == [ours] for group in existing):
             continue
         kept = []
         for group in existing:
@@ -222,14 +270,18 @@ def merge_settings(data: dict[str, Any], snippet: dict[str, Any]) -> dict[str, A
     return merged
 
 
-def _commands(group: Any) -> list[Any]:
-    if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
-        return []
-    return [hook.get("command") for hook in group["hooks"] if isinstance(hook, dict)]
-
-
 def _is_ours(hook: Any) -> bool:
-    return isinstance(hook, dict) and str(hook.get("command", "")).startswith(HOOK_PREFIX)
+    """A memoryhub Claude Code hook, whichever way it names the command: `memoryhub`, a
+    path to it, or `python -m memoryhub_client.cli`."""
+    if not isinstance(hook, dict):
+        return False
+    try:
+        words = shlex.split(str(hook.get("command", "")))
+    except ValueError:
+        return False
+    if words[:1] and Path(words[0]).name in ("memoryhub", "memoryhub.exe"):
+        return words[1:3] == HOOK_WORDS
+    return words[1:3] == ["-m", "memoryhub_client.cli"] and words[3:5] == HOOK_WORDS
 
 
 def merge_toml(text: str, snippet: dict[str, Any]) -> str:

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from memoryhub_client.api import ApiError, hub_for
+from memoryhub_client.api import ApiError, MemoryHubApi, hub_for
 from memoryhub_client.config import ConfigError, add_connection_flags, load_config
 from memoryhub_client.operations import MAX_SOURCE_SESSION_CHARS, MAX_TRANSCRIPT_CHARS
 
@@ -78,9 +78,12 @@ def _read_input(name: str) -> str:
     return _tail(raw.decode("utf-8", "replace").replace("\x00", ""))
 
 
-def send_session_transcript(arguments: argparse.Namespace, event: dict[str, Any]) -> None:
-    """The session-end hook's part: the transcript at `transcript_path` to drafts/extract/.
-    Never raises: what goes wrong is one line on stderr, and the hook goes on."""
+def send_session_transcript(
+    arguments: argparse.Namespace, event: dict[str, Any], *, deadline: float | None = None
+) -> None:
+    """The session-end hook's part: the transcript at `transcript_path` to drafts/extract/,
+    before `deadline` (MemoryHubApi's). Never raises: what goes wrong is one line on
+    stderr, and the hook goes on."""
     if os.environ.get(EXTRACT_ENV, "1").strip() in ("0", "false", "no"):
         return
     path = event.get("transcript_path")
@@ -92,9 +95,9 @@ def send_session_transcript(arguments: argparse.Namespace, event: dict[str, Any]
             return
         session = event.get("session_id")
         source = session[:MAX_SOURCE_SESSION_CHARS] if isinstance(session, str) else ""
-        with hub_for(load_config(arguments)) as hub:
-            answer = hub.extract_drafts(text, source_session=source)
-        made = len(answer["drafts"])
+        with MemoryHubApi(load_config(arguments), deadline=deadline) as api:
+            answer = api.post("drafts/extract/", {"transcript": text, "source_session": source})
+        made = len(answer.get("drafts") or [])
         if made:
             print(f"memoryhub: {made} draft(s) from this session wait for review", file=sys.stderr)
     except (ApiError, ConfigError) as exc:

@@ -466,9 +466,15 @@ VAULT_PASSPHRASE_HEADER = "X-MemoryHub-Vault-Passphrase"  # noqa: S105 (a header
 
 
 def raw(
-    method: str, path: str, *, params: Mapping[str, Any] | None = None, json: Any = None
+    method: str,
+    path: str,
+    *,
+    params: Mapping[str, Any] | None = None,
+    json: Any = None,
+    timeout: float | None = None,
 ) -> Call[dict[str, Any]]:
     """Any call of the team's REST API without a method of its own (`path` relative to
-    `/api/v1/teams/{team}/`, e.g. `"vault/"`), answering its JSON object (empty for 204)."""
+    `/api/v1/teams/{team}/`, e.g. `"vault/"`), answering its JSON object (empty for 204);
+    `timeout` overrides the client's for this call."""
     clean = _params(**dict(params or {}))
-    return Call(method.upper(), path.lstrip("/"), _json, params=clean, json=json)
+    return Call(method.upper(), path.lstrip("/"), _json, params=clean, json=json, timeout=timeout)

@@ -6,6 +6,10 @@ SDK's stateless mode with JSON answers: every MCP message is one HTTP request, h
 one gunicorn thread, and nothing keeps a stream (or a thread) open between them: GET
 (the SDK's event stream) and DELETE answer 405 (docs/agents.md, "The MCP server").
 
+Two endpoints serve the same server with two tool lists (agents.mcp.tools.SURFACES):
+`/mcp/`, the core tools, and `/mcp/full/`, every tool; any other path under `/mcp/`
+answers 404, so a mistyped URL says so instead of serving a list.
+
 Before a request reaches MCP it is authenticated here, by REST's own token
 authentication: no token, an unknown, revoked or expired one answers 401 in the one
 error shape, and requests without a valid token share REST's per-address budget.
@@ -31,7 +35,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, Streamable
 from rest_framework import exceptions as drf
 from rest_framework.request import Request
 
-from agents.mcp.server import REQUEST_ENVIRON_KEY, build_server
+from agents.mcp.server import REQUEST_ENVIRON_KEY, SURFACE_ENVIRON_KEY, build_server
 from core.api_errors import error_body, is_database_unavailable
 from teams.authentication import AgentTokenAuthentication
 from teams.throttling import AnonymousAddressThrottle
@@ -39,6 +43,8 @@ from teams.throttling import AnonymousAddressThrottle
 logger = logging.getLogger(__name__)
 
 MCP_PATH = "/mcp"
+# The endpoints under MCP_PATH and the tool list each serves.
+ENDPOINTS = {"": "core", "/": "core", "/full": "full", "/full/": "full"}
 STARTUP_SECONDS = 30.0
 
 StartResponse = Callable[..., Any]
@@ -47,6 +53,11 @@ WSGIApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
 
 def is_mcp_path(path: str) -> bool:
     return path == MCP_PATH or path.startswith(MCP_PATH + "/")
+
+
+def surface_of(path: str) -> str | None:
+    """The tool list an MCP path serves, or None for a path that is no endpoint."""
+    return ENDPOINTS.get(path[len(MCP_PATH) :]) if is_mcp_path(path) else None
 
 
 def with_mcp(django_application: WSGIApp) -> WSGIApp:
@@ -113,8 +124,9 @@ CHALLENGE = ("WWW-Authenticate", 'Bearer realm="memoryhub"')
 def admit(environ: dict[str, Any]) -> Refusal | None:
     """What Django and the REST API check before a request reaches a view, for a request
     to MCP: the host (ALLOWED_HOSTS), HTTPS (SECURE_SSL_REDIRECT), the method (POST), the
-    agent token and the body's size. None lets it through, with the authenticated request (the token in
-    `auth`) left in the environ for the tools; else the refusal."""
+    agent token and the body's size; and that the path is an endpoint. None lets it through, with the
+    authenticated request (the token in `auth`) and the endpoint's tool list left in the environ for
+    the tools; else the refusal."""
     django_request = WSGIRequest(environ)
     try:
         host = django_request.get_host()
@@ -125,6 +137,10 @@ def admit(environ: dict[str, Any]) -> Refusal | None:
         # (the SDK's client follows it on the same host).
         location = f"https://{host}{django_request.get_full_path()}"
         return 308, error_body("https_required", f"use {location}"), [("Location", location)]
+    surface = surface_of(environ.get("PATH_INFO", ""))
+    if surface is None:
+        detail = f"no MCP endpoint here: {MCP_PATH}/ serves the core tools, {MCP_PATH}/full/ every tool"
+        return 404, error_body("not_found", detail), []
     if environ.get("REQUEST_METHOD") != "POST":
         # Stateless, answering in the POST: the SDK would hold a GET open as an event
         # stream (and a thread with it) for ever, and has no session to DELETE.
@@ -138,6 +154,7 @@ def admit(environ: dict[str, Any]) -> Refusal | None:
     if not length.isdigit() or int(length) > limit:
         return 413, error_body("body_too_large", f"request body is larger than {limit} bytes"), []
     environ[REQUEST_ENVIRON_KEY] = request
+    environ[SURFACE_ENVIRON_KEY] = surface
     return None
 
 

@@ -28,7 +28,7 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST
 from rest_framework.request import Request
 
 from agents.mcp import resources
-from agents.mcp.tools import TOOLS, Tool, ToolCall
+from agents.mcp.tools import SURFACES, TOOLS, Tool, ToolCall
 from core.api_errors import (
     MAX_JSON_DEPTH,
     NestedTooDeeply,
@@ -44,15 +44,18 @@ from teams.models import AgentToken
 logger = logging.getLogger(__name__)
 
 # Where agents.mcp.http leaves the authenticated request (DRF's, with the token in
-# `auth`) for the tools: the WSGI environ, which a2wsgi hands on in the ASGI scope.
+# `auth`) and the name of the endpoint's tool list (agents.mcp.tools.SURFACES) for the
+# tools: the WSGI environ, which a2wsgi hands on in the ASGI scope.
 REQUEST_ENVIRON_KEY = "memoryhub.mcp.request"
+SURFACE_ENVIRON_KEY = "memoryhub.mcp.surface"
+FULL_LIST_PATH = "/mcp/full/"
 
+# Sent once per session, with either list: it names only the tools both lists have.
 INSTRUCTIONS = (
-    "MemoryHub is your team's shared memory. At the start of a task call memory_context (or "
-    "session_boot) for what the team knows; search with memory_search before deciding anything "
-    "the team may have settled; save what others should know with memory_save (supersede with a "
-    "reason rather than saving a near copy); record lessons with learning_record. Errors carry a "
-    "code in `error` (not_found, invalid, conflict, forbidden, rate_limited...) and a `detail`."
+    "MemoryHub is your team's shared memory. Start a task with memory_context; search with "
+    "memory_search before deciding what the team may have settled; save what the next agent "
+    "should know with memory_save (to change an entry, give a supersede_reason rather than "
+    "saving a near copy). Errors carry a code in `error` and a `detail` saying what to do."
 )
 
 
@@ -78,8 +81,8 @@ def tool_definition(tool: Tool) -> types.Tool:
         title=tool.title,
         description=tool.description,
         input_schema=tool.input_schema,
+        # The title once, at the top level (annotations' own `title` is the older place for it).
         annotations=types.ToolAnnotations(
-            title=tool.title,
             read_only_hint=tool.read_only,
             destructive_hint=tool.destructive,
             idempotent_hint=tool.idempotent,
@@ -91,18 +94,18 @@ def tool_definition(tool: Tool) -> types.Tool:
 async def list_tools(
     ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
-    return types.ListToolsResult(tools=[tool_definition(tool) for tool in TOOLS.values()])
+    return types.ListToolsResult(tools=[tool_definition(tool) for tool in SURFACES[_surface(ctx)].values()])
 
 
 async def call_tool(
     ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
 ) -> types.CallToolResult:
     request = _authenticated_request(ctx)
-    tool = TOOLS.get(params.name)
+    tool = find_tool(_surface(ctx), params.name)
     if request is None:
         body, is_error = error_body("unauthenticated", "send 'Authorization: Bearer <token>'"), True
-    elif tool is None:
-        body, is_error = error_body("not_found", f"no tool named '{params.name[:100]}'"), True
+    elif isinstance(tool, dict):
+        body, is_error = tool, True
     else:
         # The ORM is synchronous: one worker thread per call, as one gunicorn thread per request.
         body, is_error = await anyio.to_thread.run_sync(run_tool, tool, request, params.arguments or {})
@@ -167,9 +170,15 @@ async def read_resource(
     return types.ReadResourceResult(contents=[contents])
 
 
+# The prompt asks for learning_record calls: it is served where that tool is.
+PROMPT_SURFACE = "full"
+
+
 async def list_prompts(
     ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
 ) -> types.ListPromptsResult:
+    if _surface(ctx) != PROMPT_SURFACE:
+        return types.ListPromptsResult(prompts=[])
     prompt = types.Prompt(
         name=resources.PROMPT_NAME,
         title="Remember what we learned",
@@ -186,15 +195,39 @@ async def get_prompt(
 ) -> types.GetPromptResult:
     if params.name != resources.PROMPT_NAME:
         raise MCPError(INVALID_PARAMS, f"no prompt named '{params.name[:100]}'")
+    if _surface(ctx) != PROMPT_SURFACE:
+        raise MCPError(INVALID_PARAMS, f"{params.name} is on the full tool list only, at {FULL_LIST_PATH}")
     text = resources.remember_prompt(params.arguments or {})
     message = types.PromptMessage(role="user", content=types.TextContent(text=text))
     return types.GetPromptResult(description=resources.PROMPT_DESCRIPTION, messages=[message])
 
 
-def _authenticated_request(ctx: ServerRequestContext[Any]) -> Request | None:
+def _environ(ctx: ServerRequestContext[Any]) -> dict[str, Any]:
     scope = getattr(ctx.request, "scope", None) or {}
-    request = scope.get("wsgi_environ", {}).get(REQUEST_ENVIRON_KEY)
+    environ: dict[str, Any] = scope.get("wsgi_environ", {})
+    return environ
+
+
+def _authenticated_request(ctx: ServerRequestContext[Any]) -> Request | None:
+    request = _environ(ctx).get(REQUEST_ENVIRON_KEY)
     return request if isinstance(request, Request) and isinstance(request.auth, AgentToken) else None
+
+
+def _surface(ctx: ServerRequestContext[Any]) -> str:
+    """The tool list of the endpoint the request came to (agents.mcp.http.admit names it)."""
+    surface = _environ(ctx).get(SURFACE_ENVIRON_KEY)
+    return surface if surface in SURFACES else "core"
+
+
+def find_tool(surface: str, name: str) -> Tool | dict[str, Any]:
+    """The tool of that name on that list, or the `not_found` error body: an endpoint runs
+    only the tools it lists, and says where a tool of the full list is."""
+    tool = SURFACES[surface].get(name)
+    if tool is not None:
+        return tool
+    if name in TOOLS:
+        return error_body("not_found", f"{name} is on the full tool list only, at {FULL_LIST_PATH}")
+    return error_body("not_found", f"no tool named '{name[:100]}'")
 
 
 def run_tool(tool: Tool, request: Request, arguments: dict[str, Any]) -> tuple[dict[str, Any], bool]:

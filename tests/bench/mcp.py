@@ -13,6 +13,21 @@ served inside them) two ways, one call at a time after a warm-up:
   SDK row is what the SDK's client adds on the agent's side.
 
 Target: MCP adds at most 5 ms to the REST p50 (the server's layer: the plain JSON-RPC row).
+The searches go to `/mcp/full/`, whose `memory_search` takes `mode` as REST does; the
+core list's leaves it out.
+
+Then what a session costs a model's context, on the same server (docs/agents.md, "Tool
+surfaces"): the server's instructions, the tool definitions (`tools/list`'s result as
+sent, compact JSON) of the core list and of the full one, and the session-start context
+the Claude Code hook prints (the injection block at the default budget and the hook's
+guide), in bytes and in tokens, for a team of its own: SESSION_TEAM_SIZE memories with
+the injection section's mix of types (a handful of identity entries, which the block
+never drops, then lessons, decisions, context...), enough to fill the default budget;
+and the size of a save's answer (brief, with `return_entry`, and REST's 201 body).
+Tokens are counted two ways: the bundled all-MiniLM-L6-v2 WordPiece tokenizer
+(search.tokens, the one the injection budget is counted with) and chars/4, the usual
+approximation for the models agents run on, whose tokenizers are not available offline.
+Target: the core list's definitions at most 8 KiB.
 """
 
 from __future__ import annotations
@@ -25,6 +40,8 @@ from tests.bench import harness
 from tests.bench.latency import TextGenerator
 
 TEAM_SLUG = "bench-mcp"
+SESSION_TEAM_SLUG = "bench-mcp-session"
+SESSION_TEAM_SIZE = 1_000
 SIZE = 10_000
 QUICK_SIZE = 2_000
 CALLS = 300
@@ -32,6 +49,7 @@ QUICK_CALLS = 100
 WARMUP = 10
 INSERT_BATCH = 2_000
 TARGET_ADDED_P50_MS = 5.0
+TARGET_CORE_LIST_BYTES = 8192
 SEED = 20261123
 
 
@@ -132,7 +150,7 @@ def run(*, quick: bool = False) -> dict[str, Any]:
                     "method": "tools/call",
                     "params": {"name": "memory_search", "arguments": {"query": query, **body}},
                 }
-                response = client.post(f"{base}/mcp/", json=message, headers=rpc_headers)
+                response = client.post(f"{base}/mcp/full/", json=message, headers=rpc_headers)
                 if response.status_code != 200 or response.json()["result"].get("isError"):
                     raise RuntimeError(
                         f"MCP memory_search answered {response.status_code}: {response.text[:300]}"
@@ -152,7 +170,7 @@ def run(*, quick: bool = False) -> dict[str, Any]:
         async def over_mcp() -> list[float]:
             async with (
                 httpx2.AsyncClient(headers=headers, timeout=60) as http,
-                Client(streamable_http_client(f"{base}/mcp/", http_client=http)) as session,
+                Client(streamable_http_client(f"{base}/mcp/full/", http_client=http)) as session,
             ):
 
                 async def search(query: str) -> None:
@@ -170,6 +188,7 @@ def run(*, quick: bool = False) -> dict[str, Any]:
                 return timings
 
         mcp_ms = anyio.run(over_mcp)
+        session = _session_cost(base)
 
     rest_figures, mcp_figures = harness.summarize(rest_ms), harness.summarize(mcp_ms)
     plain_figures = harness.summarize(plain_ms)
@@ -191,6 +210,7 @@ def run(*, quick: bool = False) -> dict[str, Any]:
         f"the server's MCP layer adds {added:.1f} ms at p50 (target <= {TARGET_ADDED_P50_MS:.0f} ms: "
         f"{'met' if met else 'MISSED'}); the SDK's client adds {client_added:.1f} ms more on the agent's side"
     )
+    _print_session_cost(session)
     return {
         "section": "mcp",
         "how": (
@@ -205,4 +225,154 @@ def run(*, quick: bool = False) -> dict[str, Any]:
         "sdk_client_added_p50_ms": round(client_added, 2),
         "target_added_p50_ms": TARGET_ADDED_P50_MS,
         "target_met": met,
+        "session": session,
+        "session_how": (
+            "tools/list results as sent (compact JSON); session-start context = the injection block "
+            "(GET injection/, the team's default budget) + the Claude Code hook's guide; tokens by the "
+            "bundled all-MiniLM-L6-v2 WordPiece tokenizer and by chars/4"
+        ),
     }
+
+
+def _seed_session_team() -> Any:
+    """A team whose memories have the mix of types of tests/bench/injection.py."""
+    from memories.models import IndexState, Memory
+    from teams.scope import team_scope
+    from teams.services import create_team
+    from tests.bench.injection import IDENTITY_COUNT, TYPE_SHARES
+
+    team = create_team(slug=SESSION_TEAM_SLUG, name="Bench MCP session")
+    rng = random.Random(SEED)
+    generator = TextGenerator(SEED % 997)
+    others = rng.choices(
+        list(TYPE_SHARES), weights=list(TYPE_SHARES.values()), k=SESSION_TEAM_SIZE - IDENTITY_COUNT
+    )
+    memories = [
+        Memory(
+            team=team,
+            key=f"{memory_type}-{i:04d}",
+            content=generator.memory()[1],
+            type=memory_type,
+            updated_by="bench-seed",
+            content_hash="",
+            index_state=IndexState.INDEXED,
+        )
+        for i, memory_type in enumerate(["identity"] * IDENTITY_COUNT + others)
+    ]
+    for memory in memories:
+        memory.content_hash = Memory.hash_content(memory.content)
+    with team_scope(team.id):
+        Memory.objects.bulk_create(memories)
+    return team
+
+
+def _size(text: str) -> dict[str, int]:
+    from search.tokens import count_tokens
+
+    return {
+        "bytes": len(text.encode()),
+        "chars": len(text),
+        "wordpiece_tokens": count_tokens(text),
+        "chars_over_4": round(len(text) / 4),
+    }
+
+
+def _session_cost(base: str) -> dict[str, Any]:
+    """What one agent session puts in a model's context, measured on the running server."""
+    import json
+
+    import httpx
+
+    from memoryhub_client.claude_code_hooks import GUIDE
+    from teams.services import create_token
+
+    team = _seed_session_team()
+    token = create_token(team=team, name="bench-writer", scopes=["read", "write"], actor="test").raw
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-11-25",
+    }
+
+    def rpc(client: httpx.Client, path: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        message = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        response = client.post(f"{base}{path}", json=message)
+        if response.status_code != 200 or "result" not in response.json():
+            raise RuntimeError(f"MCP {method} answered {response.status_code}: {response.text[:300]}")
+        result: dict[str, Any] = response.json()["result"]
+        return result
+
+    def compact(value: Any) -> str:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+    with httpx.Client(headers=headers, timeout=300) as client:
+        initialize = {"protocolVersion": "2025-11-25", "capabilities": {},
+                      "clientInfo": {"name": "bench", "version": "1"}}  # fmt: skip
+        instructions = rpc(client, "/mcp/", "initialize", initialize).get("instructions") or ""
+        core = rpc(client, "/mcp/", "tools/list", {})
+        full = rpc(client, "/mcp/full/", "tools/list", {})
+        injection = client.get(f"{base}/api/v1/teams/{team.slug}/injection/")
+        if injection.status_code != 200:
+            raise RuntimeError(f"injection answered {injection.status_code}: {injection.text[:300]}")
+        block = injection.json()["text"]
+        # What the session-start hook prints: the block, a blank line, the guide.
+        start_context = f"{block.rstrip()}\n\n{GUIDE}"
+        saves = {}
+        for name, extra in (("brief", {}), ("return_entry", {"return_entry": True})):
+            arguments = {"key": f"bench-save-{name}", "content": "Deploys wait for a green canary.", **extra}
+            answer = rpc(client, "/mcp/", "tools/call", {"name": "memory_save", "arguments": arguments})
+            saves[name] = len(answer["content"][0]["text"].encode())
+        rest = client.post(
+            f"{base}/api/v1/teams/{team.slug}/memories/",
+            json={"key": "bench-save-rest", "content": "Deploys wait for a green canary, by REST."},
+        )
+        saves["rest_201"] = len(rest.content)
+
+    parts = {
+        "instructions": _size(instructions),
+        "tools_core": _size(compact(core)),
+        "tools_full": _size(compact(full)),
+        "session_start_context": _size(start_context),
+    }
+    per_session = {
+        kind: {
+            measure: sum(parts[part][measure] for part in ("instructions", kind, "session_start_context"))
+            for measure in ("bytes", "wordpiece_tokens", "chars_over_4")
+        }
+        for kind in ("tools_core", "tools_full")
+    }
+    return {
+        **parts,
+        "tool_counts": {"core": len(core["tools"]), "full": len(full["tools"])},
+        "per_session_core": per_session["tools_core"],
+        "per_session_full": per_session["tools_full"],
+        "injection_entries": injection.json()["counts"]["included"],
+        "save_answer_bytes": saves,
+        "target_core_list_bytes": TARGET_CORE_LIST_BYTES,
+        "core_list_target_met": parts["tools_core"]["bytes"] <= TARGET_CORE_LIST_BYTES,
+    }
+
+
+def _print_session_cost(session: dict[str, Any]) -> None:
+    rows = [
+        [name, f"{part['bytes']:,}", f"{part['wordpiece_tokens']:,}", f"{part['chars_over_4']:,}"]
+        for name, part in (
+            ("server instructions", session["instructions"]),
+            (f"tools/list, core ({session['tool_counts']['core']} tools)", session["tools_core"]),
+            (f"tools/list, full ({session['tool_counts']['full']} tools)", session["tools_full"]),
+            (
+                f"session-start context ({session['injection_entries']} entries + guide)",
+                session["session_start_context"],
+            ),
+            ("per session, core list", session["per_session_core"]),
+            ("per session, full list", session["per_session_full"]),
+        )
+    ]
+    harness.print_table(["what a session puts in context", "bytes", "WordPiece tokens", "chars/4"], rows)
+    saves = session["save_answer_bytes"]
+    met = "met" if session["core_list_target_met"] else "MISSED"
+    print(
+        f"core tool list {session['tools_core']['bytes']:,} bytes (target <= {TARGET_CORE_LIST_BYTES:,}: {met}); "
+        f"a save answers {saves['brief']} bytes ({saves['return_entry']} with return_entry; REST's 201 body "
+        f"{saves['rest_201']})"
+    )

@@ -6,19 +6,29 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.client.conftest import Cli
+from agents.mcp.tools import CORE_TOOLS
+from memoryhub_client.claude_code_hooks import CLIENT_TIMEOUT_SECONDS
+from tests.client.conftest import COMMAND, Cli
 
 pytestmark = pytest.mark.slow  # runs the `memoryhub` command
 
 REPO = Path(__file__).resolve().parents[2]
 URL = "http://127.0.0.1:8000"
 TOKEN = "mh_must-never-be-written-0123456789"
-HOOK = "memoryhub hook claude-code session-start --url http://127.0.0.1:8000 --team my-team"
+# The installed command by its absolute path (the README shows it as README_COMMAND).
+HOOK = f"{COMMAND} hook claude-code session-start --url http://127.0.0.1:8000 --team my-team"
+README_COMMAND = "/path/to/.venv/bin/memoryhub"
+
+
+def hook(command: str) -> dict[str, Any]:
+    return {"type": "command", "command": command, "timeout": CLIENT_TIMEOUT_SECONDS}
 
 
 def write_twice(cli: Cli, project: Path, client: str) -> tuple[str, str]:
@@ -66,12 +76,9 @@ def test_claude_code_merges_the_server_and_the_hooks_keeping_the_rest(cli: Cli, 
     settings = json.loads((project / ".claude" / "settings.json").read_text())
     assert settings["permissions"] == {"allow": ["Bash(ls)"]}
     assert settings["hooks"]["PreToolUse"] == [other_hook]
-    assert settings["hooks"]["SessionStart"] == [
-        other_hook,
-        {"hooks": [{"type": "command", "command": HOOK}]},
-    ]
+    assert settings["hooks"]["SessionStart"] == [other_hook, {"hooks": [hook(HOOK)]}]
     assert settings["hooks"]["SessionEnd"] == [
-        {"hooks": [{"type": "command", "command": HOOK.replace("session-start", "session-end")}]}
+        {"hooks": [hook(HOOK.replace("session-start", "session-end"))]}
     ]
     for path in (project / ".mcp.json", project / ".claude" / "settings.json"):
         assert TOKEN not in path.read_text()
@@ -146,10 +153,11 @@ def test_the_readme_shows_exactly_what_connect_prints(cli: Cli) -> None:
         printed = cli("connect", client, "--url", URL, "--team", "my-team")
         assert printed.returncode == 0, printed.stderr
         assert f"memoryhub connect {client}" in section
-        if printed.stdout.startswith("# "):  # two files: each under its name
-            bodies = [snippet.split("\n", 1)[1] for snippet in printed.stdout.split("\n# ")]
+        shown = printed.stdout.replace(COMMAND, README_COMMAND)
+        if shown.startswith("# "):  # two files: each under its name
+            bodies = [snippet.split("\n", 1)[1] for snippet in shown.split("\n# ")]
         else:  # one file: its name on stderr
-            bodies = [printed.stdout]
+            bodies = [shown]
             assert printed.stderr.startswith("# ")
         for body in bodies:
             assert body in blocks, (client, body)
@@ -160,3 +168,58 @@ def test_a_one_file_client_prints_a_snippet_that_is_valid_on_its_own(cli: Cli, t
         printed = cli("connect", client, "--url", URL)
         assert printed.returncode == 0, printed.stderr
         assert "memoryhub" in str(parse(printed.stdout)), client
+
+
+def test_the_tool_list_is_the_core_one_unless_asked_and_connect_says_so(cli: Cli) -> None:
+    core = cli("connect", "cursor", "--url", URL)
+    assert json.loads(core.stdout)["mcpServers"]["memoryhub"]["url"] == f"{URL}/mcp/"
+    names = core.stderr.split("lists the core tools (", 1)[1].split(")", 1)[0].split(", ")
+    assert set(names) == set(CORE_TOOLS)
+    assert "--tools full connects to /mcp/full/, every tool" in core.stderr
+    for asked in (("--url", URL, "--tools", "full"), ("--url", f"{URL}/mcp/full/")):
+        full = cli("connect", "codex", *asked)
+        assert tomllib.loads(full.stdout)["mcp_servers"]["memoryhub"]["url"] == f"{URL}/mcp/full/"
+        assert f"{URL}/mcp/full/ lists every tool" in full.stderr
+    generic = json.loads(cli("connect", "generic", "--url", f"{URL}/mcp/full/").stdout)["mcpServers"][
+        "memoryhub"
+    ]
+    assert generic == {
+        "command": COMMAND, "args": ["mcp", "--url", f"{URL}/mcp/full/", "--token-env", "MEMORYHUB_TOKEN"]
+    }  # fmt: skip
+
+
+def test_a_hook_written_by_an_older_connect_gets_the_timeout(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / ".claude").mkdir()
+    older = {"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": HOOK}]}]}}
+    (tmp_path / ".claude" / "settings.json").write_text(json.dumps(older))
+    cli("connect", "claude-code", "--write", "--url", URL, "--team", "my-team", "--dir", str(tmp_path))
+    settings = json.loads((tmp_path / ".claude" / "settings.json").read_text())
+    assert settings["hooks"]["SessionStart"] == [{"hooks": [hook(HOOK)]}]
+
+
+def test_the_hooks_run_without_memoryhub_on_the_path(cli: Cli, tmp_path: Path) -> None:
+    cli(
+        "connect",
+        "claude-code",
+        "--write",
+        "--url",
+        "http://127.0.0.1:9",
+        "--team",
+        "my-team",
+        "--dir",
+        str(tmp_path),
+    )
+    settings = json.loads((tmp_path / ".claude" / "settings.json").read_text())
+    for event in ("SessionStart", "SessionEnd"):
+        [group] = settings["hooks"][event]
+        [written] = group["hooks"]
+        assert written["timeout"] == CLIENT_TIMEOUT_SECONDS
+        # As Claude Code runs a command hook: through the shell, here with an empty PATH.
+        ran = subprocess.run(  # noqa: S603
+            ["/bin/sh", "-c", written["command"]],
+            env={"PATH": "", "HOME": str(cli.home), "MEMORYHUB_TOKEN": "mh_any-token-0123"},
+            input="{}", capture_output=True, text=True, timeout=60, cwd=tmp_path,
+        )  # fmt: skip
+        assert ran.returncode == 0, (event, ran.stderr)
+        if event == "SessionStart":
+            assert ran.stdout.startswith("MemoryHub: the team's memory could not be loaded (cannot reach")

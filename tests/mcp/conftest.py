@@ -21,8 +21,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from agents.mcp.http import admit
-from agents.mcp.server import REQUEST_ENVIRON_KEY, run_tool
-from agents.mcp.tools import TOOLS
+from agents.mcp.server import REQUEST_ENVIRON_KEY, SURFACE_ENVIRON_KEY, find_tool, run_tool
 from tests.web_server import WebServer, server_env
 from tests.worker import database_url
 
@@ -32,7 +31,16 @@ T = TypeVar("T")
 class Server(WebServer):
     @property
     def mcp_url(self) -> str:
+        """The default endpoint: the core tools."""
         return f"{self.base}/mcp/"
+
+    @property
+    def full_url(self) -> str:
+        """Every tool."""
+        return f"{self.base}/mcp/full/"
+
+    def url_of(self, surface: str) -> str:
+        return {"core": self.mcp_url, "full": self.full_url}[surface]
 
 
 @pytest.fixture(scope="module")
@@ -60,12 +68,19 @@ def mcp_server(
 
 @contextlib.asynccontextmanager
 async def mcp_client(
-    server: Server, token: str | None, *, headers: dict[str, str] | None = None, **options: Any
+    server: Server,
+    token: str | None,
+    *,
+    surface: str = "core",
+    headers: dict[str, str] | None = None,
+    **options: Any,
 ) -> AsyncIterator[Client]:
-    """The SDK's client over Streamable HTTP, sending `token` as the bearer."""
+    """The SDK's client over Streamable HTTP at the endpoint of `surface` (the core tools
+    or the full list), sending `token` as the bearer."""
     headers = {**(headers or {}), **({"Authorization": f"Bearer {token}"} if token is not None else {})}
+    url = server.url_of(surface)
     async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
-        async with Client(streamable_http_client(server.mcp_url, http_client=http), **options) as client:
+        async with Client(streamable_http_client(url, http_client=http), **options) as client:
             yield client
 
 
@@ -84,16 +99,20 @@ def structured(result: Any) -> dict[str, Any]:
 
 
 def call_in_process(
-    token: str | None, tool: str, arguments: dict[str, Any], **headers: str
+    token: str | None, tool: str, arguments: dict[str, Any], *, path: str = "/mcp/full/", **headers: str
 ) -> tuple[int, dict[str, Any]]:
-    """A tool call on the server's own path, in this process (agents.mcp.http.admit, then
-    agents.mcp.server.run_tool): the HTTP status of a refusal before MCP and its body, or
-    200 and the tool's answer (an error in the one shape when it failed)."""
+    """A tool call on the server's own path, in this process (agents.mcp.http.admit, the
+    endpoint's tool, then agents.mcp.server.run_tool): the HTTP status of a refusal before
+    MCP and its body, or 200 and the tool's answer (an error in the one shape when it
+    failed). Every tool by default; `path="/mcp/"` for the core list."""
     if token is not None:
         headers["HTTP_AUTHORIZATION"] = f"Bearer {token}"
-    environ = RequestFactory().post("/mcp/", **headers).environ
+    environ = RequestFactory().post(path, **headers).environ
     refusal = admit(environ)
     if refusal is not None:
         return refusal[0], refusal[1]
-    body, _ = run_tool(TOOLS[tool], environ[REQUEST_ENVIRON_KEY], arguments)
+    found = find_tool(environ[SURFACE_ENVIRON_KEY], tool)
+    if isinstance(found, dict):
+        return 200, found
+    body, _ = run_tool(found, environ[REQUEST_ENVIRON_KEY], arguments)
     return 200, body

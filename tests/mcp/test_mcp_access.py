@@ -93,7 +93,7 @@ def call_all(
     answers: list[tuple[bool, dict[str, Any]]] = []
 
     async def main() -> None:
-        async with mcp_client(server, token) as client:
+        async with mcp_client(server, token, surface="full") as client:
             for name, arguments in calls:
                 result = await client.call_tool(name, arguments)
                 answers.append((result.is_error, structured(result)))

@@ -83,7 +83,7 @@ def post_call(server: Server, token: str, name: str, arguments: Any) -> httpx.Re
         "method": "tools/call",
         "params": {"name": name, "arguments": arguments},
     }
-    return httpx.post(server.mcp_url, json=message, headers={**HEADERS, "Authorization": f"Bearer {token}"},
+    return httpx.post(server.full_url, json=message, headers={**HEADERS, "Authorization": f"Bearer {token}"},
                       timeout=60)  # fmt: skip
 
 

@@ -90,15 +90,23 @@ def test_the_remember_prompt_asks_for_lessons_in_the_learnings_shape(mcp_server:
     seen: dict[str, Any] = {}
 
     async def main() -> None:
-        async with mcp_client(mcp_server, token) as client:
+        async with mcp_client(mcp_server, token, surface="full") as client:
             seen["prompts"] = (await client.list_prompts()).prompts
             seen["prompt"] = await client.get_prompt(
                 "remember_what_we_learned", {"topic": "the deploy outage"}
             )
+        # It asks for learning_record calls: the core list, without that tool, has no prompt.
+        async with mcp_client(mcp_server, token) as client:
+            seen["core"] = (await client.list_prompts()).prompts
+            with pytest.raises(MCPError) as refused:
+                await client.get_prompt("remember_what_we_learned", {})
+            seen["refused"] = refused.value.error.message
 
     run_async(main())
 
     assert [p.name for p in seen["prompts"]] == ["remember_what_we_learned"]
+    assert seen["core"] == []
+    assert seen["refused"] == "remember_what_we_learned is on the full tool list only, at /mcp/full/"
     text = seen["prompt"].messages[0].content.text
     assert "about the deploy outage" in text and "learning_record" in text
     assert all(field in text for field in ('"topic"', '"claim"', '"confidence"', '"domains"', '"verified"'))

@@ -27,7 +27,7 @@ def test_a_batch_saves_each_entry_and_reports_it_in_order(mcp_server: Server, te
     answers: list[Any] = []
 
     async def main() -> None:
-        async with mcp_client(mcp_server, token) as client:
+        async with mcp_client(mcp_server, token, surface="full") as client:
             for _ in range(2):
                 result = await client.call_tool("memory_save_batch", {"entries": entries})
                 assert not result.is_error
@@ -54,7 +54,7 @@ def test_a_read_only_token_may_not_call_it(mcp_server: Server, team: Team) -> No
     answers: list[Any] = []
 
     async def main() -> None:
-        async with mcp_client(mcp_server, token) as client:
+        async with mcp_client(mcp_server, token, surface="full") as client:
             result = await client.call_tool("memory_save_batch", {"entries": [{"key": "a", "content": "b"}]})
             answers.append((result.is_error, structured(result)))
 

@@ -1,7 +1,7 @@
-"""Every MCP tool's input schema is generated from the serializer that parses its
-arguments, and says of each argument it shares with its REST endpoint exactly what the
-API's OpenAPI schema says (read from the generated schema, not copied here). What only
-MCP has is named below, with why."""
+"""Every MCP tool's input schema, on both tool lists, is generated from the serializer
+that parses its arguments, and says of each argument it shares with its REST endpoint
+exactly what the API's OpenAPI schema says (read from the generated schema, not copied
+here). What only MCP has is named below, with why."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from drf_spectacular.generators import SchemaGenerator
 
-from agents.mcp.tools import TOOLS
+from agents.mcp.tools import CORE_TOOLS, SURFACES, TOOLS
 from core.json_schema import input_schema, to_json_schema
 
 TEAM = "/api/v1/teams/{team}/"
@@ -48,6 +48,7 @@ MCP_ONLY: dict[str, set[str]] = {
     "memory_get": {"version_id"},  # one tool for REST's get, as_of and versions
     "draft_review": {"action"},  # one tool for REST's accept, reject and merge
     "memory_save_batch": {"entries"},  # entries whose key may be left out: compared apart, below
+    "memory_save": {"return_entry"},  # the whole entry in the answer (REST's 201 always has it)
 }
 
 
@@ -80,13 +81,16 @@ def rest_arguments(openapi: dict[str, Any], method: str, path: str) -> dict[str,
 
 def test_every_tool_has_a_rest_counterpart_named_here() -> None:
     assert set(REST) == set(TOOLS)
+    assert set(CORE_TOOLS) < set(TOOLS)
 
 
-@pytest.mark.parametrize("name", sorted(REST))
+@pytest.mark.parametrize(
+    ("surface", "name"), [(surface, name) for surface, tools in SURFACES.items() for name in sorted(tools)]
+)
 def test_a_tools_schema_is_its_serializers_and_says_what_rest_says(
-    name: str, openapi: dict[str, Any]
+    surface: str, name: str, openapi: dict[str, Any]
 ) -> None:
-    tool = TOOLS[name]
+    tool = SURFACES[surface][name]
     assert tool.arguments is not None
     schema = tool.input_schema
     assert schema == input_schema(tool.arguments)
@@ -103,10 +107,23 @@ def test_a_tools_schema_is_its_serializers_and_says_what_rest_says(
     assert set(schema["properties"]) - own == shared, name
 
 
+def test_a_core_tool_keeps_a_subset_of_the_full_tools_arguments() -> None:
+    for name, tool in CORE_TOOLS.items():
+        full = TOOLS[name].input_schema
+        core = tool.input_schema
+        assert set(core["properties"]) <= set(full["properties"]), name
+        assert all(core["properties"][field] == full["properties"][field] for field in core["properties"])
+        assert core.get("required", []) == full.get("required", []), name
+
+
 def test_a_batch_entry_says_what_a_single_save_says(openapi: dict[str, Any]) -> None:
     entry = TOOLS["memory_save_batch"].input_schema["properties"]["entries"]["items"]
     rest_entry = rest_arguments(openapi, "post", "memories/batch/")["entries"]["items"]
-    assert entry == TOOLS["memory_save"].input_schema
+    single = TOOLS["memory_save"].input_schema
+    assert entry == {
+        **single,
+        "properties": {f: s for f, s in single["properties"].items() if f != "return_entry"},
+    }
     assert {f: s for f, s in entry["properties"].items() if f != "key"} == {
         f: s for f, s in rest_entry["properties"].items() if f != "key"
     }

@@ -27,7 +27,7 @@ def test_tool_calls_spend_the_tokens_write_budget_and_reads_their_own(mcp_server
     answers: list[tuple[bool, dict[str, Any]]] = []
 
     async def main() -> None:
-        async with mcp_client(mcp_server, token) as client:
+        async with mcp_client(mcp_server, token, surface="full") as client:
             for n in range(3):
                 saved = await client.call_tool("memory_save", {"key": f"k-{n}", "content": f"Fact {n}."})
                 answers.append((saved.is_error, structured(saved)))

@@ -28,6 +28,9 @@ DESTRUCTIVE = {"memory_delete", "vault_set", "nudge_resolve", "draft_review"}
 
 
 def run(server: Server, token: str, scenario: Callable[[Client], Awaitable[None]], **options: Any) -> None:
+    """The scenario on the full tool list (`/mcp/full/`) unless `surface` says otherwise."""
+    options.setdefault("surface", "full")
+
     async def main() -> None:
         async with mcp_client(server, token, **options) as client:
             await scenario(client)
@@ -103,13 +106,12 @@ def test_save_search_get_in_both_protocol_eras(mcp_server: Server, writer: str, 
         saved = await call(
             client, "memory_save", {"key": "deploy-rule", "content": "Deploys wait for the canary."}
         )
-        assert (
-            saved["saved"] is True and saved["key"] == "deploy-rule" and saved["updated_by"] == "writer-bot"
-        )
+        assert saved["saved"] is True and saved["key"] == "deploy-rule"
         found = await call(client, "memory_search", {"query": "canary deploys", "mode": "keyword"})
         assert [r["key"] for r in found["results"]] == ["deploy-rule"]
         got = await call(client, "memory_get", {"key": "deploy-rule"})
         assert got["content"] == "Deploys wait for the canary." and got["total_lines"] == 1
+        assert got["id"] == saved["id"] and got["updated_by"] == "writer-bot"
 
     run(mcp_server, writer, scenario, mode=mode)
 
@@ -334,7 +336,7 @@ def test_the_session_header_names_the_writer_as_on_rest(mcp_server: Server, writ
     async def main() -> None:
         async with mcp_client(mcp_server, writer, headers={"X-MemoryHub-Session": session_id}) as client:
             answers["saved"] = await call(
-                client, "memory_save", {"key": "by-session", "content": "In a session."}
+                client, "memory_save", {"key": "by-session", "content": "In a session.", "return_entry": True}
             )
         async with mcp_client(
             mcp_server, writer, headers={"X-MemoryHub-Session": "not a session id"}

@@ -2,7 +2,8 @@
 its REST endpoint needs), the serializer that parses its arguments, whose JSON schema
 is the tool's input schema (core.json_schema, never written by hand), and its handler.
 Also the arguments only MCP has: a page (`limit`, `cursor`) where REST pages by links,
-and a key in the arguments where REST has it in the path."""
+and a key in the arguments where REST has it in the path; and `with_fields`, the same
+arguments with only the fields a lean tool list keeps (docs/agents.md, "Tool surfaces")."""
 
 from __future__ import annotations
 
@@ -69,6 +70,22 @@ class Tool:
         payload = self.arguments(data=call.arguments)
         payload.is_valid(raise_exception=True)
         return self.handler(call, payload)
+
+
+def with_fields(
+    serializer_class: type[serializers.Serializer[Any]], name: str, fields: tuple[str, ...]
+) -> type[serializers.Serializer[Any]]:
+    """`serializer_class` keeping only `fields` (the others removed, as DRF removes a
+    field set to None in a subclass): the same parsing, limits, help texts and mapping
+    for what it keeps. Every name must be one of its fields; a field added to it later
+    stays out until named here, so a lean list does not grow unseen."""
+    declared = serializer_class._declared_fields  # type: ignore[attr-defined]
+    unknown = sorted(set(fields) - set(declared))
+    if unknown:
+        raise ValueError(f"{serializer_class.__name__} has no field {', '.join(unknown)}")
+    removed: dict[str, Any] = {field: None for field in declared if field not in fields}
+    attributes = {"__module__": serializer_class.__module__, "__doc__": serializer_class.__doc__, **removed}
+    return type(name, (serializer_class,), attributes)
 
 
 class _ToolHttpRequest(HttpRequest):

@@ -5,11 +5,12 @@ maps it with the same use case, and answers with the same output serializers."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from rest_framework import serializers
 
-from agents.mcp.tools.base import KeyArgument, PageArguments, Tool, ToolCall, page_of
+from agents.mcp.tools.base import KeyArgument, PageArguments, Tool, ToolCall, page_of, with_fields
 from memories import feedback, selectors, use_cases, writes
 from memories.api import HistoryPagination, MemoryPagination, batch_payload
 from memories.inputs import (
@@ -38,37 +39,86 @@ from memories.serializers import (
     saved_payload,
 )
 from memories.writes import MAX_BATCH_ENTRIES
-from teams.serializers import StrictInputSerializer, StrictIntegerField
+from teams.serializers import StrictBooleanField, StrictInputSerializer, StrictIntegerField
 
 # --- memory_save / memory_save_batch -------------------------------------------
 
+# What a save answers unless the agent asks for the whole entry: enough to name the new
+# version (and what it replaced, a type hint, redactions), a few hundred bytes of a
+# model's context instead of the whole entry it has just written.
+BRIEF_SAVE_FIELDS = ("id", "key", "type", "supersedes_id", "hint", "redactions", "replaced_duplicate")
 
-def memory_save(call: ToolCall, payload: KeylessSaveInputSerializer) -> dict[str, Any]:
+
+class SaveToolArguments(KeylessSaveInputSerializer):
+    return_entry = StrictBooleanField(
+        default=False, help_text="Answer the whole saved entry, not only its id, key and type."
+    )
+
+
+def memory_save(call: ToolCall, payload: SaveToolArguments) -> dict[str, Any]:
     result = use_cases.save_entry(team=call.team, arguments=payload.to_arguments(), updated_by=call.actor)
+    whole = payload.validated_data.get("return_entry", False)
     if not result.saved:
-        return dict(duplicate_payload(result))
-    return {"saved": True, **saved_payload(result)}
+        refused = dict(duplicate_payload(result))
+        return refused if whole else _brief_refusal(refused)
+    saved = {"saved": True, **saved_payload(result)}
+    return saved if whole else _brief(saved)
+
+
+def _brief(saved: dict[str, Any]) -> dict[str, Any]:
+    """The saved version's id, key and type, and of the rest only what is set."""
+    brief = {"saved": True, **{name: saved[name] for name in BRIEF_SAVE_FIELDS if saved.get(name)}}
+    if "replaced_duplicate" in brief:
+        brief["replaced_duplicate"] = _named(brief["replaced_duplicate"])
+    return brief
+
+
+def _brief_refusal(refused: dict[str, Any]) -> dict[str, Any]:
+    """A duplicate refused: why and what to do (the detail) and which entry holds the text."""
+    brief = {name: refused[name] for name in ("saved", "detail")}
+    brief["duplicate_of"] = _named(refused["duplicate_of"])
+    if refused.get("redactions"):
+        brief["redactions"] = refused["redactions"]
+    return brief
+
+
+def _named(entry: dict[str, Any]) -> dict[str, Any]:
+    return {"id": entry["id"], "key": entry["key"]}
 
 
 SAVE = Tool(
     name="memory_save",
     title="Save a memory",
     description=(
-        "Save something the team should remember: a fact, decision, lesson or context, in plain "
-        "text (credentials are redacted); `key` may be left out. Saving to a key that "
-        "already has an active entry needs `supersede_reason` (the old version stays in history); "
-        "without it the call fails with `conflict` and the current entry in `current`. A text that "
-        "an active entry already holds is not saved again: the answer has `saved: false` and "
-        "`duplicate_of`. Returns the saved version (`saved: true`) with a type `hint` when the "
-        "text reads like another type. Errors: invalid, unknown_type, content_too_large, conflict, "
-        "stale_version (with `expected_version`), skill_exists, quota_exceeded, forbidden."
+        "Save what the team should remember (a decision, lesson, fact or context) as soon as you "
+        "learn or decide it. To change a key that has an active entry, give `supersede_reason`; "
+        "without it: `conflict` with the current entry. Answers the new version's id and key."
     ),
-    arguments=KeylessSaveInputSerializer,
+    arguments=SaveToolArguments,
     scope="write",
     read_only=False,
     destructive=False,
     idempotent=False,
     handler=memory_save,
+)
+# The core list's save: what an agent sends in most sessions. Skills, anchors and
+# expected_version are on the full list (`/mcp/full/`).
+CORE_SAVE = replace(
+    SAVE,
+    arguments=with_fields(
+        SaveToolArguments,
+        "CoreSaveToolArguments",
+        (
+            "key",
+            "content",
+            "type",
+            "supersede_reason",
+            "project",
+            "metadata",
+            "allow_duplicate",
+            "return_entry",
+        ),
+    ),
 )
 
 
@@ -140,11 +190,8 @@ GET = Tool(
     name="memory_get",
     title="Read a memory",
     description=(
-        "Read one memory in full: the active entry of a `key`, the version active at `as_of`, or "
-        "any version by `version_id` (from search, history or `superseded_by`). Long texts can be "
-        "read a slice at a time with `from_line` (1-based) and `lines`; the answer says "
-        "`from_line`, `to_line`, `total_lines` and `has_more`. Includes the notes of the key and, "
-        "for a replaced version, what replaced it. Errors: not_found, invalid."
+        "Read one memory in full when a search snippet is not enough: a key's active entry, or a "
+        "version by `version_id` (from search or history). Page a long text with `from_line` and `lines`."
     ),
     arguments=GetArguments,
     scope="read",
@@ -152,6 +199,9 @@ GET = Tool(
     destructive=False,
     idempotent=True,
     handler=memory_get,
+)
+CORE_GET = replace(
+    GET, arguments=with_fields(GetArguments, "CoreGetArguments", ("key", "version_id", "from_line", "lines"))
 )
 
 
@@ -176,10 +226,8 @@ LIST = Tool(
     name="memory_list",
     title="List memories",
     description=(
-        "List the team's active memories, newest first, a page at a time (`next_cursor` fetches "
-        "the next page; null at the end). Filter by type, project, tags or people; with `as_of`, "
-        "the versions that were active then. For finding something specific use memory_search. "
-        "Errors: invalid."
+        "Browse the team's active memories, newest first, a page at a time (`next_cursor`), by "
+        "type, project or tag. To find something specific, use memory_search."
     ),
     arguments=ListArguments,
     scope="read",
@@ -188,6 +236,10 @@ LIST = Tool(
     idempotent=True,
     handler=memory_list,
     replica_reads=True,
+)
+CORE_LIST = replace(
+    LIST,
+    arguments=with_fields(ListArguments, "CoreListArguments", ("type", "project", "tags", "limit", "cursor")),
 )
 
 
@@ -211,10 +263,8 @@ HISTORY = Tool(
     name="memory_history",
     title="History of a key",
     description=(
-        "Every version of a key, newest first: created, superseded (with the reason), "
-        "unsuperseded, deleted and confirmed events, a page of versions at a time (`next_cursor`). "
-        "Use it to see why the team changed its mind. Errors: not_found (nothing was ever saved under "
-        "the key), invalid."
+        "Every version of a key, newest first, with the reason for each change: use it to learn "
+        "why the team changed its mind before you change it again."
     ),
     arguments=HistoryArguments,
     scope="read",
@@ -371,3 +421,4 @@ CONFIRM = Tool(
 )
 
 TOOLS = (SAVE, SAVE_BATCH, GET, LIST, HISTORY, DELETE, UNSUPERSEDE, RATE, ANNOTATE, CONFIRM)
+CORE_TOOLS = (CORE_SAVE, CORE_GET, CORE_LIST, HISTORY)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from agents import injection
 from agents.api_injection import InjectionArgumentsSerializer, injection_payload
-from agents.mcp.tools.base import Tool, ToolCall
+from agents.mcp.tools.base import Tool, ToolCall, with_fields
 from search import run_search
 from search.api import SearchInputSerializer, SearchOutputSerializer
 
@@ -20,14 +21,9 @@ SEARCH = Tool(
     name="memory_search",
     title="Search memories",
     description=(
-        "Find what the team knows about something: hybrid keyword and vector search over every "
-        "memory. Use it before deciding or answering "
-        "about anything the team may have settled before. Returns results with key, snippet, score, "
-        "type and notes, each key once, as its current entry (with include_superseded, replaced versions "
-        "too, marked `superseded` with `superseded_by`, right after their current entry); skills whose "
-        "keyword is in the query come first. `search_mode` "
-        "says which paths ran (keyword only when embeddings are unavailable). Use memory_get for "
-        "the full text. Errors: invalid."
+        "Search the team's memory before you decide or answer anything the team may have settled. "
+        "Returns the best matches, each key once as its current entry (key, snippet, score, type). "
+        "Read one in full with memory_get."
     ),
     arguments=SearchInputSerializer,
     scope="read",
@@ -37,20 +33,29 @@ SEARCH = Tool(
     handler=memory_search,
     replica_reads=True,
 )
+# Scores, modes and the rarer filters are on the full list (`/mcp/full/`).
+CORE_SEARCH = replace(
+    SEARCH,
+    arguments=with_fields(
+        SearchInputSerializer,
+        "CoreSearchArguments",
+        ("query", "max_results", "types", "project", "include_superseded", "tags"),
+    ),
+)
 
 
 def memory_context(call: ToolCall, payload: InjectionArgumentsSerializer) -> dict[str, Any]:
     result = injection.build_injection(team=call.team, **payload.to_arguments())
-    return dict(injection_payload(result, payload.validated_data["format"]))
+    return dict(injection_payload(result, payload.validated_data.get("format", "markdown")))
 
 
 CONTEXT = Tool(
     name="memory_context",
     title="What to know now",
     description=(
-        "The team's memory block to put in your context at the start of a task: every identity "
-        "entry, always-on skills, lessons, then decisions, then context, each newest first, within a "
-        "token budget (markdown in `text`), ending with up to 3 nudges to review. Errors: invalid."
+        "Call at the start of a task: the team's identity, lessons, decisions and context as one "
+        "block to keep in mind (`text`, within a token budget). Give `project`, and `query` to add "
+        "what is relevant to the task."
     ),
     arguments=InjectionArgumentsSerializer,
     scope="read",
@@ -60,5 +65,12 @@ CONTEXT = Tool(
     handler=memory_context,
     replica_reads=True,
 )
+CORE_CONTEXT = replace(
+    CONTEXT,
+    arguments=with_fields(
+        InjectionArgumentsSerializer, "CoreContextArguments", ("project", "query", "max_tokens")
+    ),
+)
 
 TOOLS = (SEARCH, CONTEXT)
+CORE_TOOLS = (CORE_SEARCH, CORE_CONTEXT)
