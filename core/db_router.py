@@ -1,4 +1,4 @@
-"""Read replicas: where a query goes (docs/decisions.md, "Read replicas").
+"""Read replicas: where a query goes (docs/operations.md, "Read replicas").
 
 Writes always go to the primary (`default`). A read goes to a streaming replica only
 inside a replica block (`routing_reads_to`, entered by teams.replicas.replica_reads for

@@ -1,5 +1,5 @@
-"""A request never waits long on a Redis that does not answer (docs/decisions.md, "Redis in
-the request path").
+"""A request never waits long on a Redis that does not answer
+(docs/indexing-and-workers.md, "Redis in the request path").
 
 Requests use the service's Redis in four places: the API throttles count in Django's
 cache, `core.yield_to_requests` notes the request's team, a save hands its indexing to the

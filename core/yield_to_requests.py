@@ -1,5 +1,5 @@
-"""Background work yields to other teams' requests (docs/decisions.md, "The noisy-neighbour
-target").
+"""Background work yields to other teams' requests (docs/indexing-and-workers.md, "Indexing
+yields to other teams").
 
 The web and the workers share the cores. A request notes its team when it starts
 (`note_team_request`): one ZADD to the Redis the service already runs, of the team id

@@ -1,4 +1,4 @@
--- MemoryHub's three database roles (docs/decisions.md, "Database roles"), for a
+-- MemoryHub's three database roles (docs/tenancy.md, "Database roles"), for a
 -- PostgreSQL of your own. Run once, as a superuser, with psql:
 --
 --   psql -v owner_password=... -v app_password=... -v operator_password=... -f deploy/postgres-roles.sql

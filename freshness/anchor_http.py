@@ -1,4 +1,4 @@
-"""Fetching a `url` or `api` anchor safely (docs/decisions.md, "Anchored verification").
+"""Fetching a `url` or `api` anchor safely (docs/freshness.md, "Anchors").
 
 - Before anything is resolved, the URL and each redirect's target are held to the anchor
   URL rule every save uses (memories.anchor_urls, which also holds the address policy):

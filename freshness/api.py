@@ -66,6 +66,11 @@ class NudgeOutputSerializer(serializers.ModelSerializer):  # type: ignore[type-a
     resolution = serializers.ChoiceField(choices=["", *NudgeAction.values], read_only=True)
     message = serializers.CharField(read_only=True, help_text="What to do.")
     details = serializers.DictField(read_only=True, help_text="What the job found (kind-specific).")
+    confidence = serializers.FloatField(
+        read_only=True,
+        allow_null=True,
+        help_text="A contradiction's confidence (0..1); null for other kinds.",
+    )
     keys = serializers.SerializerMethodField()
     entries = serializers.SerializerMethodField()
 
@@ -79,6 +84,7 @@ class NudgeOutputSerializer(serializers.ModelSerializer):  # type: ignore[type-a
             "keys",
             "entries",
             "details",
+            "confidence",
             "resolution",
             "created_at",
             "resolved_at",

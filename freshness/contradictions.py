@@ -3,60 +3,72 @@ bundled embedder: a pure module (no database) that the save flow and the beat jo
 
 Two steps:
 
-1. `select_candidates`: of the team's active entries, those whose vector is close to
-   the new entry's (cosine similarity, as pgvector's `<=>` compares them in
-   search.selectors) in the band `[BAND_FLOOR, duplicate threshold)`. Above the band the
-   save's duplicate check (search.duplicates_on_save) has already refused or superseded the entry
-   (which also takes value changes such as "port is 5432" -> "port is 6432", 0.98 with
-   the bundled model: docs/decisions.md, "Contradiction detector"); below it two entries
-   are not about the same thing.
-2. `judge_pair`: rules on the two texts. They must share subject words (content words
-   after stop words, lightly stemmed) and disagree in one of these ways, tried in order:
-   - a switch: one says "switched/moved/migrated from X to Y", "replaced X with Y" or
-     "Y instead of X", and the other still states X;
-   - opposite always/never, or a pair of opposites (enabled/disabled, allowed/forbidden,
-     required/optional, ...);
-   - negation asymmetry: one is negated ("not", "never", "no longer", "n't",
-     "stopped") and the other is not, unless the two are one sentence with one ordinary
-     word swapped ("we remove feature flags" / "we do not remove experiment flags");
-   - a different value for the same subject: what only one text says and what only the
-     other says are both short (at most 3 words each), and hold a value of the same kind
-     (a number or version, a weekday, a frequency, a month, a name such as
-     "Stripe"/"Paddle"; a capitalised first word such as "Alice"/"Bob" only when it is
-     the one word either side changes, in the same place); or a number only one side
-     has ("every two weeks" / "every week"). Ordinary words swapped ("is served on" /
-     "listens on") are synonyms as often as values, and never count.
-   A generic verb alone ("use", "run", "go") is no shared subject, except when it is all
-   but the one swapped word ("we use Stripe" / "we use Paddle").
+1. Candidates: the team's active entries whose vector is close to the new entry's
+   (cosine similarity, as pgvector's `<=>` compares them in search.selectors), from
+   `BAND_FLOOR` up; below it two entries are not about the same thing. After indexing,
+   freshness.services judges every candidate up to 1: a near duplicate that disagrees
+   is saved rather than refused (the save's duplicate check asks `judge_pair` through
+   search.texts_disagree), so it must be judged here too (docs/freshness.md,
+   "Contradictions"). `select_candidates` is the band below the duplicate threshold,
+   as a pure function.
+2. `judge_pair`: rules on the two texts (freshness.contradiction_text reads them). Being
+   close is never enough: a contradiction needs the same claim about the same subject,
+   told apart in one of these ways, tried in order:
+   - a switch away: one says it left X ("moved from X to Y", "replaced X with Y", "Y
+     instead of X", "X was retired", "we no longer use X", "we left X") and the other
+     still states X, and X is a name or a value, or they share another subject word;
+   - opposite words (always/never, enabled/disabled, allowed/forbidden, ...) in the same
+     claim: with the pair taken out, neither side says an ordinary word the other lacks
+     while the other does too ("the docs repo is public" / "the infra repo is private"
+     are about two repositories);
+   - a negation of the same claim: one sentence negated, one not, the same words but
+     for a few on one side only ("we do not store card numbers in S3" / "we store page
+     views in S3" are about two things);
+   - one value changed: a single slot where each side holds a value of the same kind (a
+     number or version, a weekday, a frequency, a month, a name), everything else shared
+     or said by one side only. Two or more slots changed, or ordinary words changed on
+     both sides, is another subject (two cards of one template: "billing: port 8080,
+     owner Alice" / "search: port 9090, owner Bob"); a value in the subject's place (the
+     first words of a sentence, "Acme renews in March" / "Globex renews in March") is
+     another subject too, unless the sentence names a role ("Alice is the lead").
+   Never a contradiction: a step list (a runbook, a checklist) against anything, and a
+   rule against its exception or a guarded warning ("do not X without Y", "X is allowed
+   only for hotfixes"): one side qualifies what the other states.
    With no disagreement the pair is a duplicate at or above the duplicate threshold, or
    from `PARAPHRASE_SIMILARITY` when neither side has a value the other lacks; else it
-   is compatible (a refinement or an addition). A pair at or above the threshold is
-   judged like any other: the bundled embedder puts "port is 5432" and "port is 6432"
-   at 0.98, so a disagreement wins over the similarity.
+   is compatible.
+
+Every contradicting verdict carries a `confidence` (0..1): how often its rule was right
+on the tuning half of tests/bench/contradiction_set (RULE_CONFIDENCE). Injection shows
+only contradictions from `INJECT_CONFIDENCE` up; the others wait on the Review page.
 
 Only the first `MAX_JUDGED_CHARS` characters of each text are read, and every pattern
-runs on RE2 (google-re2, linear in the text, as teams/scrubber.py); the rest is set and
-list work on a bounded number of words, so a 64 KiB entry costs what a short one does.
+runs on RE2 (linear in the text); the rest is set and list work on a bounded number of
+words and sentences, so a 64 KiB entry costs what a short one does.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TypeVar
 
-import re2
+from freshness.contradiction_text import (
+    GENERIC_STEMS,
+    OPPOSITES,
+    Sentence,
+    Text,
+    analyse,
+    stated_stems,
+)
+from freshness.contradiction_text import (
+    MAX_JUDGED_CHARS as MAX_JUDGED_CHARS,  # read by callers and tests from here
+)
 
-# Only the opening of each text is judged: memories state their point first, and the
-# bound keeps the rules' cost independent of the entry's length.
-MAX_JUDGED_CHARS = 1000
-# Below this cosine similarity two entries are not about the same thing. Measured on
-# tests/freshness/contradiction_pairs.jsonl with the bundled all-MiniLM-L6-v2: unrelated
-# pairs reach 0.35, pairs about one thing rarely fall under 0.45 (the lowest, "we pin
-# dependencies with Poetry" / "... with uv", is 0.398 and is missed).
+# Below this cosine similarity two entries are not about the same thing (measured with
+# the bundled embedder: docs/freshness.md, "Contradictions").
 BAND_FLOOR = 0.40
 # The team's default duplicate threshold (teams.models.Team.dedup_threshold's default,
 # the bar search.duplicates_on_save applies); callers pass the team's own value.
@@ -65,10 +77,22 @@ DEFAULT_DUPLICATE_THRESHOLD = 0.92
 PARAPHRASE_SIMILARITY = 0.85
 # At most this many candidates per save are judged (the closest first).
 MAX_CANDIDATES = 20
-# Each side of a value substitution says at most this many words the other does not.
-MAX_SUBSTITUTED_WORDS = 3
 # Quotes in the nudge are cut to this many characters (an ellipsis marks the cut).
 MAX_QUOTE_CHARS = 120
+# A contradiction nudge reaches the injected "Please review" from this confidence up.
+INJECT_CONFIDENCE = 0.8
+# A negated or opposite claim may add at most this many words of its own on one side.
+MAX_EXTRA_WORDS = 3
+
+# What each rule's verdict is worth: the lower end of the 95% Wilson interval of its
+# precision on the tuning pairs, rounded down (the counts: docs/freshness.md,
+# "Contradictions"; `python -m tests.bench contradictions` prints the tune split's).
+RULE_CONFIDENCE = {
+    "value": 0.95,
+    "switch": 0.94,
+    "negation": 0.83,
+    "opposite": 0.74,
+}
 
 K = TypeVar("K")
 
@@ -87,277 +111,120 @@ class Verdict:
     # The content words both texts share (as the new text writes them, lowercased) that
     # make the pair about the same thing; empty when they share none.
     subject: tuple[str, ...] = ()
-
-
-# --------------------------------------------------------------------------- words
-
-
-def _words(listed: str) -> frozenset[str]:
-    return frozenset(listed.split())
-
-
-_OPTIONS = re2.Options()
-_OPTIONS.max_mem = 8 << 20
-# A word: letters and digits, joined inside by ' . : / - (so "9:30", "eu-west-1",
-# "Fly.io", "don't" and "3.12" stay whole, and a sentence's final period is not kept).
-_WORD = re2.compile(r"[\pL\pN]+(?:['\x{2019}.:/-][\pL\pN]+)*", _OPTIONS)
-
-STOP_WORDS = _words("""a an the and or but if then so of to in on at by for with from as into onto over
-    under about than is are was were be been being am do does did done doing has have
-    had having it its it's this that these those there here we our ours us you your they
-    them their he she his her i me my mine can could should would will shall may might
-    must need needs needed also just only still now currently anymore today again all
-    any some each every per via which who whom whose what when where while how up down
-    out off too very more most please team our their since yet""")
-# Verbs that say nothing about the subject: "we use X" and "we use Y" share no subject.
-GENERIC_WORDS = _words("use go run happen make get set keep live put handle work let take")
-NEGATIONS = _words("not no never none nobody nothing neither nor without cannot")
-NEGATED_CONTRACTIONS = ("n't", "n\u2019t")
-# Word pairs that state opposite things of one subject.
-OPPOSITES = (
-    ("always", "never"),
-    ("enabled", "disabled"),
-    ("enable", "disable"),
-    ("allowed", "forbidden"),
-    ("allowed", "prohibited"),
-    ("allowed", "banned"),
-    ("allowed", "disallowed"),
-    ("required", "optional"),
-    ("mandatory", "optional"),
-    ("public", "private"),
-    ("synchronous", "asynchronous"),
-    ("sync", "async"),
-    ("manual", "automatic"),
-    ("including", "excluding"),
-    ("include", "exclude"),
-    ("inclusive", "exclusive"),
-    ("manually", "automatically"),
-    ("kept", "deleted"),
-    ("kept", "removed"),
-    ("keep", "delete"),
-    ("keep", "remove"),
-)
-SWITCH_VERBS = _words("""switch switched switching move moved moving migrate migrated migrating change changed
-    changing went go transition transitioned port ported replace replaced replacing swap
-    swapped upgrade upgraded downgrade downgraded rewrite rewrote rewritten convert converted""")
-WEEKDAYS = _words("monday tuesday wednesday thursday friday saturday sunday weekday weekend")
-FREQUENCIES = _words("hourly daily nightly weekly biweekly fortnightly monthly quarterly yearly annually")
-MONTHS = _words("january february march april may june july august september october november december")
-# Number words read as the digits they stand for, so "first" and "1st" are one value.
-NUMBER_WORDS = {
-    "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
-    "seven": "7", "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12",
-    "twenty": "20", "thirty": "30", "hundred": "100", "thousand": "1000", "once": "1x",
-    "twice": "2x", "first": "1st", "second": "2nd", "third": "3rd", "fourth": "4th", "fifth": "5th",
-}  # fmt: skip
+    # For a contradiction: how likely it is to be one (RULE_CONFIDENCE and similarity).
+    confidence: float = 0.0
+    rule: str = ""
 
 
 @dataclass(frozen=True)
-class _Word:
-    stem: str  # what is compared: "deploys" and "deployed" are both "deploy"
-    surface: str  # what is shown: the word as written, lowercased
-    # "number", "weekday", "frequency", "month", "name", "maybe-name" (capitalised at the
-    # start of a sentence) or "" (an ordinary word)
-    kind: str
-
-
-@dataclass(frozen=True)
-class _Text:
-    words: tuple[_Word, ...]  # content words in order, stop words removed
-    stems: frozenset[str]  # the stems of `words`
-    lowered: tuple[str, ...]  # every word, lowercased, in order (for phrases)
-    negated: bool
-
-    def surfaces(self, stems: Iterable[str]) -> str:
-        """The words of `stems` as this text writes them, in its order."""
-        wanted = set(stems)
-        shown: list[str] = []
-        for word in self.words:
-            if word.stem in wanted and word.surface not in shown:
-                shown.append(word.surface)
-        return " ".join(shown)
-
-
-def _stem(word: str) -> str:
-    """A crude suffix stripper: "deploys", "deployed", "deploying" -> "deploy";
-    "uses", "used", "using", "use" -> "us". Consistent, not linguistic."""
-    if any(char.isdigit() for char in word):
-        return word
-    if word.endswith(("'s", "\u2019s")):
-        word = word[:-2]
-    if word.endswith("ies") and len(word) > 4:
-        word = word[:-3] + "y"
-    elif word.endswith("ing") and len(word) > 5:
-        word = word[:-3]
-    elif word.endswith("ed") and len(word) > 4:
-        word = word[:-2]
-    elif word.endswith("s") and len(word) > 3 and not word.endswith(("ss", "us", "is")):
-        word = word[:-1]
-    if word.endswith("e") and len(word) > 2:
-        word = word[:-1]
-    return word
-
-
-def _kind(token: str, lowered: str, sentence_start: bool) -> str:
-    if any(char.isdigit() for char in token) or lowered in NUMBER_WORDS:
-        return "number"
-    if _stem(lowered) in _WEEKDAY_STEMS:
-        return "weekday"
-    if lowered in FREQUENCIES:
-        return "frequency"
-    if lowered in MONTHS and lowered != "may":
-        return "month"
-    # A name: a capital inside the word (GitHub, MySQL), or a capital not at the start of
-    # a sentence. At a sentence's start a capital may be a name ("Alice") or not
-    # ("Deploys"); _same_kind decides from the other text.
-    if any(char.isupper() for char in token[1:]):
-        return "name"
-    if token[:1].isupper():
-        return "maybe-name" if sentence_start else "name"
-    return ""
-
-
-_WEEKDAY_STEMS = frozenset(_stem(day) for day in WEEKDAYS)
-_GENERIC_STEMS = frozenset(_stem(word) for word in GENERIC_WORDS)
-
-
-def _analyse(text: str) -> _Text:
-    """The content words of the opening of `text`, and whether it is negated."""
-    return _analyse_opening(str(text)[:MAX_JUDGED_CHARS])
-
-
-# A new entry is judged against up to MAX_CANDIDATES others, and a batch's entries
-# against each other: each opening is read once. Keyed by the opening (at most
-# MAX_JUDGED_CHARS), so the cache holds at most about 1 MB of text per process.
-@functools.lru_cache(maxsize=1024)
-def _analyse_opening(opening: str) -> _Text:
-    words: list[_Word] = []
-    lowered_words: list[str] = []
-    negated = False
-    previous_end = 0
-    for match in _WORD.finditer(opening):
-        token = match.group(0)
-        lowered = token.lower().replace("\u2019", "'")
-        between = opening[previous_end : match.start()]
-        sentence_start = previous_end == 0 or any(mark in between for mark in ".;:!?\n")
-        previous_end = match.end()
-        lowered_words.append(lowered)
-        if lowered in NEGATIONS or lowered.endswith(NEGATED_CONTRACTIONS):
-            negated = True
-            continue
-        if lowered in STOP_WORDS:
-            continue
-        stem = NUMBER_WORDS.get(lowered) or _stem(lowered)
-        words.append(_Word(stem=stem, surface=lowered, kind=_kind(token, lowered, sentence_start)))
-    # "no longer" is caught by "no"; "stopped using" and "dropped" say the same.
-    if any(word in {"stopped", "dropped", "abandoned", "retired", "deprecated"} for word in lowered_words):
-        negated = True
-    return _Text(
-        words=tuple(words),
-        stems=frozenset(word.stem for word in words),
-        lowered=tuple(lowered_words),
-        negated=negated,
-    )
+class _Finding:
+    rule: str
+    reason: str
 
 
 # --------------------------------------------------------------------------- rules
 
 
-def _switched_away(text: _Text) -> frozenset[str]:
-    """The stems a text says were left: X in "moved from X to Y", "replaced X with Y",
-    "Y instead of X" (at most four words each)."""
-    words = text.lowered
-    left: set[str] = set()
-    switching = False
-    for index, word in enumerate(words):
-        if word in SWITCH_VERBS:
-            switching = True
-        if switching and word == "from":
-            left.update(_span_until(words, index + 1, stop={"to", "into", "for"}))
-        if word in {"replaced", "replace", "replacing", "swapped"}:
-            left.update(_span_until(words, index + 1, stop={"with", "by", "for"}))
-        if word == "instead" and index + 1 < len(words) and words[index + 1] == "of":
-            left.update(_span_until(words, index + 2, stop={"for", "to", "in", "on", "at", "with"}))
-    return frozenset(_stem(word) for word in left if word not in STOP_WORDS)
-
-
-def _span_until(words: Sequence[str], start: int, *, stop: set[str]) -> list[str]:
-    span: list[str] = []
-    for word in words[start : start + 4]:
-        if word in stop:
-            break
-        span.append(word)
-    return span
-
-
-def _switch_disagreement(new: _Text, old: _Text) -> str | None:
-    for switching, other in ((new, old), (old, new)):
-        left = _switched_away(switching)
+def _switch_disagreement(new: Text, old: Text, shared: frozenset[str]) -> _Finding | None:
+    """One side left X, the other still states X (positively, without leaving it too)."""
+    for leaving, other in ((new, old), (old, new)):
+        left = leaving.left & stated_stems(other) - other.left
         if not left:
             continue
-        stated = left & other.stems
-        if stated and not (_switched_away(other) & stated):
-            return f"one says it moved away from '{other.surfaces(stated)}', the other still states it"
+        # X must say which thing: a name or value, or the pair shares another subject word.
+        specific = any(word.kind for word in other.words if word.stem in left)
+        if specific or (shared - left - GENERIC_STEMS):
+            return _Finding(
+                "switch", f"one says it moved away from '{other.surfaces(left)}', the other still states it"
+            )
     return None
 
 
-def _opposite_disagreement(new: _Text, old: _Text) -> str | None:
-    new_words, old_words = set(new.lowered), set(old.lowered)
+def _opposite_disagreement(new: Text, old: Text) -> _Finding | None:
     for first, second in OPPOSITES:
-        if (first in new_words and second in old_words and second not in new_words) or (
-            second in new_words and first in old_words and first not in new_words
-        ):
-            return f"opposite words: '{first}' / '{second}'"
+        for a, b in ((new, old), (old, new)):
+            for sentence_a in a.sentences:
+                if first not in sentence_a.lowered or second in sentence_a.lowered:
+                    continue
+                for sentence_b in b.sentences:
+                    if second not in sentence_b.lowered or first in sentence_b.lowered:
+                        continue
+                    drop = {first, second}
+                    if _same_claim(sentence_a, sentence_b, ignore=drop):
+                        return _Finding("opposite", f"opposite words: '{first}' / '{second}'")
     return None
 
 
-def _negation_disagreement(new: _Text, old: _Text) -> str | None:
-    # "Feature branches are deleted" / "Release branches are not deleted": the same
-    # sentence about another thing, not the same statement negated.
-    if new.negated != old.negated and not _is_single_substitution(new, old):
-        return "one states it, the other negates it"
+def _negation_disagreement(new: Text, old: Text) -> _Finding | None:
+    for sentence_new in new.sentences:
+        for sentence_old in old.sentences:
+            if sentence_new.negated == sentence_old.negated:
+                continue
+            if _same_claim(sentence_new, sentence_old, ignore=set()):
+                return _Finding("negation", "one states it, the other negates it")
     return None
 
 
-def _value_disagreement(new: _Text, old: _Text, subject: frozenset[str]) -> str | None:
-    """What only one text says and what only the other says are both short and hold a
-    value of the same kind: "port 5432" / "port 6432", "uses Stripe" / "uses Paddle"."""
-    only_new = [(i, word) for i, word in enumerate(new.words) if word.stem not in old.stems]
-    only_old = [(i, word) for i, word in enumerate(old.words) if word.stem not in new.stems]
-    if len({w.stem for _, w in only_new}) > MAX_SUBSTITUTED_WORDS:
-        return None
-    if len({w.stem for _, w in only_old}) > MAX_SUBSTITUTED_WORDS:
-        return None
-    about = new.surfaces(subject)
-    if not only_new or not only_old:
-        # "every two weeks" / "every week": the one word only one side has is a number.
-        extra = only_new or only_old
-        if len(extra) == 1 and extra[0][1].kind == "number":
-            return f"a different quantity for '{about}': '{extra[0][1].surface}' on one side only"
-        return None
-    # A sentence-initial word is a value only when it is all that either side changes.
-    lone = len(only_old) == 1 and len(only_new) == 1
-    for old_index, old_word in only_old:
-        for new_index, new_word in only_new:
-            if _same_kind(old_word.kind, new_word.kind, aligned=lone and old_index == new_index):
-                return f"a different value for '{about}': '{old_word.surface}' -> '{new_word.surface}'"
-    return None
-
-
-def _same_kind(first: str, second: str, *, aligned: bool) -> bool:
-    """Two values of one kind. A capitalised first word of a sentence ("Alice", but also
-    "Deploys") is a name only against a name, or when it is the one word that changed in
-    the same place ("Alice is the lead" / "Bob is the lead")."""
-    if not first or not second:
+def _same_claim(a: Sentence, b: Sentence, *, ignore: set[str]) -> bool:
+    """The two sentences say the same thing but for the words in `ignore` (an opposite
+    pair) and negation: they share a subject word, neither qualifies it with an exception
+    or a guard the other lacks, and only one side says words of its own (at most
+    MAX_EXTRA_WORDS of them)."""
+    if a.exception != b.exception and (a.exception or b.exception):
         return False
+    stems_a = {w.stem for w in a.words if w.surface not in ignore}
+    stems_b = {w.stem for w in b.words if w.surface not in ignore}
+    if not (stems_a & stems_b) - GENERIC_STEMS:
+        return False
+    only_a, only_b = stems_a - stems_b, stems_b - stems_a
+    if only_a and only_b:
+        return False
+    return len(only_a | only_b) <= MAX_EXTRA_WORDS
+
+
+def _value_disagreement(new: Text, old: Text) -> _Finding | None:
+    """A single slot changed: each side has one run of values the other lacks, of the
+    same kind; no ordinary word changed on both sides; not in the subject's place."""
+    new_stems, old_stems = new.stems, old.stems
+    new_slots = new.value_slots(excluding=old_stems)
+    old_slots = old.value_slots(excluding=new_stems)
+    if len(new_slots) > 1 or len(old_slots) > 1:
+        return None  # two or more values changed: two subjects of one template
+    if new.ordinary_only(excluding=old_stems) and old.ordinary_only(excluding=new_stems):
+        return None  # both sides say things of their own: another subject or attribute
+    if not (new_stems & old_stems) - GENERIC_STEMS:
+        return None
+    if not new_slots and not old_slots:
+        return None
+    if not new_slots or not old_slots:
+        # "every two weeks" / "every week": a number on one side only, all else shared.
+        (slot,) = new_slots or old_slots
+        text = new if new_slots else old
+        other = old if new_slots else new
+        if slot.kinds == {"number"} and not text.ordinary_only(excluding=other.stems) and not slot.at_subject:
+            return _Finding("value", f"a different quantity: '{slot.surface}' on one side only")
+        return None
+    (new_slot,), (old_slot,) = new_slots, old_slots
+    if not _same_kind(new_slot.kinds, old_slot.kinds):
+        return None
+    if any(slot.at_subject and not slot.names_role for slot in (new_slot, old_slot)):
+        return None  # "Acme renews in March" / "Globex renews in March": two subjects
+    return _Finding("value", f"a different value: '{old_slot.surface}' -> '{new_slot.surface}'")
+
+
+def _same_kind(first: frozenset[str], second: frozenset[str]) -> bool:
+    """Runs of values of the same kinds ("June 6" / "May 2"; "Alice" / "Bob")."""
     names = {"name", "maybe-name"}
-    if first in names and second in names:
-        return aligned or not (first == second == "maybe-name")
-    return first == second
+    return {"name" if kind in names else kind for kind in first} == {
+        "name" if kind in names else kind for kind in second
+    }
 
 
-def _has_own_value(text: _Text, other: _Text) -> bool:
-    return any(word.kind and word.stem not in other.stems for word in text.words)
+def _has_own_value(text: Text, other: Text) -> bool:
+    return bool(text.value_slots(excluding=other.stems))
+
+
+# --------------------------------------------------------------------------- judge
 
 
 def judge_pair(
@@ -373,22 +240,30 @@ def judge_pair(
     by the rules: the bundled embedder puts "port is 5432" and "port is 6432" at 0.98."""
     if similarity < band_floor:
         return Verdict(Label.UNRELATED, f"similarity {similarity:.2f} is below the band ({band_floor:.2f})")
-    new, old = _analyse(new_text), _analyse(old_text)
+    new, old = analyse(new_text), analyse(old_text)
     shared = new.stems & old.stems
-    subject = frozenset(shared - _GENERIC_STEMS)
-    if not subject and not _is_single_substitution(new, old):
+    subject = frozenset(shared - GENERIC_STEMS)
+    if not subject:
         return Verdict(Label.UNRELATED, "no subject words in common")
-    # "we use Stripe" / "we use Paddle": the generic verb is all they share, and enough.
-    subject = subject or frozenset(shared)
     subject_words = tuple(new.surfaces(subject).split())
-    for reason in (
-        _switch_disagreement(new, old),
-        _opposite_disagreement(new, old),
-        _negation_disagreement(new, old),
-        _value_disagreement(new, old, subject),
-    ):
-        if reason is not None:
-            return Verdict(Label.CONTRADICTING, reason, subject_words)
+    if new.is_procedure or old.is_procedure:
+        return Verdict(
+            Label.COMPATIBLE, "a step list says how, not what is true: never a contradiction", subject_words
+        )
+    finding = (
+        _switch_disagreement(new, old, shared)
+        or _opposite_disagreement(new, old)
+        or _negation_disagreement(new, old)
+        or _value_disagreement(new, old)
+    )
+    if finding is not None:
+        return Verdict(
+            Label.CONTRADICTING,
+            finding.reason,
+            subject_words,
+            confidence=RULE_CONFIDENCE[finding.rule],
+            rule=finding.rule,
+        )
     if similarity >= duplicate_threshold:
         return Verdict(Label.DUPLICATE, f"agrees, similarity {similarity:.2f}", subject_words)
     if similarity >= PARAPHRASE_SIMILARITY and not _has_own_value(new, old) and not _has_own_value(old, new):
@@ -396,14 +271,6 @@ def judge_pair(
             Label.DUPLICATE, f"agrees and adds no value, similarity {similarity:.2f}", subject_words
         )
     return Verdict(Label.COMPATIBLE, "same subject, no disagreement", subject_words)
-
-
-def _is_single_substitution(new: _Text, old: _Text) -> bool:
-    """ "we use Stripe" / "we use Paddle": the same words but one, in the same place."""
-    if len(new.words) != len(old.words) or not new.words:
-        return False
-    differing = [i for i, (a, b) in enumerate(zip(new.words, old.words, strict=True)) if a.stem != b.stem]
-    return len(differing) == 1 and len(new.words) > 1
 
 
 # --------------------------------------------------------------------------- candidates

@@ -1,7 +1,7 @@
-"""Extraction drafts (docs/decisions.md, "Extraction drafts with human review"): memories an
+"""Extraction drafts (docs/freshness.md, "Extraction drafts"): memories an
 extractor proposes from a transcript, waiting for a person to accept (optionally
 edited), reject or merge them. The services and reads of freshness.models.Draft; the
-lifecycle and its decisions are in docs/decisions.md, "Extraction drafts: lifecycle".
+lifecycle and its decisions are in docs/freshness.md, "Extraction drafts".
 
 extract → prepare_transcript (bounds, scrubs credentials, the team's vault secrets and
 PII, drops code) → the configured extractor (the offline rules, or an

@@ -59,6 +59,11 @@ class Nudge(models.Model):
     # What the job found, for the reader and for the resolution flows (e.g. the days
     # since the last confirmation, an anchor check's status). Small, job-written.
     details = models.JSONField(default=dict, blank=True)
+    # A contradiction's confidence (freshness.contradictions.Verdict.confidence, 0..1):
+    # injection asks agents to review only those from contradictions.INJECT_CONFIDENCE
+    # up. Null for the other kinds (a due date is no guess) and for contradictions
+    # raised before it was recorded.
+    confidence = models.FloatField(null=True, blank=True)
     state = models.CharField(max_length=16, choices=NudgeState.choices, default=NudgeState.OPEN)
     resolution = models.CharField(max_length=16, choices=NudgeAction.choices, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)

@@ -44,12 +44,17 @@ from memories.models import Memory
 from search.hooks import IndexedEntry
 from search.selectors import nearest_other_active_entries
 from teams.models import Team
+from teams.scrubber import SecretMatcher, scrub
+from teams.vault_matcher import team_secret_matcher
 
 logger = logging.getLogger(__name__)
 
 # Candidates read per query inside a team (keyset over (last_confirmed_at, id)); the run's
 # `limit` bounds how many are flagged. A page of ids, keys and times is a few hundred KB.
 DUE_PAGE_SIZE = 5000
+# At most this many contradiction nudges open for one saved entry; past it, none (see
+# raise_contradictions).
+MAX_CONTRADICTIONS_PER_SAVE = 3
 
 
 class NudgeNotFound(NotFound):
@@ -333,7 +338,11 @@ def raise_contradictions(*, entry: IndexedEntry) -> ContradictionRun:
     up), each pair judged by contradictions.judge_pair. A contradicting pair opens one
     `contradiction` nudge: `memory` the newer entry, `other_memory` the older (one order,
     whichever of the two was indexed, so the open-nudge constraint sees one pair), the
-    seed's message, and flags the older entry `contradicted_at`.
+    seed's message, the verdict's confidence, and flags the older entry `contradicted_at`.
+
+    At most MAX_CONTRADICTIONS_PER_SAVE nudges per entry: an entry that disagrees with
+    more of its neighbours than that at once is one of a family of template-like entries
+    far more often than a reversal, so none is opened (and the count is logged).
 
     The band reaches past the duplicate threshold: a near-duplicate that disagrees is
     saved (search.duplicates_on_save asks texts_disagree) and must be flagged here. A pair that ever
@@ -355,18 +364,35 @@ def raise_contradictions(*, entry: IndexedEntry) -> ContradictionRun:
     others = Memory.objects.filter(team=team, id__in=list(in_band), is_active=True)
     # One query for the whole band, not one per pair.
     raised_with = _ever_raised_with(team, memory, list(in_band))
-    for other in others:
-        if other.id in raised_with:
-            continue
+    found: list[tuple[Memory, Memory, float, contradictions.Verdict]] = []
+    unjudged = [other for other in others if other.id not in raised_with]
+    # The texts are judged as scrubbed now (credential shapes, the team's vault secrets):
+    # the verdict's subject and the nudge quote them, and a rule or secret added since
+    # the save must still hold. Only the opening is read (twice what the judge reads, so
+    # a secret across the judge's bound is scrubbed whole).
+    secrets = team_secret_matcher(team_id=team.id) if unjudged else SecretMatcher(())
+    opening = 2 * contradictions.MAX_JUDGED_CHARS
+    texts = {m.id: scrub(m.content[:opening], secrets).text for m in [memory, *unjudged]}
+    for other in unjudged:
         similarity = min(in_band[other.id], 1.0)
         newer, older = sorted([memory, other], key=lambda m: (m.created_at, str(m.id)), reverse=True)
         run.compared += 1
         verdict = contradictions.judge_pair(
-            newer.content, older.content, similarity, duplicate_threshold=team.dedup_threshold
+            texts[newer.id], texts[older.id], similarity, duplicate_threshold=team.dedup_threshold
         )
-        if verdict.label != contradictions.Label.CONTRADICTING:
-            continue
-        if _open_contradiction(team, newer, older, similarity=similarity, verdict=verdict):
+        if verdict.label == contradictions.Label.CONTRADICTING:
+            found.append((newer, older, similarity, verdict))
+    if len(found) > MAX_CONTRADICTIONS_PER_SAVE:
+        logger.info(
+            "team %s: %s disagrees with %d entries at once; read as template-like, no nudge opened",
+            team.slug,
+            memory.key,
+            len(found),
+        )
+        return run
+    for newer, older, similarity, verdict in found:
+        message = contradictions.contradiction_message(old_text=texts[older.id], new_text=texts[newer.id])
+        if _open_contradiction(team, newer, older, similarity=similarity, verdict=verdict, message=message):
             run.raised += 1
     if run.raised:
         logger.info("team %s: %d contradiction(s) with %s", team.slug, run.raised, memory.key)
@@ -391,9 +417,16 @@ def _ever_raised_with(team: Team, memory: Memory, other_ids: list[uuid.UUID]) ->
 
 
 def _open_contradiction(
-    team: Team, newer: Memory, older: Memory, *, similarity: float, verdict: contradictions.Verdict
+    team: Team,
+    newer: Memory,
+    older: Memory,
+    *,
+    similarity: float,
+    verdict: contradictions.Verdict,
+    message: str,
 ) -> bool:
-    """One nudge for the pair; False when a concurrent run opened it first."""
+    """One nudge for the pair (`message` quotes the scrubbed texts); False when a
+    concurrent run opened it first."""
     try:
         with transaction.atomic():
             Nudge.objects.create(
@@ -401,10 +434,12 @@ def _open_contradiction(
                 kind=NudgeKind.CONTRADICTION,
                 memory=newer,
                 other_memory=older,
-                message=contradictions.contradiction_message(old_text=older.content, new_text=newer.content),
+                message=message,
+                confidence=verdict.confidence,
                 details={
                     "similarity": round(similarity, 4),
                     "reason": verdict.reason,
+                    "rule": verdict.rule,
                     "subject": list(verdict.subject),
                 },
             )

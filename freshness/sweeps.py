@@ -112,8 +112,8 @@ def new_candidates(
     (nudged_entries). The planner's estimate of a team's nudges is often far off (a team
     created since the nudge table was last analyzed is estimated at 1 row, and the
     jobs add thousands a run), and the anti-join it then chose was a nested loop that
-    re-read each of the team's nudges for every candidate (docs/decisions.md,
-    "Freshness pass throughput"). Each query here reads one table, at most a page or
+    re-read each of the team's nudges for every candidate (docs/freshness.md,
+    "The due job"). Each query here reads one table, at most a page or
     the team's nudges, whatever the estimates. The walk ends at the budget or at the
     team's last candidate: each page moves the keyset on."""
     ordered = candidates.order_by("last_confirmed_at", "id")

@@ -2,7 +2,7 @@
 MCP: memories.anchors.normalise_anchor) and by the anchor check itself
 (freshness.anchor_http, for the anchor and for every redirect it follows), so a saved
 anchor is one the check can check and the two can never drift apart
-(docs/decisions.md, "Anchored verification").
+(docs/freshness.md, "Anchors").
 
 The URL is parsed by httpx, the library the check fetches with, and a request is built
 from it as the check builds one; then it is held to:

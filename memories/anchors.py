@@ -1,4 +1,4 @@
-"""Anchors: what a memory can be checked against (docs/decisions.md, "anchored verification").
+"""Anchors: what a memory can be checked against (docs/freshness.md, "Anchors").
 
 An anchor is `{type, value, expect?}`:
 

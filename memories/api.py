@@ -45,11 +45,13 @@ from memories.serializers import (
     MemoryDuplicateOutputSerializer,
     MemoryHistoryOutputSerializer,
     MemoryOutputSerializer,
+    MemoryReadOutputSerializer,
     MemorySavedOutputSerializer,
     NoPreviousVersionErrorSerializer,
     batch_result_payload,
     detail_payload,
     duplicate_payload,
+    line_slice,
     memory_error_extra,
     saved_payload,
 )
@@ -138,9 +140,11 @@ class AnnotationPagination(KeysetPagination):
     retrieve=extend_schema(
         summary="Get the active entry of a key",
         description="The active entry with the notes of its key; with `as_of`, the version that was "
-        "active at that time (404 if none was). Counts as an access of the entry returned.",
+        "active at that time (404 if none was). A long text can be read a slice at a time with "
+        "`from_line` (1-based) and `lines`; the answer says `from_line`, `to_line`, `total_lines` and "
+        "`has_more`. Counts as an access of the entry returned.",
         parameters=[TEAM_PATH_PARAMETER, KEY_PATH_PARAMETER, MemoryRetrieveQuerySerializer],
-        responses={200: MemoryDetailOutputSerializer, **ERRORS},
+        responses={200: MemoryReadOutputSerializer, **ERRORS},
     ),
     destroy=extend_schema(
         summary="Delete the active entry of a key",
@@ -339,7 +343,11 @@ class MemoryViewSet(TeamScopedViewSet):
         query.is_valid(raise_exception=True)
         as_of = query.validated_data.get("as_of")
         memory = use_cases.read_entry(team=self.get_team(), key=key, as_of=as_of)
-        response = Response(detail_payload(team=self.get_team(), memory=memory, as_of=as_of))
+        body = detail_payload(team=self.get_team(), memory=memory, as_of=as_of)
+        sliced = line_slice(
+            body, from_line=query.validated_data["from_line"], count=query.validated_data.get("lines")
+        )
+        response = Response(sliced)
         if as_of is None:
             # What a writer sends back in If-Match to supersede exactly this version.
             response["ETag"] = f'"{memory.id}"'

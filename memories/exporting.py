@@ -1,4 +1,4 @@
-"""A team's whole memory as export records (docs/decisions.md, "Export and import").
+"""A team's whole memory as export records (docs/write-path.md, "Export and import").
 
 The records, in order: one header (format and version), every memory version (by key,
 then oldest first: each key's history reads top to bottom, with every field a version
@@ -61,6 +61,7 @@ MEMORY_FIELDS = (
     "access_count",
     "last_accessed_at",
     "anchor",
+    "pinned",
     "last_confirmed_at",
     "confirmed_by_count",
 )
@@ -167,6 +168,7 @@ def memory_record(row: dict[str, Any]) -> dict[str, Any]:
         "access_count": row["access_count"],
         "last_accessed_at": _time(row["last_accessed_at"]),
         "anchor": row["anchor"],
+        "pinned": row["pinned"],
         "last_confirmed_at": _time(row["last_confirmed_at"]),
         "confirmed_by_count": row["confirmed_by_count"],
     }

@@ -201,6 +201,15 @@ class MemoryCreateInputSerializer(StrictInputSerializer):
         allow_null=True,
         help_text="What the entry can be checked against. Left out on a supersede: carried over; null: none.",
     )
+    pinned = StrictBooleanField(
+        required=False,
+        allow_null=True,
+        help_text="Pin it: always injected, right after identity. Left out: not pinned (see inherit_pinned).",
+    )
+    inherit_pinned = StrictBooleanField(
+        default=False,
+        help_text="On a supersede with `pinned` left out: keep the replaced entry's pin.",
+    )
 
     def to_arguments(self) -> SaveArguments:
         return save_arguments(self.validated_data)
@@ -227,6 +236,8 @@ class SaveArguments:
     allow_duplicate: bool = False
     expected_version: uuid.UUID | None = None
     anchor: dict[str, Any] | Unset | None = UNSET
+    pinned: bool | None = None
+    inherit_pinned: bool = False
 
     def as_kwargs(self) -> dict[str, Any]:
         return {field.name: getattr(self, field.name) for field in fields(self)}
@@ -247,14 +258,26 @@ def save_arguments(data: Mapping[str, Any]) -> SaveArguments:
         allow_duplicate=data.get("allow_duplicate", False),
         expected_version=data.get("expected_version"),
         anchor=data.get("anchor", UNSET),
+        pinned=data.get("pinned"),
+        inherit_pinned=data.get("inherit_pinned", False),
     )
 
 
 # ----- reads -----
 
 
+# A long text is read a slice of lines at a time (memories.serializers.line_slice).
+MAX_LINES = 100_000  # far past any 64 KiB text
+FROM_LINE_HELP = "The first line to return, from 1."
+LINES_HELP = "How many lines (default: to the end)."
+
+
 class MemoryRetrieveQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
     as_of = AwareDateTimeField(required=False, help_text=AS_OF_HELP)
+    from_line = serializers.IntegerField(
+        min_value=1, max_value=MAX_LINES, default=1, help_text=FROM_LINE_HELP
+    )
+    lines = serializers.IntegerField(min_value=1, max_value=MAX_LINES, required=False, help_text=LINES_HELP)
 
 
 class MemoryListQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]

@@ -48,9 +48,9 @@ _FENCED_CODE = re.compile(r"^[ \t]*(```|~~~).*?(?:^[ \t]*\1[^\n]*$|\Z)", re.S | 
 _INLINE_CODE = re.compile(r"(`+)[^`]*?\1")
 # These three scan forward over runs of text that an adversarial input can make as long
 # as the text (`a.a.a.…`, `](](…`); with a backtracking engine every start position
-# would rescan the run. RE2 matches in linear time (docs/decisions.md, "Scrubber and
-# linear patterns"); the others below need lookaround, which RE2 lacks, and stop at
-# the first character that cannot continue them, so each is linear as written.
+# would rescan the run. RE2 matches in linear time (docs/security.md, "Linear-time
+# patterns"); the others below need lookaround, which RE2 lacks, and stop at the first
+# character that cannot continue them, so each is linear as written.
 _LINK_TARGET = re2.compile(r"\]\([^)\s]*(?:\s+\"[^\"]*\")?\)")
 _URL = re2.compile(r"(?i)\b(?:[a-z][a-z0-9+.-]*://|www\.)\S+")
 _EMAIL = re2.compile(r"[\pL\pN_.+-]+@[\pL\pN_-]+(?:\.[\pL\pN_-]+)+")

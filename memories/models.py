@@ -152,8 +152,8 @@ class Memory(models.Model):
     updated_by = models.CharField(max_length=200, blank=True, default="")
     content_hash = models.CharField(max_length=64, editable=False)
     index_state = models.CharField(max_length=16, choices=IndexState.choices, default=IndexState.PENDING)
-    # Indexing bookkeeping (search.services; docs/decisions.md, "Index retries"). Changed
-    # only by UPDATE statements, so they never move updated_at.
+    # Indexing bookkeeping (search.services; docs/indexing-and-workers.md, "Index retries:
+    # lease, backoff, give up"). Changed only by UPDATE statements, so they never move updated_at.
     # When an index task was last handed to the broker: the reconcile job leaves the
     # entry alone for a lease after that, instead of queueing it again and again.
     index_queued_at = models.DateTimeField(null=True, blank=True)
@@ -167,8 +167,8 @@ class Memory(models.Model):
     # provider's internal URL).
     index_last_error = models.CharField(max_length=100, blank=True, default="", db_default="")
     # Saved by a batch under a new key without the near-duplicate check, which runs once
-    # the entry is indexed (search.duplicates_after_indexing; docs/decisions.md, "Deferred near-duplicate
-    # check for batch saves"). Changed only by UPDATE statements.
+    # the entry is indexed (search.duplicates_after_indexing; docs/write-path.md, "Near
+    # duplicates after indexing (batch saves)"). Changed only by UPDATE statements.
     near_check_pending = models.BooleanField(default=False, db_default=False)
     created_at = CreatedAtField(db_index=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -183,7 +183,7 @@ class Memory(models.Model):
     # active entry carrying a name is loaded by GET skills/{name}/, fires in search when a
     # keyword is in the query, and is injected when always_on. Null: not a skill.
     skill_trigger = models.JSONField(null=True, blank=True, default=None)
-    # Freshness (memories.freshness; docs/decisions.md, "Freshness"). Bookkeeping, changed
+    # Freshness (memories.freshness; docs/freshness.md, "Freshness state and windows"). Bookkeeping, changed
     # only by UPDATE statements (services.confirm_memory, set_freshness_flag), never by
     # Model.save(): confirming an entry or flagging it does not move updated_at.
     last_confirmed_at = ConfirmedAtField(db_default=Now())
@@ -203,6 +203,10 @@ class Memory(models.Model):
     # every job over active entries; in history, and back with services.restore_archived.
     archived_at = models.DateTimeField(null=True, blank=True)
     archived_by = models.CharField(max_length=200, blank=True, default="", db_default="")
+    # Pinned: always injected, right after identity, within the token budget
+    # (agents.injection). Set by a save; a supersede keeps it only when asked to
+    # (`inherit_pinned`): a pin vouches for one text, not for whatever replaces it.
+    pinned = models.BooleanField(default=False, db_default=False)
 
     objects = MemoryQuerySet.as_manager()
 
@@ -243,6 +247,12 @@ class Memory(models.Model):
                 name="memory_team_active_type",
             ),
             GinIndex(fields=["metadata"], name="memory_metadata_gin", opclasses=["jsonb_path_ops"]),
+            # Injection's pinned section: a team's few pinned active entries, newest first.
+            models.Index(
+                fields=["team", "-created_at"],
+                condition=Q(is_active=True, pinned=True),
+                name="memory_team_active_pinned",
+            ),
             # Exact-duplicate check of a save (services.save_memory).
             models.Index(
                 fields=["team", "content_hash"],

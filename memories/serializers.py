@@ -71,6 +71,7 @@ class MemoryOutputSerializer(serializers.ModelSerializer):
     confirmed_by_count = serializers.IntegerField(
         read_only=True, help_text="How many distinct agents or people confirmed this version."
     )
+    pinned = serializers.BooleanField(read_only=True, help_text="Always injected, right after identity.")
     freshness = serializers.SerializerMethodField()
 
     class Meta:
@@ -103,6 +104,7 @@ class MemoryOutputSerializer(serializers.ModelSerializer):
             "rating",
             "skill_trigger",
             "anchor",
+            "pinned",
             "last_confirmed_at",
             "confirmed_by_count",
             "freshness",
@@ -256,6 +258,25 @@ class ConflictErrorSerializer(ErrorSerializer):
     limit = serializers.IntegerField(required=False, help_text="With quota_exceeded: the quota.")
 
 
+class MemoryReadOutputSerializer(MemoryDetailOutputSerializer):
+    """A read of one entry: its detail with the slice of lines asked for (`line_slice`)."""
+
+    from_line = serializers.IntegerField(help_text="The first line of `content`, from 1.")
+    to_line = serializers.IntegerField(help_text="The last line of `content` (0 for an empty text).")
+    total_lines = serializers.IntegerField(help_text="How many lines the whole text has.")
+    has_more = serializers.BooleanField(help_text="Lines follow `to_line`: read on from `to_line` + 1.")
+
+    class Meta(MemoryDetailOutputSerializer.Meta):
+        fields = [
+            *MemoryDetailOutputSerializer.Meta.fields,
+            "from_line",
+            "to_line",
+            "total_lines",
+            "has_more",
+        ]
+        read_only_fields = fields
+
+
 def detail_payload(*, team: Team, memory: Memory, as_of: datetime | None = None) -> dict[str, Any]:
     """One version with where the truth moved to and the notes of its key (as they were
     at `as_of`), as every door shows an entry."""
@@ -266,6 +287,25 @@ def detail_payload(*, team: Team, memory: Memory, as_of: datetime | None = None)
         "annotations": selectors.annotations_for(team.id, [memory.id], as_of=as_of),
     }
     return dict(MemoryDetailOutputSerializer(memory, context=context).data)
+
+
+def line_slice(body: dict[str, Any], *, from_line: int, count: int | None) -> dict[str, Any]:
+    """Lines `from_line`..(`from_line` + `count` - 1) of an entry's content, 1-based, and
+    where they sit in the whole, so an agent can page through a long text (REST's GET and
+    MCP's memory_get alike)."""
+    lines = body["content"].splitlines(keepends=True)
+    total = len(lines)
+    if from_line > max(total, 1):
+        raise serializers.ValidationError({"from_line": [f"the content has {total} lines"]})
+    end = total if count is None else min(total, from_line - 1 + count)
+    return {
+        **body,
+        "content": "".join(lines[from_line - 1 : end]),
+        "from_line": from_line,
+        "to_line": end,
+        "total_lines": total,
+        "has_more": end < total,
+    }
 
 
 def memory_error_extra(name: str, value: Any) -> Any:

@@ -13,11 +13,11 @@ starts it (or adopts the one running), starts it again when it dies without shut
 down (a crash, SIGKILL: its postmaster.pid is left behind), waiting 1, 2, 4 ... 30 s
 between attempts and giving up after MAX_RESTART_FAILURES in a row, and stops it on
 SIGTERM or SIGINT. A server shut down cleanly from outside (`make db-stop`) is left down:
-the supervisor exits, and honcho stops the other processes with it (docs/decisions.md,
-"Embedded PostgreSQL under make run").
+the supervisor exits, and honcho stops the other processes with it (docs/operations.md,
+"Embedded PostgreSQL").
 
 The bootstrap, run as the `postgres` superuser over the private socket, sets up the
-three logins of docs/decisions.md ("Database roles"): `memoryhub_owner` owns the
+three logins (docs/tenancy.md, "Database roles"): `memoryhub_owner` owns the
 database and its tables and runs migrations, the service connects as `memoryhub_app`
 (owns nothing, cannot bypass row-level security, may become no other role), and
 operator paths connect as `memoryhub_operator` (BYPASSRLS). Each logs in with a password

@@ -13,7 +13,8 @@ watches and stops:
 `start()` runs one in the background for the tests. The server listens only on a unix
 socket (mode 0700, no TCP port), so it never clashes with another Redis or another
 checkout and no other local user can reach it; it keeps an append-only file in FOLDER, so
-tasks queued when it stops are queued again when it starts (docs/decisions.md).
+tasks queued when it stops are queued again when it starts (docs/indexing-and-workers.md,
+"Processes and the embedded Redis").
 """
 
 from __future__ import annotations

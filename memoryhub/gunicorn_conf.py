@@ -3,7 +3,7 @@ Dockerfile, the bench): `gunicorn memoryhub.wsgi -c python:memoryhub.gunicorn_co
 
 Threaded workers, so one team's slow request (a 64 KiB save being scrubbed and checked
 for duplicates) holds one thread, not a whole process: the other threads go on serving
-other teams (docs/decisions.md, "Web server"). WEB_CONCURRENCY is gunicorn's own
+other teams (docs/security.md, "Web server"). WEB_CONCURRENCY is gunicorn's own
 variable for the number of processes; by default one per core (at least 2, at most 8).
 
 Prometheus values (docs/operations.md, "Metrics") go to files in the `web` folder of the

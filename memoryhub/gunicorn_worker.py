@@ -1,5 +1,5 @@
 """gunicorn's threaded worker, with a thread taken only by a request whose headers have
-arrived (docs/decisions.md, "Web server and worker priority").
+arrived (docs/security.md, "Web server").
 
 gunicorn's gthread worker hands a new connection to a thread at once, which waits up to
 5 s for its first bytes, and then reads the headers with no deadline at all: a few

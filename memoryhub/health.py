@@ -1,5 +1,5 @@
 """Liveness (/healthz) and readiness (/readyz) probes (docs/operations.md, "Health";
-why they are built this way: docs/decisions.md, "Health checks").
+why they are built this way: docs/operations.md, "Why the probes are built this way").
 
 /healthz says the process answers and touches nothing. /readyz checks every component
 this web process needs, concurrently, each in a thread of a small pool, and answers

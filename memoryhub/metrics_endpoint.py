@@ -1,6 +1,5 @@
-"""`/metrics` for Prometheus (docs/operations.md, "Metrics"; docs/decisions.md,
-"Metrics"), the middleware that counts and times every request, and the
-collectors that read the database and the broker when Prometheus scrapes.
+"""`/metrics` for Prometheus (docs/operations.md, "Metrics"), the middleware that counts
+and times every request, and the collectors that read the database and the broker when Prometheus scrapes.
 
 The endpoint answers only a bearer token equal to MEMORYHUB_METRICS_TOKEN; without
 one, with a wrong one, or when the setting is empty, it is a plain 404 in the JSON

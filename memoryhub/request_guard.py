@@ -1,6 +1,6 @@
 """The guard in front of the whole WSGI application (REST, MCP, dashboard): no client
 holds more than a few of a process's threads, and no request holds one while its body
-trickles in (docs/decisions.md, "Web server and worker priority").
+trickles in (docs/security.md, "Web server").
 
 - **In flight per client.** A request with an agent token counts against that token (a
   hash of it); a request without one counts against the client's address

@@ -93,7 +93,7 @@ TEMPLATES = [
     },
 ]
 
-# Two logins (docs/decisions.md, "Database roles"): `default`, the application role the
+# Two logins (docs/tenancy.md, "The operator's login"): `default`, the application role the
 # web server, workers and beat use for everything a team does, which may become no other
 # role; and OPERATOR_DATABASE, the operator role (BYPASSRLS) that operator paths (the
 # admin, beat's cross-team jobs, maintenance commands) switch to inside
@@ -113,7 +113,7 @@ else:
     # Another database on the same embedded server (the test suite's worker uses this).
     for _database in DATABASES.values():
         _database["NAME"] = env.str("MEMORYHUB_DATABASE_NAME", default=_database["NAME"])
-# One psycopg connection pool per process (docs/decisions.md, "Database connections"): a
+# One psycopg connection pool per process (docs/operations.md, "Why a pool"): a
 # process holds at most MEMORYHUB_DB_POOL_MAX connections however many threads it serves,
 # and a request that waits MEMORYHUB_DB_POOL_TIMEOUT seconds for one answers 503. The
 # budget (pool size x processes, under max_connections) is in docs/operations.md.
@@ -189,7 +189,7 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "dashboard:login"
 LOGIN_REDIRECT_URL = "dashboard:home"
 LOGOUT_REDIRECT_URL = "dashboard:login"
-# Accounts (docs/decisions.md, "First run and accounts"): the address people open, used in
+# Accounts (docs/dashboard.md, "First run and accounts"): the address people open, used in
 # the one-time password links that commands print; a link works once and expires after
 # PASSWORD_RESET_TIMEOUT. Reset by e-mail is offered only when EMAIL_URL names a server.
 MEMORYHUB_BASE_URL = env.str("MEMORYHUB_BASE_URL", default="http://127.0.0.1:8000/")
@@ -221,11 +221,10 @@ WHITENOISE_USE_FINDERS = True
 # Bodies larger than this answer 413; memory content itself is capped at 64 KiB.
 MAX_REQUEST_BODY_BYTES = env.int("MEMORYHUB_MAX_BODY_BYTES", default=1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BODY_BYTES
-# The guard in front of every request (memoryhub.request_guard; docs/decisions.md, "Web
-# server and worker priority"): requests one client (a token, or an address for bodies
-# without one) may have in flight in one process, by default half its threads; how long a
-# body may take to arrive (this, plus its size at the minimum rate) before a 408; how long
-# one write of an answer may take.
+# The guard in front of every request (memoryhub.request_guard; docs/security.md, "Web
+# server"): requests one client (a token, or an address for bodies without one) may have in
+# flight in one process, by default half its threads; how long a body may take to arrive
+# (this, plus its size at the minimum rate) before a 408; how long one write of an answer may take.
 MEMORYHUB_IN_FLIGHT_PER_CLIENT = env.int(
     "MEMORYHUB_IN_FLIGHT_PER_CLIENT", default=max(1, env.int("MEMORYHUB_WEB_THREADS", default=4) // 2)
 )
@@ -279,11 +278,11 @@ REDIS_URL = env.str("REDIS_URL", default="")
 MEMORYHUB_METRICS_TOKEN = env.str("MEMORYHUB_METRICS_TOKEN", default="")
 METRICS_DIR = metrics_dir()
 
-# --- Rate limits and web hardening (docs/decisions.md, "Rate limits and web hardening") ---
+# --- Rate limits and web hardening (docs/security.md, "Rate limits", "Web hardening") ---
 
 # A request waits at most this long on Redis to connect, and as long again for each answer
 # (the throttles' counts, a save's enqueue), then goes on without it: a hung Redis must not
-# hold the web threads (docs/decisions.md, "Redis in the request path").
+# hold the web threads (docs/indexing-and-workers.md, "Redis in the request path").
 MEMORYHUB_REDIS_REQUEST_TIMEOUT_SECONDS = env.float("MEMORYHUB_REDIS_REQUEST_TIMEOUT_SECONDS", default=0.25)
 
 # The API throttles count in the cache. Django's default, local memory, would give each
@@ -412,8 +411,8 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     # One connect attempt with a short timeout and no retry loop (kombu's ensure_connection
     # would otherwise retry until broker_connection_timeout). These are the worker's and
     # beat's connections: indexing is enqueued through connections of its own, bounded by
-    # MEMORYHUB_REDIS_REQUEST_TIMEOUT_SECONDS (search.tasks; docs/decisions.md, "Redis in
-    # the request path"), and the entry stays `pending` for the reconcile job when that fails.
+    # MEMORYHUB_REDIS_REQUEST_TIMEOUT_SECONDS (search.tasks; docs/indexing-and-workers.md,
+    # "Redis in the request path"), and the entry stays `pending` for the reconcile job when that fails.
     "socket_connect_timeout": env.float("MEMORYHUB_BROKER_CONNECT_TIMEOUT", default=0.5),
     "socket_timeout": env.float("MEMORYHUB_BROKER_SOCKET_TIMEOUT", default=5.0),
     "max_retries": 0,
@@ -445,14 +444,14 @@ MEMORYHUB_EMBEDDING_PROFILE = env.str("MEMORYHUB_EMBEDDING_PROFILE", default="lo
 MEMORYHUB_EMBEDDING_PROFILES_FILE = env.str("MEMORYHUB_EMBEDDING_PROFILES_FILE", default="")
 MEMORYHUB_RECONCILE_AFTER_SECONDS = env.int("MEMORYHUB_RECONCILE_AFTER_SECONDS", default=120)
 MEMORYHUB_RECONCILE_BATCH = env.int("MEMORYHUB_RECONCILE_BATCH", default=500)
-# Freshness (docs/decisions.md, "Freshness"): the due job flags at most this many entries
+# Freshness (docs/freshness.md, "The due job"): the due job flags at most this many entries
 # per run, across teams; the next run goes on where it stopped.
 MEMORYHUB_FRESHNESS_DUE_BATCH = env.int("MEMORYHUB_FRESHNESS_DUE_BATCH", default=5000)
-# The prune job (docs/decisions.md, "Contradictions, archive and prune") proposes archiving
+# The prune job (docs/freshness.md, "Archive and prune") proposes archiving
 # entries older than this, never read, never rated; at most PRUNE_BATCH proposals a run.
 MEMORYHUB_FRESHNESS_PRUNE_AFTER_DAYS = env.int("MEMORYHUB_FRESHNESS_PRUNE_AFTER_DAYS", default=180)
 MEMORYHUB_FRESHNESS_PRUNE_BATCH = env.int("MEMORYHUB_FRESHNESS_PRUNE_BATCH", default=5000)
-# Anchored verification (docs/decisions.md, "Anchored verification"): the anchor job
+# Anchored verification (docs/freshness.md, "Anchors"): the anchor job
 # fetches at most BATCH url/api anchors a run, each at most once per INTERVAL, on WORKERS
 # threads with at most PER_HOST at once per host, starting none after RUN_SECONDS. A
 # check has connect/read timeouts, at most MAX_REDIRECTS hops and an overall deadline.
@@ -476,7 +475,7 @@ MEMORYHUB_ANCHOR_BACKOFF_BASE_SECONDS = env.float("MEMORYHUB_ANCHOR_BACKOFF_BASE
 MEMORYHUB_ANCHOR_BACKOFF_MAX_SECONDS = env.float("MEMORYHUB_ANCHOR_BACKOFF_MAX_SECONDS", default=86400.0)
 MEMORYHUB_ANCHOR_FAILURES_TO_FLAG = env.int("MEMORYHUB_ANCHOR_FAILURES_TO_FLAG", default=2)
 MEMORYHUB_ANCHOR_KEEP_CHECKS = env.int("MEMORYHUB_ANCHOR_KEEP_CHECKS", default=20)
-# Extraction drafts (docs/decisions.md, "Extraction drafts: lifecycle"): `rules` (offline,
+# Extraction drafts (docs/freshness.md, "Extraction drafts"): `rules` (offline,
 # the default) or `openai`, any OpenAI-compatible POST {base_url}/chat/completions. The
 # API key is read at call time from the environment variable named by API_KEY_ENV.
 MEMORYHUB_DRAFT_EXTRACTOR = env.str("MEMORYHUB_DRAFT_EXTRACTOR", default="rules")
@@ -489,9 +488,10 @@ MEMORYHUB_DRAFT_LLM_MAX_ATTEMPTS = env.int("MEMORYHUB_DRAFT_LLM_MAX_ATTEMPTS", d
 MEMORYHUB_DRAFT_LLM_RETRY_WAIT = env.float("MEMORYHUB_DRAFT_LLM_RETRY_WAIT", default=0.5)
 # The prepared transcript the LLM is sent is cut to this many characters (its opening).
 MEMORYHUB_DRAFT_LLM_MAX_CHARS = env.int("MEMORYHUB_DRAFT_LLM_MAX_CHARS", default=64 * 1024)
-# Index retries (docs/decisions.md, "Index retries"): the reconcile job leaves an entry
-# queued less than a lease ago alone, retries a failed one after an exponential backoff,
-# and gives up after MAX_ATTEMPTS failed attempts (until "retry stuck" is asked for).
+# Index retries (docs/indexing-and-workers.md, "Index retries: lease, backoff, give up"):
+# the reconcile job leaves an entry queued less than a lease ago alone, retries a failed
+# one after an exponential backoff, and gives up after MAX_ATTEMPTS failed attempts (until
+# "retry stuck" is asked for).
 MEMORYHUB_INDEX_LEASE_SECONDS = env.float("MEMORYHUB_INDEX_LEASE_SECONDS", default=900.0)
 MEMORYHUB_INDEX_MAX_ATTEMPTS = env.int("MEMORYHUB_INDEX_MAX_ATTEMPTS", default=8)
 MEMORYHUB_INDEX_RETRY_BASE_SECONDS = env.float("MEMORYHUB_INDEX_RETRY_BASE_SECONDS", default=60.0)
@@ -501,15 +501,14 @@ MEMORYHUB_EMBEDDING_THREADS = env.int("MEMORYHUB_EMBEDDING_THREADS", default=1)
 # Skills a search query fires, listed above its results and not counted in max_results.
 MEMORYHUB_SKILLS_PER_SEARCH = env.int("MEMORYHUB_SKILLS_PER_SEARCH", default=5)
 # Each statement of a search's read may run this long (0: no limit of its own). A search
-# takes tens of milliseconds; this bounds a bad plan (docs/decisions.md, "Search
-# statement timeout"), which then answers 503 with Retry-After instead of holding a
-# connection for minutes.
+# takes tens of milliseconds; this bounds a bad plan (docs/search.md, "Search statement
+# timeout"), which then answers 503 with Retry-After instead of holding a connection for minutes.
 MEMORYHUB_SEARCH_STATEMENT_TIMEOUT_MS = env.int("MEMORYHUB_SEARCH_STATEMENT_TIMEOUT_MS", default=10_000)
 
 # Agent sessions: live while the last heartbeat is younger than this.
 MEMORYHUB_SESSION_TTL_SECONDS = env.int("MEMORYHUB_SESSION_TTL_SECONDS", default=300)
 
-# Per-team quotas (docs/decisions.md, "Vault, tokens and quotas"): a team at its quota
+# Per-team quotas (docs/tenancy.md, "Quotas"): a team at its quota
 # is refused a new row of that kind (409 quota_exceeded) until it deletes one.
 MEMORYHUB_QUOTA_MEMORIES = env.int("MEMORYHUB_QUOTA_MEMORIES", default=100_000)
 MEMORYHUB_QUOTA_SESSIONS = env.int("MEMORYHUB_QUOTA_SESSIONS", default=1_000)

@@ -1,5 +1,5 @@
-"""The Celery worker's heartbeat, which /readyz reads (docs/decisions.md, "Health
-checks").
+"""The Celery worker's heartbeat, which /readyz reads (docs/operations.md, "Why the probes
+are built this way").
 
 Each worker writes one key per queue it consumes to the broker's Redis,
 `memoryhub:worker-heartbeat:<queue>`, with a lifetime of

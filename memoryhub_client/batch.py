@@ -18,7 +18,7 @@ import sys
 from collections import Counter
 from typing import Any
 
-from memoryhub_client.api import ApiError, MemoryHubApi
+from memoryhub_client.api import ApiError, hub_for
 from memoryhub_client.config import ConfigError, load_config
 
 MAX_ENTRIES = 500  # the server's limit per request (memories.writes.MAX_BATCH_ENTRIES)
@@ -71,17 +71,17 @@ def run_save_batch(arguments: argparse.Namespace) -> int:
         raise ConfigError("give either a key (and its text) or --batch FILE, not both")
     entries = read_entries(arguments.batch)
     results: list[dict[str, Any]] = []
-    with MemoryHubApi(load_config(arguments)) as api:
+    with hub_for(load_config(arguments)) as hub:
         for chunk in requests_of(entries):
             offset = len(results)
             try:
-                answer = api.post("memories/batch/", {"entries": chunk})
+                answer = hub.save_batch(chunk)
             except ApiError as exc:
-                raise ApiError(
-                    f"entries {offset + 1}-{offset + len(chunk)}: {exc}", status=exc.status
+                raise type(exc)(
+                    f"entries {offset + 1}-{offset + len(chunk)}: {exc}", status=exc.status, body=exc.body
                 ) from None
-            for result in answer.get("results", []):
-                results.append({**result, "index": offset + int(result.get("index", 0))})
+            for answered in answer["results"]:
+                results.append({**answered, "index": offset + answered["index"]})
     counts = Counter(str(result.get("status")) for result in results)
     if arguments.json:
         print(json.dumps({"results": results, "counts": {s: counts[s] for s in STATUSES}}, indent=2))

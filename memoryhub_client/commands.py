@@ -6,11 +6,13 @@ import argparse
 import json
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from memoryhub_client.api import ApiError, MemoryHubApi, quote_key
+from memoryhub_client.api import ApiError, hub_for
 from memoryhub_client.config import ConfigError, add_connection_flags, load_config
+from memoryhub_client.operations import is_duplicate
 from memoryhub_client.section import SectionError, write_section
 
 MAX_QUERY_CHARS = 8000  # the server's limit on a search query (search.selectors)
@@ -83,19 +85,15 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def run_search(arguments: argparse.Namespace) -> int:
-    body: dict[str, Any] = {"query": arguments.query}
-    for name, value in (
-        ("max_results", arguments.max_results),
-        ("types", arguments.types),
-        ("project", arguments.project),
-        ("mode", arguments.mode),
-    ):
-        if value is not None:
-            body[name] = value
-    if arguments.include_superseded:
-        body["include_superseded"] = True
-    with MemoryHubApi(load_config(arguments)) as api:
-        answer = api.post("search/", body)
+    with hub_for(load_config(arguments)) as hub:
+        answer = hub.search(
+            arguments.query,
+            max_results=arguments.max_results,
+            types=arguments.types,
+            project=arguments.project,
+            mode=arguments.mode,
+            include_superseded=True if arguments.include_superseded else None,
+        )
     if arguments.json:
         _print_json(answer)
         return 0
@@ -127,30 +125,27 @@ def run_save(arguments: argparse.Namespace) -> int:
     if arguments.key is None:
         raise ConfigError("give the memory's key (or --batch FILE.jsonl)")
     content = sys.stdin.read() if arguments.content == "-" else arguments.content
-    body: dict[str, Any] = {"key": arguments.key, "content": content}
-    for name, value in (
-        ("type", arguments.type),
-        ("project", arguments.project),
-        ("supersede_reason", arguments.reason),
-    ):
-        if value is not None:
-            body[name] = value
-    with MemoryHubApi(load_config(arguments)) as api:
-        answer = api.post("memories/", body)
+    with hub_for(load_config(arguments)) as hub:
+        answer = hub.save(
+            arguments.key,
+            content,
+            type=arguments.type,
+            project=arguments.project,
+            supersede_reason=arguments.reason,
+        )
     if arguments.json:
         _print_json(answer)
-    elif answer.get("saved") is False:
-        duplicate = answer.get("duplicate_of") or {}
-        print(f"not saved: {answer.get('detail', 'a duplicate')} ({duplicate.get('key')})")
+    elif is_duplicate(answer):
+        print(f"not saved: {answer['detail']} ({answer['duplicate_of']['key']})")
     else:
-        superseded = " (superseded the previous entry)" if answer.get("supersedes_id") else ""
-        print(f"saved {answer.get('key')} as {answer.get('type')}{superseded}")
+        superseded = " (superseded the previous entry)" if answer["supersedes_id"] else ""
+        print(f"saved {answer['key']} as {answer['type']}{superseded}")
     return 0
 
 
 def run_get(arguments: argparse.Namespace) -> int:
-    with MemoryHubApi(load_config(arguments)) as api:
-        answer = api.get(f"memories/{quote_key(arguments.key)}/")
+    with hub_for(load_config(arguments)) as hub:
+        answer = hub.get(arguments.key)
     if arguments.json:
         _print_json(answer)
     else:
@@ -164,20 +159,13 @@ def run_inject(arguments: argparse.Namespace) -> int:
     query = arguments.query
     if query == "":  # --query given alone
         query = worktree_query(Path(arguments.into).resolve().parent) or None
-    with MemoryHubApi(config) as api:
-        answer = api.get(
-            "injection/",
-            project=config.project,
-            query=query,
-            max_tokens=None if arguments.max_tokens is None else str(arguments.max_tokens),
-        )
-    for warning in answer.get("warnings", []):
+    with hub_for(config) as hub:
+        answer = hub.context(project=config.project, query=query, max_tokens=arguments.max_tokens)
+    for warning in answer["warnings"]:
         print(f"warning: {warning}", file=sys.stderr)
-    outcome = write_section(arguments.into, str(answer.get("text", "")))
-    counts, tokens = answer.get("counts", {}), answer.get("tokens", {})
-    summary = (
-        f"{counts.get('included', 0)} entries, {tokens.get('used', 0)} of {tokens.get('budget', 0)} tokens"
-    )
+    outcome = write_section(arguments.into, answer["text"])
+    counts, tokens = answer["counts"], answer["tokens"]
+    summary = f"{counts['included']} entries, {tokens['used']} of {tokens['budget']} tokens"
     print(
         f"{arguments.into} unchanged ({summary})"
         if outcome == "unchanged"
@@ -212,7 +200,7 @@ def _git(folder: Path, *arguments: str) -> str:
     return done.stdout.strip() if done.returncode == 0 else ""
 
 
-def _print_json(answer: dict[str, Any]) -> None:
+def _print_json(answer: Mapping[str, Any]) -> None:
     print(json.dumps(answer, indent=2, ensure_ascii=False))
 
 

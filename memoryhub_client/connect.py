@@ -6,7 +6,7 @@ keeping everything else in them (JSON is loaded, merged and written back; TOML g
 through tomlkit, which keeps comments and layout). A second write changes nothing.
 The token itself is never written: each client reads it from an environment variable.
 
-Formats (checked against each client's documentation, docs/decisions.md):
+Formats (checked against each client's documentation, docs/agents.md, "connect"):
 - Claude Code, `.mcp.json` (project scope): `"type": "http"`, `${VAR}` expanded in headers;
   hooks in `.claude/settings.json` (SessionStart's stdout is added to the context).
 - Cursor, `.cursor/mcp.json`: `url` and `headers`, `${env:VAR}` expanded.

@@ -21,13 +21,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from memoryhub_client.api import ApiError, MemoryHubApi
+from memoryhub_client.api import ApiError, hub_for
 from memoryhub_client.config import ConfigError, add_connection_flags, load_config
+from memoryhub_client.operations import MAX_SOURCE_SESSION_CHARS, MAX_TRANSCRIPT_CHARS
 
 MAX_READ_BYTES = 8 * 1024 * 1024
-MAX_TRANSCRIPT_CHARS = 150_000  # well under the server's body limit once JSON-encoded
 MAX_LINE_CHARS = 2_000_000
-MAX_SOURCE_SESSION_CHARS = 200
 SPEAKERS = ("user", "assistant")
 # Set to 0 to keep the session-end hook from sending the transcript.
 EXTRACT_ENV = "MEMORYHUB_EXTRACT_ON_SESSION_END"
@@ -52,18 +51,16 @@ def run_extract(arguments: argparse.Namespace) -> int:
         print("memoryhub extract: nothing to extract", file=sys.stderr)
         return 2
     try:
-        with MemoryHubApi(load_config(arguments)) as api:
-            answer = api.post(
-                "drafts/extract/", {"transcript": text, "source_session": arguments.session[:200]}
-            )
+        with hub_for(load_config(arguments)) as hub:
+            answer = hub.extract_drafts(text, source_session=arguments.session[:MAX_SOURCE_SESSION_CHARS])
     except (ApiError, ConfigError) as exc:
         print(f"memoryhub extract: {exc}", file=sys.stderr)
         return 1
-    drafts = answer.get("drafts") or []
+    drafts = answer["drafts"]
     print(f"{len(drafts)} draft(s) waiting for review")
     for draft in drafts:
-        conflict = f" [{draft.get('conflict')}]" if draft.get("conflict") else ""
-        print(f"- {draft.get('type')}: {draft.get('content')}{conflict}")
+        conflict = f" [{draft['conflict']}]" if draft["conflict"] else ""
+        print(f"- {draft['type']}: {draft['content']}{conflict}")
     return 0
 
 
@@ -95,9 +92,9 @@ def send_session_transcript(arguments: argparse.Namespace, event: dict[str, Any]
             return
         session = event.get("session_id")
         source = session[:MAX_SOURCE_SESSION_CHARS] if isinstance(session, str) else ""
-        with MemoryHubApi(load_config(arguments)) as api:
-            answer = api.post("drafts/extract/", {"transcript": text, "source_session": source})
-        made = len(answer.get("drafts") or [])
+        with hub_for(load_config(arguments)) as hub:
+            answer = hub.extract_drafts(text, source_session=source)
+        made = len(answer["drafts"])
         if made:
             print(f"memoryhub: {made} draft(s) from this session wait for review", file=sys.stderr)
     except (ApiError, ConfigError) as exc:

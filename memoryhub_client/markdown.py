@@ -1,7 +1,7 @@
 """The markdown of `memoryhub import-markdown` and `export-markdown` (the commands are in
 memoryhub_client.transfer): a markdown file cut into memory records of the export
 format, and a type's active entries rendered as a file that reads back as they were
-(docs/decisions.md, "Export and import")."""
+(docs/write-path.md, "Markdown round trip")."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ ENTRY_FIELDS = (
     "metadata",
     "skill_trigger",
     "anchor",
+    "pinned",
     "updated_by",
     "created_at",
     "last_confirmed_at",

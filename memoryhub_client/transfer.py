@@ -1,5 +1,5 @@
 """`memoryhub export | import | import-markdown | export-markdown`: a team's memory in and
-out of files, over the REST API (docs/decisions.md, "Export and import").
+out of files, over the REST API (docs/write-path.md, "Export and import").
 
 `export` streams `GET export/` to a file, `import` posts a file to `POST import/`.
 `import-markdown` turns CLAUDE.md, AGENTS.md, MEMORY.md and folders of notes into
@@ -22,17 +22,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-import httpx
 from tqdm import tqdm
 
-from memoryhub_client.api import USER_AGENT, ApiError, error_line
+from memoryhub_client.api import ApiError, hub_for
 from memoryhub_client.config import ClientConfig, ConfigError, add_connection_flags, load_config
+from memoryhub_client.hub import MemoryHub
 from memoryhub_client.markdown import markdown_records, render_type_file
 
-JSON_LINES = "application/jsonl"
 EXPORT_FORMAT = "memoryhub-export"  # memories.exporting (the client imports no server code)
 EXPORT_VERSION = 2
-PASSPHRASE_HEADER = "X-MemoryHub-Vault-Passphrase"  # noqa: S105 (a header name)
 # An import is applied before the server answers; a big file takes a while.
 IMPORT_TIMEOUT_SECONDS = 600.0
 # Under the server's default body limit (MEMORYHUB_MAX_BODY_BYTES, 1 MiB) with room to spare.
@@ -137,48 +135,25 @@ def _passphrase(arguments: argparse.Namespace, *, required: bool, confirm: bool)
     return value
 
 
-def _client(config: ClientConfig, timeout: float = 30.0) -> httpx.Client:
-    team = config.require_team()
-    return httpx.Client(
-        base_url=f"{config.url}/api/v1/teams/{team}/",
-        headers={"Authorization": f"Bearer {config.require_token()}", "User-Agent": USER_AGENT},
-        timeout=timeout,
-    )
-
-
-def _fail(response: httpx.Response) -> ApiError:
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    body = body if isinstance(body, dict) else None
-    return ApiError(
-        error_line(response.status_code, body, response.headers), status=response.status_code, body=body
-    )
-
-
 # ----- export -----
 
 
 def run_export(arguments: argparse.Namespace) -> int:
     config = load_config(arguments)
-    params, headers = {}, {}
-    if arguments.with_vault:
-        params["with_vault"] = "true"
-        headers[PASSPHRASE_HEADER] = _passphrase(arguments, required=True, confirm=True) or ""
-    with _client(config) as http, http.stream("GET", "export/", params=params, headers=headers) as response:
-        if not response.is_success:
-            response.read()
-            raise _fail(response)
+    passphrase = _passphrase(arguments, required=True, confirm=True) if arguments.with_vault else None
+    with (
+        hub_for(config) as hub,
+        hub.export(with_vault=arguments.with_vault, vault_passphrase=passphrase) as lines,
+    ):
         if arguments.output == "-":
-            return _write_export(response, sys.stdout.buffer)
+            return _write_export(lines, sys.stdout.buffer)
         target = Path(arguments.output)
         # Into a temporary file first: an export cut short never replaces a good one.
         with tempfile.NamedTemporaryFile(
             dir=target.parent, prefix=f".{target.name}.", delete=False
         ) as handle:
             try:
-                status = _write_export(response, handle)
+                status = _write_export(lines, handle)
             except BaseException:
                 os.unlink(handle.name)
                 raise
@@ -191,10 +166,10 @@ def run_export(arguments: argparse.Namespace) -> int:
     return status
 
 
-def _write_export(response: httpx.Response, out: IO[bytes]) -> int:
+def _write_export(lines: Iterator[bytes], out: IO[bytes]) -> int:
     last = b""
     with tqdm(desc="export", unit=" records", disable=None, file=sys.stderr) as progress:
-        for line in _lines(response.iter_bytes()):
+        for line in lines:
             out.write(line + b"\n")
             progress.update(1)
             last = line
@@ -207,16 +182,6 @@ def _write_export(response: httpx.Response, out: IO[bytes]) -> int:
         print("memoryhub export: the export was cut short (no end record); try again", file=sys.stderr)
         return 1
     return 0
-
-
-def _lines(chunks: Iterator[bytes]) -> Iterator[bytes]:
-    pending = b""
-    for chunk in chunks:
-        pending += chunk
-        *complete, pending = pending.split(b"\n")
-        yield from (line for line in complete if line)
-    if pending:
-        yield pending
 
 
 # ----- import -----
@@ -244,13 +209,10 @@ def _post_import(
     and nothing is applied unless all pass."""
     batches = import_batches(raw, getattr(arguments, "batch_bytes", DEFAULT_BATCH_BYTES))
     flags = {name for name in ("skip_existing", "dry_run", "strict") if getattr(arguments, name, False)}
-    headers = {"Content-Type": JSON_LINES}
-    if vault_passphrase is not None:
-        headers[PASSPHRASE_HEADER] = vault_passphrase
-    with _client(config, timeout=IMPORT_TIMEOUT_SECONDS) as http:
+    with hub_for(config, timeout=IMPORT_TIMEOUT_SECONDS) as hub:
         if "strict" in flags and "dry_run" not in flags and len(batches) > 1:
-            _post_batches(http, batches, {*flags, "dry_run"}, headers, desc="check")
-        reports = _post_batches(http, batches, flags, headers, desc="import")
+            _post_batches(hub, batches, {*flags, "dry_run"}, vault_passphrase, desc="check")
+        reports = _post_batches(hub, batches, flags, vault_passphrase, desc="import")
     errors = sorted((bad for report in reports for bad in report["errors"]), key=lambda bad: bad["line"])
     for bad in errors:
         print(f"line {bad['line']}: {bad.get('error')}: {bad.get('detail')} (skipped)", file=sys.stderr)
@@ -273,23 +235,27 @@ def _post_import(
 
 
 def _post_batches(
-    http: httpx.Client, batches: list[ImportBatch], flags: set[str], headers: dict[str, str], desc: str
+    hub: MemoryHub, batches: list[ImportBatch], flags: set[str], vault_passphrase: str | None, desc: str
 ) -> list[dict[str, Any]]:
-    params = {name: "true" for name in sorted(flags)}
     reports = []
     total = sum(batch.records for batch in batches)
     with tqdm(desc=desc, total=total, unit=" records", disable=None, file=sys.stderr) as bar:
         for batch in batches:
             # The length is known: sent with Content-Length, never chunked (WSGI needs it).
-            response = http.post("import/", params=params, content=batch.body, headers=headers)
-            if not response.is_success:
-                error = _fail(response)
-                lines = error.body.get("lines") if error.body is not None else None
+            try:
+                report = hub.import_export_file(
+                    batch.body,
+                    dry_run="dry_run" in flags,
+                    skip_existing="skip_existing" in flags,
+                    strict="strict" in flags,
+                    vault_passphrase=vault_passphrase,
+                )
+            except ApiError as error:
+                lines = error.body.get("lines")
                 for bad in lines if isinstance(lines, list) else []:
                     line = batch.original_line(bad.get("line"))
                     print(f"line {line}: {bad.get('error')}: {bad.get('detail')}", file=sys.stderr)
-                raise error
-            report = response.json()
+                raise
             for bad in report.get("errors", []):
                 bad["line"] = batch.original_line(bad.get("line"))
             reports.append(report)
@@ -440,18 +406,10 @@ def _source_name(path: Path, given: list[str]) -> str:
 def run_export_markdown(arguments: argparse.Namespace) -> int:
     config = load_config(arguments)
     by_type: dict[str, list[dict[str, Any]]] = {}
-    with _client(config) as http, tqdm(desc="export", unit=" memories", disable=None, file=sys.stderr) as bar:
-        params: dict[str, str] | None = {"limit": "200"}
-        url = "memories/"
-        while url:
-            response = http.get(url, params=params)
-            if not response.is_success:
-                raise _fail(response)
-            page = response.json()
-            for memory in page.get("results", []):
-                by_type.setdefault(str(memory.get("type", "context")), []).append(memory)
-                bar.update(1)
-            url, params = page.get("next") or "", None
+    with hub_for(config) as hub, tqdm(desc="export", unit=" memories", disable=None, file=sys.stderr) as bar:
+        for memory in hub.iter_memories(limit=200):
+            by_type.setdefault(memory["type"], []).append(dict(memory))
+            bar.update(1)
     directory = Path(arguments.directory)
     directory.mkdir(parents=True, exist_ok=True)
     for type_name, memories in sorted(by_type.items()):

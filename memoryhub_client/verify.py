@@ -17,10 +17,10 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 from memoryhub_client.api import MemoryHubApi
 from memoryhub_client.config import add_connection_flags, load_config
+from memoryhub_client.types import AnchoredEntry
 
 PAGE_SIZE = 200
 MAX_PAGES = 50  # 10,000 anchors: more than any team has
@@ -81,7 +81,7 @@ def report_worktree(api: MemoryHubApi, folder: Path, *, max_pages: int) -> Verif
     outcome = Verified(root=str(root))
     results: list[dict[str, Any]] = []
     for entry in file_anchors(api, max_pages=max_pages):
-        key, path = str(entry.get("key", "")), str((entry.get("anchor") or {}).get("value", ""))
+        key, path = entry["key"], entry["anchor"]["value"]
         exists, reason = path_exists(root, path)
         item: dict[str, Any] = {"key": key, "exists": exists}
         if not exists:
@@ -91,30 +91,23 @@ def report_worktree(api: MemoryHubApi, folder: Path, *, max_pages: int) -> Verif
     outcome.checked = len(results)
     totals = {"recorded": 0, "flagged": 0, "unflagged": 0}
     for start in range(0, len(results), REPORT_CHUNK):
-        answer = api.post("anchors/report/", {"results": results[start : start + REPORT_CHUNK]})
+        answer = api.hub.report_file_anchors(results[start : start + REPORT_CHUNK])
         for name in totals:
             totals[name] += int(answer.get(name) or 0)
     outcome.server = totals
     return outcome
 
 
-def file_anchors(api: MemoryHubApi, *, max_pages: int) -> list[dict[str, Any]]:
-    entries: list[dict[str, Any]] = []
+def file_anchors(api: MemoryHubApi, *, max_pages: int) -> list[AnchoredEntry]:
+    entries: list[AnchoredEntry] = []
     cursor: str | None = None
     for _page in range(max_pages):
-        answer = api.get("anchors/", type="file", limit=str(PAGE_SIZE), cursor=cursor)
-        entries.extend(item for item in answer.get("results", []) if isinstance(item, dict))
-        cursor = _cursor_of(answer.get("next"))
+        page = api.hub.anchors(type="file", limit=PAGE_SIZE, cursor=cursor)
+        entries.extend(page.results)
+        cursor = page.next_cursor
         if cursor is None:
             break
     return entries
-
-
-def _cursor_of(link: Any) -> str | None:
-    if not isinstance(link, str) or not link:
-        return None
-    values = parse_qs(urlsplit(link).query).get("cursor")
-    return values[0] if values else None
 
 
 def worktree_root(folder: Path) -> Path:

@@ -72,11 +72,11 @@ class ChunkEmbedding(models.Model):
 
 
 class KeywordStat(models.Model):
-    """BM25 statistics of a team's chunks (docs/decisions.md, "Keyword path: bounded
-    candidates and BM25"): per lexeme, how many of the team's chunks contain it; on the
-    row with the empty lexeme (never a real one), how many chunks the team has and their
-    summed length (lexeme occurrences). Kept by triggers on search_chunk (migration
-    search.0005) in the transaction that writes the chunks, rebuilt by reindex_team."""
+    """BM25 statistics of a team's chunks (docs/search.md, "Keyword path: bounded
+    candidates and BM25"): per lexeme, how many of the team's chunks contain it; on the row
+    with the empty lexeme (never a real one), how many chunks the team has and their summed
+    length (lexeme occurrences). Kept by triggers on search_chunk (migration search.0005)
+    in the transaction that writes the chunks, rebuilt by reindex_team."""
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
     lexeme = models.TextField()

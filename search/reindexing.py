@@ -1,5 +1,5 @@
 """Re-indexing a team: every chunk embedded with a model, then the team switched to it
-(docs/decisions.md, "Embedding cache per team, index retries, re-index race").
+(docs/indexing-and-workers.md, "Re-indexing a team").
 
 Indexing (search.services.index_memory) goes on meanwhile; the switch takes the team's
 row exclusively, indexing stores vectors under a share lock of it, and whatever the new

@@ -23,6 +23,8 @@ from search.retrieval.candidates import QueryVector, SearchMode
 from search.retrieval.results import SearchOutcome
 from search.services import team_provider
 from teams.models import Team
+from teams.scrubber import scrub
+from teams.vault_matcher import team_secret_matcher
 
 logger = logging.getLogger(__name__)
 
@@ -93,8 +95,16 @@ def search_arguments(data: Mapping[str, Any]) -> SearchArguments:
 def search_for(*, team: Team, arguments: SearchArguments, count_access: bool = True) -> SearchOutcome:
     """A search as the doors run it. With `count_access` (an agent's search, over REST
     or MCP), every result handed over counts as an access of its entry, in one UPDATE;
-    a person browsing the dashboard does not count."""
+    a person browsing the dashboard does not count.
+
+    Every snippet handed over is scrubbed (credential shapes and the team's vault
+    secrets): text stored before a scrubber rule or a vault secret existed never leaves
+    through a search."""
     outcome = embed_and_search(team=team, **asdict(arguments))
+    if outcome.results:
+        secrets = team_secret_matcher(team_id=team.id)
+        for result in outcome.results:
+            result.snippet = scrub(result.snippet, secrets).text
     if count_access:
         feedback.record_access(team=team, memory_ids=[r.memory_id for r in outcome.results])
     return outcome

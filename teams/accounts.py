@@ -1,6 +1,5 @@
 """People's accounts: the first run's team, owner and agent token (`bootstrap`), and
-the one-time links that let a person set a password (docs/decisions.md, "First run and
-accounts").
+the one-time links that let a person set a password (docs/dashboard.md, "First run and accounts").
 
 A link is Django's password-reset link (`default_token_generator`): it works until the
 password changes, so once, and expires after PASSWORD_RESET_TIMEOUT. No password is

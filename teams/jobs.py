@@ -1,5 +1,6 @@
 """The record of each beat job's runs (JobRun), kept short: the newest KEEP_RUNS per job.
-Every app's jobs record through `recorded_run` (docs/decisions.md, "Beat")."""
+Every app's jobs record through `recorded_run` (docs/indexing-and-workers.md, "Beat: the
+schedule and job runs")."""
 
 from __future__ import annotations
 

@@ -207,7 +207,7 @@ class AuditEvent(models.Model):
     or revoked a token, changed a membership or re-indexed, from any surface (API,
     dashboard, commands). Team admins read it; nobody edits it: no login of the web or
     the workers may UPDATE, DELETE or TRUNCATE the table (teams.0012), and it outlives its
-    team, whose shutdown is its last event (docs/decisions.md, "Database roles")."""
+    team, whose shutdown is its last event (docs/tenancy.md, "The audit trail")."""
 
     class Action(models.TextChoices):
         VAULT_REVEAL = "vault.reveal"

@@ -1,5 +1,4 @@
-"""Reading from a streaming replica in a team's scope (docs/decisions.md, "Read
-replicas").
+"""Reading from a streaming replica in a team's scope (docs/operations.md, "Read replicas").
 
 Row-level security holds on a replica as on the primary: the policies replicate with the
 schema, the replica's connection logs in as the application role, and the team's scope

@@ -1,4 +1,4 @@
-"""The three database roles (docs/decisions.md, "Database roles") as the code sees them.
+"""The three database roles (docs/tenancy.md, "Database roles") as the code sees them.
 
 The service's connection logs in as the application role, which owns nothing, cannot
 bypass row-level security and is a member of no role. Operator paths run on a connection

@@ -5,14 +5,14 @@ Every team-scoped table carries a policy that lets a row through only when
 Because these settings are transaction-local they vanish at COMMIT or ROLLBACK and can
 never leak into the next request on a reused or pooled connection.
 
-Operator paths see every team on a login of their own (docs/decisions.md, "Database
-roles"): for the block of `dangerously_bypass_team_scope`, this thread's default
-connection *is* the operator login's connection (settings.OPERATOR_DATABASE, role
-memoryhub_operator, BYPASSRLS). Everything in the block runs there: the ORM, raw SQL
-through `django.db.connection`, `transaction.atomic()` and its on-commit callbacks, so
-the block is one transaction on one connection, as a single login's would be. The
-application's connection logs in as memoryhub_app, which is a member of no role: no
-statement run on it can reach the operator.
+Operator paths see every team on a login of their own (docs/tenancy.md, "The operator's
+login"): for the block of `dangerously_bypass_team_scope`, this thread's default connection
+*is* the operator login's connection (settings.OPERATOR_DATABASE, role memoryhub_operator,
+BYPASSRLS). Everything in the block runs there: the ORM, raw SQL through
+`django.db.connection`, `transaction.atomic()` and its on-commit callbacks, so the block is
+one transaction on one connection, as a single login's would be. The application's
+connection logs in as memoryhub_app, which is a member of no role: no statement run on it
+can reach the operator.
 
 Every scope below is one use of `_local_settings`, the one primitive that sets such
 settings (`role` among them) for a block and restores what they were, so scopes nest.

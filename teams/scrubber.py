@@ -2,10 +2,10 @@
 before it is stored, rendered or logged.
 
 Every pattern runs on RE2 (google-re2), whose matching time is linear in the text
-whatever the pattern, so no input can make the scrubber backtrack (docs/decisions.md,
-"Scrubber and linear patterns"). RE2 has no lookaround and no backreferences; where a
-rule needs the text around a secret, it captures that context and only the group
-named `s` (or `s2`, `s3`: one per alternative) is replaced.
+whatever the pattern, so no input can make the scrubber backtrack (docs/security.md,
+"Linear-time patterns"). RE2 has no lookaround and no backreferences; where a rule needs
+the text around a secret, it captures that context and only the group named `s` (or `s2`,
+`s3`: one per alternative) is replaced.
 
 The rules are data: gitleaks' default rule set, vendored (teams.credential_catalogue),
 and ours (teams.credential_rules: the shapes the project names itself, and assignments,
@@ -231,8 +231,7 @@ def _match_spans(regex: Any, data: bytes, position: int = 0) -> Iterable[Sequenc
     """The spans (whole match, then each group) of every match of `regex` in `data` from
     `position`, left to right, as finditer finds them. Straight from the compiled RE2
     object when the wrapper exposes it: finditer's per-match objects cost more than the
-    match itself on a text of thousands of credentials (docs/decisions.md, "Scrubber and
-    linear patterns")."""
+    match itself on a text of thousands of credentials (docs/security.md, "Linear-time patterns")."""
     compiled = getattr(regex, "_regexp", None)
     if compiled is None:  # another version of the wrapper: its public API
         for match in regex.finditer(data, position):

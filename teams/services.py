@@ -171,7 +171,7 @@ def shutdown_team(*, team: Team, actor: str) -> dict[str, int]:
     (higher apps first), then the team's tokens, vault and memberships; returns what was
     deleted. Runs inside that team's scope, so row-level security guarantees no other
     team's row can be touched even by a bug here. The audit trail is kept (no login of the
-    service may delete it, docs/decisions.md "Database roles"), the shutdown its last event."""
+    service may delete it, docs/tenancy.md, "The audit trail"), the shutdown its last event."""
     audit_logger.info("team %s: %s shuts the team down", team.slug, actor)
     counts: dict[str, int] = {}
     with team_scope(team.id):

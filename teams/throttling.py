@@ -1,4 +1,4 @@
-"""API rate limits (docs/decisions.md, "Rate limits and web hardening").
+"""API rate limits (docs/security.md, "Rate limits").
 
 Each agent token has a budget of reads and one of writes per period
 (MEMORYHUB_THROTTLE_READ / _WRITE); requests without a valid token share a budget per

@@ -52,10 +52,10 @@ class TeamScopedViewSet(ViewSet):
     token: AgentToken | None = None
     reveals_secret = False
     _call: AgentCall | None = None
-    # The actions whose reads may go to a read replica (teams.replicas; docs/decisions.md,
-    # "Read replicas"): from the end of the permission checks to the end of the
-    # action, in a transaction on the replica bound to the team. A write in the action
-    # sends its later reads back to the primary (core.db_router).
+    # The actions whose reads may go to a read replica (teams.replicas; docs/operations.md,
+    # "Read replicas"): from the end of the permission checks to the end of the action, in
+    # a transaction on the replica bound to the team. A write in the action sends its later
+    # reads back to the primary (core.db_router).
     replica_actions: ClassVar[frozenset[str]] = frozenset()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

@@ -3,7 +3,7 @@ is, and emptied by it (`manage.py flush`, between transactional tests). The test
 on one connection that plays both of the service's logins (memoryhub/settings_test.py
 says why): logged in as the operator, it takes the application role for its session,
 so everything runs as the application role except the operator scope's blocks, which set
-the operator role for their transaction (docs/decisions.md, "Database roles")."""
+the operator role for their transaction (docs/tenancy.md, "The operator's login")."""
 
 from __future__ import annotations
 

@@ -4,15 +4,18 @@ What goes in, in this order (the *rank*):
 
 1. every active `identity` entry, never dropped (not by the entry cap, not by the token
    budget: an agent that forgets who it is does worse than one over budget);
-2. active always_on skills (see memories.skills), newest first, of any type but
+2. active pinned entries of any other type (any type: a pinned reference is injected
+   too), newest first, ahead of everything below, within the cap and the budget (the
+   "Pinned" section; memories.models.Memory.pinned);
+3. active always_on skills (see memories.skills), newest first, of any type but
    identity (an identity skill stays in 1, never dropped), where they fire: a skill with
    `projects` only when one of them is the project asked for (the entry's own `project`
    does not matter here). An always-on skill goes in through this section only (never
    twice, and not at all where it does not fire). Like every entry after identity,
    skills count against the cap and the budget;
-3. active `lesson` entries, newest first;
-4. active `decision` entries, newest first;
-5. active `context` entries, newest first (decisions before context: what the team
+4. active `lesson` entries, newest first;
+5. active `decision` entries, newest first;
+6. active `context` entries, newest first (decisions before context: what the team
    settled outranks what is merely going on, as the seed orders them).
 
 Other `reference` and `historical` entries are not injected: they are looked up
@@ -43,6 +46,7 @@ from core.errors import InvalidInput
 from search.selectors import MAX_QUERY_CHARS
 from teams.models import Team
 from teams.validators import MAX_INJECTION_ENTRIES, MAX_INJECTION_TOKENS, MIN_INJECTION_TOKENS
+from teams.vault_matcher import team_secret_matcher
 
 # One set of limits with the team settings' (teams.validators).
 MAX_ENTRIES_LIMIT = MAX_INJECTION_ENTRIES
@@ -91,7 +95,9 @@ def build_injection(
 
     rows = ranked_rows(team, project, limit_past_identity=cap + SCAN_BEYOND_CAP)
     candidates = rows[0].total if rows else 0
-    fit = fit_ranked(rows, cap=cap, budget=budget)
+    # Every text that goes into the block is scrubbed on the way (entry_from, review).
+    secrets = team_secret_matcher(team_id=team.id)
+    fit = fit_ranked(rows, cap=cap, budget=budget, secrets=secrets)
     unlisted = candidates - len(rows)
     unlisted_reason: LeftOutReason = "cap" if len(fit.included) >= cap else "budget"
     has_skills = any(row.grp == SKILL_GROUP for row in rows)
@@ -108,14 +114,22 @@ def build_injection(
     search_mode = None
     if query is not None:
         relevant = add_relevant(
-            fit, team=team, query=query, project=project, budget=budget, read={row.id for row in rows}
+            fit,
+            team=team,
+            query=query,
+            project=project,
+            budget=budget,
+            read={row.id for row in rows},
+            secrets=secrets,
         )
         search_mode = relevant.search_mode
         warnings.extend(relevant.warnings)
         unlisted -= relevant.unlisted_taken
     if not fit.included:
         fit.used += tokens_of(EMPTY_NOTE)
-    review, review_tokens = review_items(team=team, project=project, budget_left=budget - fit.used)
+    review, review_tokens = review_items(
+        team=team, project=project, budget_left=budget - fit.used, secrets=secrets
+    )
     fit.used += review_tokens
     rendered = render_injection(fit.included)
     return Injection(

@@ -9,12 +9,14 @@ from datetime import datetime
 from typing import Literal, Protocol
 
 from memories.types import MemoryType
+from teams.scrubber import SecretMatcher, scrub
 
 INJECTED_TYPES = (MemoryType.IDENTITY, MemoryType.LESSON, MemoryType.DECISION, MemoryType.CONTEXT)
-IncludedReason = Literal["identity", "skill", "ranked", "relevant"]
-Section = Literal["core", "skill", "relevant"]
+IncludedReason = Literal["identity", "pinned", "skill", "ranked", "relevant"]
+Section = Literal["core", "pinned", "skill", "relevant"]
 LeftOutReason = Literal["cap", "budget"]
 SKILL_SECTION: Literal["skill"] = "skill"
+PINNED_SECTION: Literal["pinned"] = "pinned"
 
 
 @dataclass
@@ -50,14 +52,22 @@ class _EntrySource(Protocol):
 
 
 def entry_from(
-    row: _EntrySource, *, section: Section, rank: int, reason: IncludedReason | LeftOutReason
+    row: _EntrySource,
+    *,
+    section: Section,
+    rank: int,
+    reason: IncludedReason | LeftOutReason,
+    secrets: SecretMatcher,
 ) -> InjectionEntry:
+    """The entry, its text scrubbed (credential shapes and the team's vault secrets in
+    `secrets`) before its tokens are counted: text saved before a scrubber rule or a
+    vault secret existed never reaches an agent's prompt."""
     return InjectionEntry(
         memory_id=row.id,
         key=row.key,
         type=row.type,
         project=row.project,
-        content=row.content,
+        content=scrub(row.content, secrets).text,
         created_at=row.created_at,
         section=section,
         rank=rank,

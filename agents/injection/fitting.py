@@ -14,12 +14,19 @@ from dataclasses import dataclass, field
 
 from django.core.cache import cache
 
-from agents.injection.entries import SKILL_SECTION, IncludedReason, InjectionEntry, entry_from
-from agents.injection.ranking import SKILL_GROUP, RankedRow
+from agents.injection.entries import (
+    PINNED_SECTION,
+    SKILL_SECTION,
+    IncludedReason,
+    InjectionEntry,
+    entry_from,
+)
+from agents.injection.ranking import PINNED_GROUP, SKILL_GROUP, RankedRow
 from agents.injection.rendering import SECTION_HEADINGS, TITLE, block_tokens, tokens_of
 from core.redis_outage import note_redis_failure, redis_skipped
 from memories.types import MemoryType
 from teams.models import Team
+from teams.scrubber import SecretMatcher
 
 logger = logging.getLogger("agents.injection")
 
@@ -39,18 +46,18 @@ class Fit:
     used: int = 0
 
 
-def fit_ranked(rows: list[RankedRow], *, cap: int, budget: int) -> Fit:
+def fit_ranked(rows: list[RankedRow], *, cap: int, budget: int, secrets: SecretMatcher) -> Fit:
     """Walk the ranked rows in order, within `cap` entries and `budget` tokens."""
     fit = Fit(used=tokens_of(TITLE))
     headed: set[str] = set()
     for row in rows:
-        entry = _ranked_entry(row)
+        entry = _ranked_entry(row, secrets)
         never_dropped = entry.reason == "identity"
         if not never_dropped and len(fit.included) >= cap:
             entry.reason = "cap"
             fit.left_out.append(entry)
             continue
-        heading = SKILL_SECTION if entry.section == SKILL_SECTION else entry.type
+        heading = entry.section if entry.section in (SKILL_SECTION, PINNED_SECTION) else entry.type
         entry.tokens = block_tokens(entry)
         cost = entry.tokens + (0 if heading in headed else tokens_of(SECTION_HEADINGS[heading]))
         if not never_dropped and fit.used + cost > budget:
@@ -63,11 +70,13 @@ def fit_ranked(rows: list[RankedRow], *, cap: int, budget: int) -> Fit:
     return fit
 
 
-def _ranked_entry(row: RankedRow) -> InjectionEntry:
+def _ranked_entry(row: RankedRow, secrets: SecretMatcher) -> InjectionEntry:
     if row.grp == SKILL_GROUP:
-        return entry_from(row, section=SKILL_SECTION, rank=row.position, reason="skill")
+        return entry_from(row, section=SKILL_SECTION, rank=row.position, reason="skill", secrets=secrets)
+    if row.grp == PINNED_GROUP:
+        return entry_from(row, section=PINNED_SECTION, rank=row.position, reason="pinned", secrets=secrets)
     reason: IncludedReason = "identity" if row.type == MemoryType.IDENTITY else "ranked"
-    return entry_from(row, section="core", rank=row.position, reason=reason)
+    return entry_from(row, section="core", rank=row.position, reason=reason, secrets=secrets)
 
 
 def limit_warnings(

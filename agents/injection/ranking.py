@@ -1,7 +1,8 @@
 """Step 1 of an injection, select by type order: the candidates in rank order (every
-active identity entry, then always-on skills that fire, then lessons, then decisions,
-then context, each newest first), read in one query whose cost follows the cap,
-not the size of the team."""
+active identity entry, then pinned entries of any other type, then always-on skills
+that fire, then lessons, then decisions, then context, each newest first), read in one
+query whose cost follows the cap, not the size of the team. A pinned entry is listed in
+its own group only."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from teams.models import Team
 
 
 class RankedRow(NamedTuple):
-    grp: int  # 0 identity, 1 always-on skill, 2 lesson, 3 decision, 4 context
+    grp: int  # 0 identity, 1 pinned, 2 always-on skill, 3 lesson, 4 decision, 5 context
     id: uuid.UUID
     key: str
     type: str
@@ -26,7 +27,8 @@ class RankedRow(NamedTuple):
     total: int
 
 
-SKILL_GROUP = 1
+PINNED_GROUP = 1
+SKILL_GROUP = 2
 
 # An always-on skill (any type but identity, which stays in its own section) is injected
 # through the skills section only: where it fires (a skill with projects only when one
@@ -41,7 +43,8 @@ _FIRING_SKILL = (
 )
 
 # Each branch walks a partial index WHERE is_active ((team, type, -created_at); for
-# skills (team, skill name)) and stops at its LIMIT, so the cost follows the cap, not the
+# skills (team, skill name); for pinned entries (team, -created_at) WHERE pinned) and
+# stops at its LIMIT, so the cost follows the cap, not the
 # size of the team: only the window over at most (identities + 4 * limit) rows is
 # sorted. Identity has no LIMIT: it is never dropped. Always-on skills are listed in
 # their own group only. The count of all candidates rides along as a scalar subquery.
@@ -49,7 +52,9 @@ _RANKED_SQL = """
     SELECT grp, id, key, type, project, content, created_at, position,
            (SELECT count(*) FROM memories_memory c
              WHERE c.team_id = %(team)s AND c.is_active
-               AND ((c.type = ANY(%(types)s) {project_c} AND NOT {always_on_c}) OR {skill_c})) AS total
+               AND ((c.type = ANY(%(types)s) {project_c} AND NOT {always_on_c} AND NOT c.pinned)
+                    OR (c.pinned AND c.type <> 'identity' {project_c})
+                    OR ({skill_c} AND NOT c.pinned))) AS total
     FROM (
         SELECT u.*,
                row_number() OVER (ORDER BY grp, created_at DESC, id DESC) AS position,
@@ -59,22 +64,26 @@ _RANKED_SQL = """
               WHERE m.team_id = %(team)s AND m.is_active AND m.type = 'identity' {project_m})
             UNION ALL
             (SELECT 1, id, key, type, project, content, created_at FROM memories_memory m
-              WHERE m.team_id = %(team)s AND m.is_active AND {skill_m}
+              WHERE m.team_id = %(team)s AND m.is_active AND m.pinned AND m.type <> 'identity' {project_m}
               ORDER BY created_at DESC, id DESC LIMIT %(limit)s)
             UNION ALL
             (SELECT 2, id, key, type, project, content, created_at FROM memories_memory m
-              WHERE m.team_id = %(team)s AND m.is_active AND m.type = 'lesson' {project_m}
-                AND NOT {always_on_m}
+              WHERE m.team_id = %(team)s AND m.is_active AND {skill_m} AND NOT m.pinned
               ORDER BY created_at DESC, id DESC LIMIT %(limit)s)
             UNION ALL
             (SELECT 3, id, key, type, project, content, created_at FROM memories_memory m
-              WHERE m.team_id = %(team)s AND m.is_active AND m.type = 'decision' {project_m}
-                AND NOT {always_on_m}
+              WHERE m.team_id = %(team)s AND m.is_active AND m.type = 'lesson' {project_m}
+                AND NOT {always_on_m} AND NOT m.pinned
               ORDER BY created_at DESC, id DESC LIMIT %(limit)s)
             UNION ALL
             (SELECT 4, id, key, type, project, content, created_at FROM memories_memory m
+              WHERE m.team_id = %(team)s AND m.is_active AND m.type = 'decision' {project_m}
+                AND NOT {always_on_m} AND NOT m.pinned
+              ORDER BY created_at DESC, id DESC LIMIT %(limit)s)
+            UNION ALL
+            (SELECT 5, id, key, type, project, content, created_at FROM memories_memory m
               WHERE m.team_id = %(team)s AND m.is_active AND m.type = 'context' {project_m}
-                AND NOT {always_on_m}
+                AND NOT {always_on_m} AND NOT m.pinned
               ORDER BY created_at DESC, id DESC LIMIT %(limit)s)
         ) u
     ) ranked

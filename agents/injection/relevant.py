@@ -15,6 +15,7 @@ from search.retrieval.results import SearchResult
 from search.run_search import embed_and_search
 from search.selectors import MAX_RESULTS
 from teams.models import Team
+from teams.scrubber import SecretMatcher
 
 RELEVANT_MAX = 5
 RELEVANT_SHARE_OF_BEST = 0.5  # a relevant entry scores at least half the best search result
@@ -28,7 +29,14 @@ class Relevant:
 
 
 def add_relevant(
-    fit: Fit, *, team: Team, query: str, project: str | None, budget: int, read: set[uuid.UUID]
+    fit: Fit,
+    *,
+    team: Team,
+    query: str,
+    project: str | None,
+    budget: int,
+    read: set[uuid.UUID],
+    secrets: SecretMatcher,
 ) -> Relevant:
     """Search, and add the best results that fit to `fit`. `read` holds the candidates
     the walk read: one past them is counted as left out (unlisted) and, brought in
@@ -43,7 +51,7 @@ def add_relevant(
     )
     inside = {entry.memory_id for entry in fit.included}
     picked = _relevant_rows(team, outcome.results, project, inside=inside)
-    taken = _fit_relevant(fit, picked, budget=budget, read=read)
+    taken = _fit_relevant(fit, picked, budget=budget, read=read, secrets=secrets)
     return Relevant(search_mode=outcome.search_mode, warnings=list(outcome.warnings), unlisted_taken=taken)
 
 
@@ -73,7 +81,12 @@ def _relevant_rows(
 
 
 def _fit_relevant(
-    fit: Fit, picked: list[tuple[SearchResult, Memory]], *, budget: int, read: set[uuid.UUID]
+    fit: Fit,
+    picked: list[tuple[SearchResult, Memory]],
+    *,
+    budget: int,
+    read: set[uuid.UUID],
+    secrets: SecretMatcher,
 ) -> int:
     """Add each picked result that fits the budget; returns how many of the added were
     candidates the walk never read."""
@@ -81,7 +94,7 @@ def _fit_relevant(
     was_left_out = {entry.memory_id: entry for entry in fit.left_out}
     unlisted_taken = 0
     for position, (result, row) in enumerate(picked, start=1):
-        entry = entry_from(row, section="relevant", rank=position, reason="relevant")
+        entry = entry_from(row, section="relevant", rank=position, reason="relevant", secrets=secrets)
         entry.score = result.score
         entry.tokens = block_tokens(entry)
         # A candidate the walk never read is already counted as left out (unlisted).

@@ -7,7 +7,7 @@ import threading
 from collections import OrderedDict
 from functools import lru_cache
 
-from agents.injection.entries import SKILL_SECTION, InjectionEntry
+from agents.injection.entries import PINNED_SECTION, SKILL_SECTION, InjectionEntry
 from memories.models import Memory
 from memories.types import MemoryType
 from search.tokens import count_tokens
@@ -15,6 +15,7 @@ from search.tokens import count_tokens
 # Rendering order of the sections, with their headings.
 SECTION_HEADINGS: dict[str, str] = {
     MemoryType.IDENTITY: "### Identity",
+    PINNED_SECTION: "### Pinned",
     SKILL_SECTION: "### Skills",
     MemoryType.LESSON: "### Lessons",
     MemoryType.DECISION: "### Decisions",
@@ -44,7 +45,7 @@ def render_injection(included: list[InjectionEntry]) -> str:
             for e in included
             if (
                 e.section == section
-                if section in ("relevant", SKILL_SECTION)
+                if section in ("relevant", SKILL_SECTION, PINNED_SECTION)
                 else e.section == "core" and e.type == section
             )
         ]

@@ -4,7 +4,9 @@ fix or dismiss what may be stale.
 
 It is chosen after everything else has been fitted, from what is left of the budget:
 identity, skills and the ranked entries are never displaced by it. Contradictions come
-first, then broken anchors, due entries and archive proposals, newest first in each."""
+first, then broken anchors, due entries and archive proposals, newest first in each.
+A contradiction is a guess: only those from freshness.contradictions.INJECT_CONFIDENCE
+up are asked about here (the rest wait on the Review page). Messages are scrubbed."""
 
 from __future__ import annotations
 
@@ -13,9 +15,11 @@ from dataclasses import dataclass
 from django.db.models import Case, IntegerField, Q, Value, When
 
 from agents.injection.rendering import tokens_of
+from freshness.contradictions import INJECT_CONFIDENCE
 from freshness.models import NudgeKind
 from freshness.selectors import list_nudges
 from teams.models import Team
+from teams.scrubber import SecretMatcher, scrub
 
 REVIEW_MAX = 3
 REVIEW_HEADING = "### Please review"
@@ -39,7 +43,9 @@ class ReviewItem:
         return f"- [{self.kind}] {message} (nudge {self.id})"
 
 
-def review_items(*, team: Team, project: str | None, budget_left: int) -> tuple[list[ReviewItem], int]:
+def review_items(
+    *, team: Team, project: str | None, budget_left: int, secrets: SecretMatcher
+) -> tuple[list[ReviewItem], int]:
     """The nudges that fit in `budget_left` tokens with the section's heading, and the
     tokens they take (0 when none fits or none is open). With a project, only nudges
     whose entries are of that project or team-wide, as the rest of the block."""
@@ -48,7 +54,9 @@ def review_items(*, team: Team, project: str | None, budget_left: int) -> tuple[
         default=Value(len(KIND_ORDER)),
         output_field=IntegerField(),
     )
-    nudges = list_nudges(team=team)
+    nudges = list_nudges(team=team).filter(
+        ~Q(kind=NudgeKind.CONTRADICTION) | Q(confidence__gte=INJECT_CONFIDENCE)
+    )
     if project is not None:
         in_scope = [project, ""]
         nudges = nudges.filter(memory__project__in=in_scope).filter(
@@ -59,7 +67,8 @@ def review_items(*, team: Team, project: str | None, budget_left: int) -> tuple[
     chosen: list[ReviewItem] = []
     for nudge in nudges:
         keys = [memory.key for memory in (nudge.memory, nudge.other_memory) if memory is not None]
-        item = ReviewItem(id=str(nudge.id), kind=nudge.kind, keys=keys, message=nudge.message)
+        message = scrub(nudge.message, secrets).text
+        item = ReviewItem(id=str(nudge.id), kind=nudge.kind, keys=keys, message=message)
         cost = tokens_of(item.line())
         if used + cost > budget_left:
             continue

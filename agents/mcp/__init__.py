@@ -6,7 +6,7 @@
 - `server`: the SDK's low-level server that lists and calls them, one call at a time in
   one transaction bound to the token's team, as a REST request is;
 - `http`: the WSGI application served at `/mcp/` inside the threaded gunicorn workers
-  (docs/decisions.md, "MCP server").
+  (docs/agents.md, "The MCP server").
 """
 
 # DRF's views before anything of the API: core.api_errors and DRF's settings import each

@@ -1,10 +1,10 @@
 """`/mcp/`: the MCP server's Streamable HTTP endpoint inside the WSGI application.
 
-gunicorn's threaded workers stay (docs/decisions.md, "Web server and worker priority");
+gunicorn's threaded workers stay (docs/security.md, "Web server");
 the SDK's ASGI app runs on one event loop per worker process, behind a2wsgi, in the
 SDK's stateless mode with JSON answers: every MCP message is one HTTP request, held by
 one gunicorn thread, and nothing keeps a stream (or a thread) open between them: GET
-(the SDK's event stream) and DELETE answer 405 (docs/decisions.md, "MCP server").
+(the SDK's event stream) and DELETE answer 405 (docs/agents.md, "The MCP server").
 
 Before a request reaches MCP it is authenticated here, by REST's own token
 authentication: no token, an unknown, revoked or expired one answers 401 in the one

@@ -1,6 +1,9 @@
 """The Review page: the team's open nudges (freshness) and, on its first page, the pending
 drafts an extractor proposed, in one queue. Each nudge is resolved in one click (or one
-key) through freshness.services.resolve_nudge; each draft is accepted (as edited in its
+key) through freshness.services.resolve_nudge, except by archiving: the first, default
+button never archives, and an archive is a button behind a disclosure of its own, with
+no shortcut, so a stray key or the habit of clicking the first button cannot put an
+entry aside; each draft is accepted (as edited in its
 form), merged into an existing entry or rejected through freshness.drafts. Viewers read
 the queue; acting on it is a write, so it needs the member role like every memory write."""
 
@@ -30,24 +33,28 @@ from memories.types import MemoryType
 class ReviewAction:
     action: str  # a NudgeAction value, posted to review_resolve
     label: str
-    shortcut: str  # the key that presses the button on the selected item
+    shortcut: str  # the key that presses the button on the selected item ("": none)
     primary: bool = False
+    # Puts an entry aside (archives it): shown behind a disclosure, without a shortcut.
+    archives: bool = False
 
 
 CONFIRM = ReviewAction(NudgeAction.CONFIRM, "Confirm", "c", primary=True)
 DISMISS = ReviewAction(NudgeAction.DISMISS, "Dismiss", "d")
-KEEP_NEWER = ReviewAction(NudgeAction.SUPERSEDE, "Keep newer", "s", primary=True)
-BOTH_TRUE = ReviewAction(NudgeAction.COMPATIBLE, "Both true", "b")
-ARCHIVE = ReviewAction(NudgeAction.ARCHIVE, "Archive", "a", primary=True)
+KEEP = ReviewAction(NudgeAction.DISMISS, "Keep it", "d", primary=True)
+KEEP_BOTH = ReviewAction(NudgeAction.COMPATIBLE, "Keep both", "b", primary=True)
+ARCHIVE_OLDER = ReviewAction(NudgeAction.SUPERSEDE, "Archive the older entry", "", archives=True)
+ARCHIVE = ReviewAction(NudgeAction.ARCHIVE, "Archive this entry", "", archives=True)
 
-# The buttons each kind of nudge offers, in order. The service decides what resolves
-# what; this only chooses what the page offers (e.g. a contradiction's "confirm" is the
-# same as "both true", so it is offered once).
+# The buttons each kind of nudge offers, in order; the first is the default and never
+# archives. The service decides what resolves what; this only chooses what the page
+# offers (e.g. a contradiction's "confirm" is the same as "keep both", so it is offered
+# once).
 ACTIONS_BY_KIND: dict[str, list[ReviewAction]] = {
-    NudgeKind.CONTRADICTION: [KEEP_NEWER, BOTH_TRUE, DISMISS],
+    NudgeKind.CONTRADICTION: [KEEP_BOTH, DISMISS, ARCHIVE_OLDER],
     NudgeKind.ANCHOR_BROKEN: [CONFIRM, DISMISS],
     NudgeKind.DUE: [CONFIRM, DISMISS],
-    NudgeKind.PRUNE: [ARCHIVE, DISMISS],
+    NudgeKind.PRUNE: [KEEP, ARCHIVE],
 }
 KIND_LABELS: dict[str, str] = {
     NudgeKind.CONTRADICTION: "Contradiction",
@@ -63,16 +70,13 @@ DRAFT_ACTIONS = [ACCEPT_DRAFT, MERGE_DRAFT, REJECT_DRAFT]
 DRAFT_DONE = {"accept": "Accepted", "merge": "Merged", "reject": "Rejected"}
 SHORTCUTS = [
     ("j / k", "next / previous item"),
-    *[
-        (a.shortcut, a.label)
-        for a in (CONFIRM, KEEP_NEWER, BOTH_TRUE, ARCHIVE, DISMISS, ACCEPT_DRAFT, MERGE_DRAFT, REJECT_DRAFT)
-    ],
+    *[(a.shortcut, a.label) for a in (CONFIRM, KEEP_BOTH, DISMISS, ACCEPT_DRAFT, MERGE_DRAFT, REJECT_DRAFT)],
 ]
 DONE: dict[str, str] = {
     NudgeAction.CONFIRM: "Confirmed",
     NudgeAction.DISMISS: "Dismissed",
     NudgeAction.SUPERSEDE: "Kept the newer entry and archived the older",
-    NudgeAction.COMPATIBLE: "Confirmed both entries",
+    NudgeAction.COMPATIBLE: "Kept both entries",
     NudgeAction.ARCHIVE: "Archived",
 }
 
@@ -82,6 +86,16 @@ class ReviewItem:
     nudge: Nudge
     kind_label: str
     actions: list[ReviewAction]
+
+    @property
+    def buttons(self) -> list[ReviewAction]:
+        """The actions offered as buttons, the default first: none of them archives."""
+        return [a for a in self.actions if not a.archives]
+
+    @property
+    def archive_actions(self) -> list[ReviewAction]:
+        """The actions behind the disclosure: they archive an entry."""
+        return [a for a in self.actions if a.archives]
 
     @property
     def entries(self) -> list[Memory]:

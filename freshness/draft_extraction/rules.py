@@ -24,7 +24,7 @@ kept first, then decisions, migrations and lessons, then rules and conventions, 
 references and TODOs; the chosen ones are returned in text order.
 
 Every pattern that runs on the text is RE2 (google-re2, linear in the text whatever the
-pattern, docs/security.md, "Scrubber and linear patterns"). The rules' cues run once
+pattern, docs/security.md, "Linear-time patterns"). The rules' cues run once
 over the whole text as one alternation, and only the blocks and sentences a cue
 touches are split and matched rule by rule; line leads (list markers, quotes,
 checkboxes, headings) are string operations; a sentence longer than

@@ -14,7 +14,7 @@ only text an extractor reads, the one a draft keeps, and the text every
 
 Also the shape both extractors answer in: a Candidate, at most MAX_CANDIDATES of them.
 Every pattern here is RE2 (google-re2, linear in the text whatever the pattern;
-docs/security.md, "Scrubber and linear patterns").
+docs/security.md, "Linear-time patterns").
 """
 
 from __future__ import annotations

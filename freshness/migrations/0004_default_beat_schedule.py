@@ -1,4 +1,5 @@
-"""MemoryHub's beat jobs in django-celery-beat's schedule (docs/decisions.md, "Beat").
+"""MemoryHub's beat jobs in django-celery-beat's schedule (docs/indexing-and-workers.md,
+"Beat: the schedule and job runs").
 
 Created once, by name: an operator's later changes in the admin (Periodic tasks) stay,
 and a job an operator deleted is not brought back by a later deploy."""

@@ -1,4 +1,4 @@
-"""The anchor job in beat's schedule (docs/decisions.md, "Anchored verification"), created
+"""The anchor job in beat's schedule (docs/freshness.md, "Anchors"), created
 once by name like 0004's jobs: an operator's later change in the admin stays."""
 
 from django.db import migrations

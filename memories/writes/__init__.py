@@ -1,4 +1,4 @@
-"""Every write of memory versions, one pipeline (docs/decisions.md, "The write pipeline").
+"""Every write of memory versions, one pipeline (docs/write-path.md, "The pipeline").
 
 The use cases, by name (the front doors, the other apps and the commands call these):
 

@@ -75,6 +75,7 @@ class MemoryLine:
     metadata: dict[str, Any]
     skill_trigger: dict[str, Any] | None
     anchor: dict[str, Any] | Unset | None
+    pinned: bool  # false when the file leaves it out (a file of before pins, a hand-written one)
     state: str | None
     deleted_by: str
     archived_by: str
@@ -298,6 +299,13 @@ def _optional_id(record: dict[str, Any], name: str) -> str | None:
     return value
 
 
+def _flag(record: dict[str, Any], name: str) -> bool:
+    value = record.get(name, False)
+    if not isinstance(value, bool):
+        raise BadLine("invalid", f"'{name}' must be true or false")
+    return value
+
+
 def _object(record: dict[str, Any], name: str) -> dict[str, Any] | None:
     value = record.get(name)
     if value is not None and not isinstance(value, dict):
@@ -345,6 +353,7 @@ def _memory_line(number: int, record: dict[str, Any], now: dt.datetime) -> Memor
         metadata=metadata,
         skill_trigger=_object(record, "skill_trigger"),
         anchor=_object(record, "anchor") if "anchor" in record else UNSET,
+        pinned=_flag(record, "pinned"),
         state=state,
         deleted_by=_text(record, "deleted_by", limit=MAX_NAME_CHARS),
         archived_by=_text(record, "archived_by", limit=MAX_NAME_CHARS),

@@ -240,6 +240,7 @@ class NewKeyWriter:
             skill_trigger=line.skill_trigger,
             anchor=line.anchor,
             secrets=self.secrets,
+            pinned=line.pinned,
         )
         # The file's reason and kind as it gives them; a supersede it gives none is "imported".
         reason = prepared.reason or (IMPORTED_REASON if linked else "")

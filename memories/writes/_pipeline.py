@@ -46,9 +46,8 @@ logger = logging.getLogger("memories.writes")
 SOFT_SUPERSEDE_REASON = "minor correction"
 MAX_METADATA_BYTES = 16 * 1024
 MAX_REASON_LENGTH = 2000
-# The metadata key holding where an imported version came from (docs/decisions.md,
-# "Imports are written by the importer"). Provenance is not content: already_holds
-# leaves it out.
+# The metadata key holding where an imported version came from (docs/write-path.md,
+# "Imports are written by the importer"). Provenance is not content: already_holds leaves it out.
 PROVENANCE_KEY = "imported_from"
 
 
@@ -89,6 +88,10 @@ class Version:
     skill_trigger: dict[str, Any] | Unset | None
     anchor: dict[str, Any] | Unset | None
     redactions: ScrubResult
+    # True / False pins or unpins; None: unpinned, unless `inherit_pinned` keeps the pin
+    # of the entry being replaced.
+    pinned: bool | None = None
+    inherit_pinned: bool = False
 
 
 @dataclass
@@ -111,6 +114,8 @@ def prepare(
     skill_trigger: dict[str, Any] | Unset | None,
     anchor: dict[str, Any] | Unset | None,
     secrets: list[str],
+    pinned: bool | None = None,
+    inherit_pinned: bool = False,
 ) -> PreparedSave:
     """Validate and scrub a write (no query); raises the save's domain errors."""
     check_key(key)
@@ -143,6 +148,8 @@ def prepare(
         skill_trigger=skill_trigger,
         anchor=anchor,
         redactions=redactions,
+        pinned=pinned,
+        inherit_pinned=inherit_pinned,
     )
     return PreparedSave(key=key, reason=reason, version=version)
 
@@ -271,6 +278,7 @@ def new_row(
         metadata=metadata,
         skill_trigger=skill,
         anchor=None if isinstance(version.anchor, Unset) else version.anchor,
+        pinned=bool(version.pinned),
         supersedes=replaced,
         supersede_reason=prepared.reason if replaced is not None else "",
         supersede_kind=supersede_kind(superseding=replaced is not None, soft=soft),
@@ -299,12 +307,20 @@ def already_holds(team: Team, current: Memory, prepared: PreparedSave, secrets: 
         secrets=secrets,
         redactions=ScrubResult(text=""),
     )
-    return (row.type, row.project, without_provenance(row.metadata), row.skill_trigger, row.anchor) == (
+    return (
+        row.type,
+        row.project,
+        without_provenance(row.metadata),
+        row.skill_trigger,
+        row.anchor,
+        row.pinned,
+    ) == (
         current.type,
         current.project,
         without_provenance(current.metadata),
         current.skill_trigger,
         current.anchor,
+        current.pinned,
     )
 
 
@@ -320,6 +336,7 @@ def carried_over(version: Version, replaced: Memory) -> Version:
         metadata=replaced.metadata if version.metadata is None else version.metadata,
         skill_trigger=replaced.skill_trigger if version.skill_trigger is UNSET else version.skill_trigger,
         anchor=replaced.anchor if version.anchor is UNSET else version.anchor,
+        pinned=(replaced.pinned and version.inherit_pinned) if version.pinned is None else version.pinned,
     )
 
 

@@ -1,6 +1,6 @@
 """The batch save (POST memories/batch/, MCP memory_save_batch): up to MAX_BATCH_ENTRIES
 saves of one team in one request, each with the rules of a single save (save_memory),
-one outcome per entry (docs/decisions.md, "Batch ingest").
+one outcome per entry (docs/write-path.md, "Batch saves").
 
 The stages are save_memory's (memories.writes._pipeline), with the slow ones done once
 for the whole batch:
@@ -11,8 +11,8 @@ for the whole batch:
    one query, no embedding), before any lock; a text an earlier entry of the same batch
    stored is a duplicate of that entry. The near check is not made here: an entry it
    would apply to is stored with `near_check_pending`, and the worker settles it once
-   the entry is indexed (settle_near_check below; docs/decisions.md, "Deferred
-   near-duplicate check for batch saves");
+   the entry is indexed (settle_near_check below; docs/write-path.md, "Near duplicates
+   after indexing (batch saves)");
 3. in one transaction, each entry in a savepoint of its own (store:
    key lock, active entry, expected version, conflict, quota, store), so a refused
    entry leaves the others stored. Entries are locked in key order, whatever their
@@ -85,6 +85,8 @@ class BatchEntry:
     allow_duplicate: bool = False
     expected_version: uuid.UUID | None = None
     anchor: dict[str, Any] | Unset | None = UNSET
+    pinned: bool | None = None
+    inherit_pinned: bool = False
 
 
 @dataclass
@@ -141,6 +143,8 @@ def save_batch(*, team: Team, entries: list[BatchEntry], updated_by: str) -> lis
                 skill_trigger=entry.skill_trigger,
                 anchor=entry.anchor,
                 secrets=secrets,
+                pinned=entry.pinned,
+                inherit_pinned=entry.inherit_pinned,
             )
         except DomainError as exc:
             outcomes[entry.index] = BatchOutcome(entry.index, entry.key, "error", error=exc)

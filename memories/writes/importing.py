@@ -2,7 +2,7 @@
 import`, `memoryhub import-markdown`): read it (memories.writes._export_file), then apply
 it through the write pipeline's stages.
 
-Conflict rules (docs/decisions.md, "Export and import"), per key of the file:
+Conflict rules (docs/write-path.md, "Export and import"), per key of the file:
 - the team has never had the key: its whole history is written (memories.writes._new_keys:
   every version built by the pipeline's own stages, as a save stores it, with its
   time, state, links, votes, reads, notes and confirmations) → "created";
@@ -295,6 +295,7 @@ class _ExistingKeys:
             skill_trigger=last.skill_trigger,
             anchor=last.anchor,
             secrets=self.secrets,
+            pinned=last.pinned,
         )
 
 

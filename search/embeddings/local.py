@@ -6,7 +6,7 @@ swapped or corrupted file never produces vectors that would silently poison the 
 
 One intra-op thread and small batches: on two cores a batch of 8 embedded a long text's
 chunks twice as fast as one batch of 32, and a second thread did not help (the figures:
-docs/operations.md, "Embedding model").
+docs/operations.md, "The local model's speed").
 """
 
 from __future__ import annotations

@@ -5,9 +5,9 @@ from teams.rls import enable_team_isolation
 
 
 class Migration(migrations.Migration):
-    """The embedding cache becomes per team (docs/decisions.md, "Embedding cache per
-    team"). Its rows belong to no team and are only a cache, so they are dropped rather
-    than guessed into teams: the next indexing of each text embeds it again."""
+    """The embedding cache becomes per team (docs/indexing-and-workers.md, "The embedding
+    cache, per team"). Its rows belong to no team and are only a cache, so they are dropped
+    rather than guessed into teams: the next indexing of each text embeds it again."""
 
     dependencies = [("search", "0003_isolation_and_default_model_index"), ("teams", "0008_roles")]
 

@@ -1,7 +1,6 @@
-"""BM25 statistics per team (docs/decisions.md, "Keyword path: bounded
-candidates and BM25"): the KeywordStat table under row-level security, the statement
-triggers on search_chunk that keep it in the transaction writing the chunks, and the
-backfill from the chunks already there."""
+"""BM25 statistics per team (docs/search.md, "Keyword path: bounded candidates and BM25"):
+the KeywordStat table under row-level security, the statement triggers on search_chunk that
+keep it in the transaction writing the chunks, and the backfill from the chunks already there."""
 
 import django.db.models.deletion
 from django.db import migrations, models

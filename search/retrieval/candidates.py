@@ -403,7 +403,7 @@ def _exact_scan(
     # into `team_id = <team>` on every joined table; for a team that grew since the last
     # ANALYZE the planner believes the team has a row or two and joins each vector to
     # the team's chunks through the team index, filtering: quadratic in the team's size
-    # (docs/search.md, "The vector path"). The whole team is read anyway, at
+    # (docs/search.md, "Vector path"). The whole team is read anyway, at
     # most EXACT_SCAN_BELOW vectors, so hashing is linear whatever the statistics say.
     # Transaction-local; a failed statement rolls it back with the transaction.
     cursor.execute("SELECT set_config('enable_nestloop', 'off', true)")
@@ -435,7 +435,7 @@ def _named_scan(
     own (MATERIALIZED), by the names, and only then joined. As one join, a planner whose
     statistics predate the team's growth believed the team held a row or two and paired
     the team's vectors with its memories before filtering by name, quadratic in the team's
-    size (docs/search.md, "The vector path"). Here no step reads the team's rows
+    size (docs/search.md, "Vector path"). Here no step reads the team's rows
     more than once, whatever the statistics say; with current statistics each table is
     read through its index, by the names (tests/search/test_vector_plans.py)."""
     where, params = filters.sql()

@@ -11,7 +11,7 @@ exact, case-sensitive, whole-word match of a name the user wrote is strong evide
 - a quoted phrase: up to MAX_QUOTED_WORDS words between double quotes;
 - bonus = ENTITY_BOOST per distinct entity found in the entry, at most ENTITY_CAP of them.
 
-Measured on MADial-Bench (docs/decisions.md, "Retrieval quality levers").
+Measured on MADial-Bench (docs/search.md, "Levers kept").
 All patterns run in linear time: no nested quantifiers, no backtracking between them.
 """
 

@@ -4,7 +4,7 @@ functions of the candidates and their memories; no database, no clock of their o
 - keyword score = rank / best rank among this query's candidates, so 0..1 with 1 for
   the best keyword match; vector score = cosine similarity (0 when not found);
 - merged, in a single mode: that path's score alone. In hybrid mode the two paths are
-  put on one scale first (docs/decisions.md, "relative fusion"): cosines of one query sit in a
+  put on one scale first (docs/search.md, "Scoring"): cosines of one query sit in a
   narrow band (0.2-0.5 for the local model) while keyword scores span 0..1, so a raw
   weighted sum lets the keyword path decide far more than its weight says. So
   vector_relative = (cosine - lowest) / (highest - lowest) over the query's candidates

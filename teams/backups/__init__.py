@@ -1,6 +1,6 @@
 """Backups of MemoryHub's database and of the keys it needs, and their restore
 (`manage.py backup PATH`, `manage.py restore PATH`; docs/operations.md, "Backups and
-restore"; docs/decisions.md, "Backups and restore").
+restore"; docs/operations.md, "Why backups are built this way").
 
 A backup is a folder: `database.dump` (pg_dump's custom format, everything of the database:
 schema, rows, vectors, the BM25 statistics, row-level security, owners and grants),

@@ -100,7 +100,7 @@ def file_sha256(path: Path) -> str:
 def see_every_team(conn: psycopg.Connection[tuple[Any, ...]]) -> None:
     """For the open transaction: the operator role, which row-level security lets see
     every team. The backup logs in as it; the restore logs in as the owner, which may SET
-    ROLE to it (docs/decisions.md "Database roles")."""
+    ROLE to it (docs/tenancy.md, "Database roles")."""
     try:
         conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(OPERATOR_ROLE)))
     except psycopg.errors.InsufficientPrivilege:

@@ -1,4 +1,4 @@
-"""The three database roles (docs/decisions.md, "Database roles").
+"""The three database roles (docs/tenancy.md, "Database roles").
 
 Run by the owner role (teams/management/commands/migrate.py). The roles themselves are
 made by a superuser first: the embedded server's boot does it, an external PostgreSQL's

@@ -1,5 +1,4 @@
-"""The operator's own login and an append-only audit trail (docs/decisions.md, "Database
-roles").
+"""The operator's own login and an append-only audit trail (docs/tenancy.md, "Database roles").
 
 Run by the owner role. The roles themselves are a superuser's business (the embedded
 boot, or deploy/postgres-roles.sql with its upgrade section): this refuses to go on while

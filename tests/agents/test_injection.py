@@ -17,6 +17,7 @@ from memories.models import Memory
 from search.tokens import count_tokens
 from teams.models import Team
 from teams.scope import team_scope
+from teams.vault_matcher import team_secret_matcher
 from tests.conftest import Agent, operator_view
 
 INJECTED_ORDER_HEADINGS = ["### Identity", "### Lessons", "### Decisions", "### Context"]
@@ -445,7 +446,11 @@ def test_overflowing_entries_stay_searchable(indexed: None, member: Agent) -> No
 def test_the_selector_reads_the_entries_in_one_query_and_the_nudges_in_one_more(
     mixed: None, team: Team, django_assert_num_queries: Any
 ) -> None:
-    with team_scope(team.id), django_assert_num_queries(2):
+    # The third: the vault's stamp, for the scrub of every injected text (the matcher is
+    # cached per team while the vault does not change).
+    with team_scope(team.id):
+        team_secret_matcher(team_id=team.id)
+    with team_scope(team.id), django_assert_num_queries(3):
         result = build_injection(team=team, max_entries=3)
 
     assert len(result.included) == 3 and len(result.left_out) == 5

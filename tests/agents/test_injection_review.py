@@ -10,6 +10,7 @@ import pytest
 
 from agents.injection import build_injection
 from agents.injection.review import REVIEW_HEADING, REVIEW_MAX
+from freshness.contradictions import INJECT_CONFIDENCE
 from freshness.models import Nudge, NudgeKind
 from memories.writes import save_memory
 from teams.models import Team
@@ -26,9 +27,15 @@ def entry(team: Team, key: str, content: str, type_name: str = "context", projec
         ).memory
 
 
-def nudge(team: Team, kind: str, memory: Any, message: str, other: Any = None) -> Nudge:
+def nudge(
+    team: Team, kind: str, memory: Any, message: str, other: Any = None, confidence: float | None = None
+) -> Nudge:
+    if kind == NudgeKind.CONTRADICTION and confidence is None:
+        confidence = INJECT_CONFIDENCE
     with team_scope(team.id):
-        return Nudge.objects.create(team=team, kind=kind, memory=memory, other_memory=other, message=message)
+        return Nudge.objects.create(
+            team=team, kind=kind, memory=memory, other_memory=other, message=message, confidence=confidence
+        )
 
 
 def test_the_block_ends_with_up_to_three_nudges_contradictions_first(team: Team, member: Agent) -> None:
@@ -90,3 +97,20 @@ def test_another_teams_nudges_never_show(team: Team, other_team: Team, member: A
     body = member.client.get(member.url("injection/"), {"format": "json"}).json()
 
     assert body["review"] == [] and "ninth" not in body["text"] and REVIEW_HEADING not in body["text"]
+
+
+def test_only_contradictions_confident_enough_are_asked_about(team: Team, member: Agent) -> None:
+    memories = [entry(team, f"fact-{n}", f"Fact number {n} about the build.") for n in range(4)]
+    sure = nudge(team, NudgeKind.CONTRADICTION, memories[1], "Sure clash?", memories[0], INJECT_CONFIDENCE)
+    unsure = nudge(
+        team, NudgeKind.CONTRADICTION, memories[3], "Unsure clash?", memories[2], INJECT_CONFIDENCE - 0.01
+    )
+    unknown = nudge(team, NudgeKind.CONTRADICTION, memories[2], "Older clash?", memories[0], None)
+    with team_scope(team.id):
+        Nudge.objects.filter(id=unknown.id).update(confidence=None)  # raised before confidence was kept
+
+    body = member.client.get(member.url("injection/"), {"format": "json"}).json()
+
+    assert [item["id"] for item in body["review"]] == [str(sure.id)]
+    assert "Unsure clash?" not in body["text"] and "Older clash?" not in body["text"]
+    assert str(unsure.id) in {n["id"] for n in member.client.get(member.url("nudges/")).json()["results"]}

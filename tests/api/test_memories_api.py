@@ -123,6 +123,20 @@ def test_retrieve_returns_the_active_entry(member: Agent) -> None:
     assert body["supersedes_id"] == first["id"]
 
 
+def test_retrieve_reads_a_long_text_a_slice_at_a_time(member: Agent) -> None:
+    post(member, {"key": "runbook", "content": "".join(f"line {n}\n" for n in range(1, 8))})
+
+    part = member.client.get(member.url("memories/runbook/"), {"from_line": 3, "lines": 2}).json()
+    whole = member.client.get(member.url("memories/runbook/")).json()
+    past = member.client.get(member.url("memories/runbook/"), {"from_line": 9})
+
+    assert part["content"] == "line 3\nline 4\n"
+    assert (part["from_line"], part["to_line"], part["total_lines"], part["has_more"]) == (3, 4, 7, True)
+    assert (whole["from_line"], whole["to_line"], whole["has_more"]) == (1, 7, False)
+    assert whole["content"].count("\n") == 7
+    assert past.status_code == 400 and "from_line" in past.json()["fields"]
+
+
 def test_keys_with_dots_and_colons_route(member: Agent) -> None:
     saved = post(member, {"key": "learn:deploy.v2:ab12@x", "content": "one"}).json()
 

@@ -204,7 +204,7 @@ def _run_batch_phase(
         response = client.get(f"{base}/api/v1/teams/{TEAM_SLUG}/memories/{key}/")
         if response.status_code == 404 and _merged_after_indexing(client, base, key):
             # The worker's near-duplicate check found it repeats another entry and
-            # superseded it (docs/decisions.md, "Deferred near-duplicate check").
+            # superseded it (docs/write-path.md, "Near duplicates after indexing (batch saves)").
             merged.append(key)
         elif response.status_code != 200:
             raise RuntimeError(f"GET {key}: {response.status_code} {response.text[:300]}")

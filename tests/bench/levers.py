@@ -8,7 +8,7 @@ first levers are measured against that ranking without any lever, the later ones
 The bench runs the product's own pipeline steps (search.retrieval: candidates, scoring,
 MMR) with one step swapped per lever, and checks first that the unswapped pipeline
 returns exactly what `embed_and_search` returns, so a lever's delta is the lever's alone.
-A lever moves into the product only when the held-out half agrees (docs/decisions.md).
+A lever moves into the product only when the held-out half agrees (docs/search.md, "Where quality stands").
 """
 
 from __future__ import annotations

@@ -478,7 +478,7 @@ def _half_report(dialogues: list[Dialogue], runs: list[dict[str, Any]]) -> dict[
     return halves
 
 
-# Each lever's decision, written after measuring it (docs/decisions.md, "Retrieval quality levers").
+# Each lever's decision, written after measuring it (docs/search.md, "Levers measured and dropped").
 LEVER_DECISIONS: dict[str, str] = {
     "question-phrase removal (keyword path)": "dropped: no effect on either half "
     "(the english text-search configuration already drops the question words)",

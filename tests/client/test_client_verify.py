@@ -158,4 +158,4 @@ def test_the_hooks_report_never_raises_when_the_server_cannot_be_reached(
     with MemoryHubApi(config) as api:
         claude_code_hooks._report_file_anchors(api, worktree(tmp_path))
 
-    assert "file anchors not reported: ApiError" in capsys.readouterr().err
+    assert "file anchors not reported: ServerUnreachable" in capsys.readouterr().err

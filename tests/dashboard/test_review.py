@@ -154,11 +154,40 @@ def test_each_kind_offers_its_buttons_with_their_shortcuts(cast: Cast, queue: Qu
 
     assert buttons(queue.due_new) == [("confirm", "c"), ("dismiss", "d")]
     assert buttons(queue.broken) == [("confirm", "c"), ("dismiss", "d")]
-    assert buttons(queue.contradiction) == [("supersede", "s"), ("compatible", "b"), ("dismiss", "d")]
-    assert buttons(queue.prune) == [("archive", "a"), ("dismiss", "d")]
+    assert buttons(queue.contradiction) == [("compatible", "b"), ("dismiss", "d")]
+    assert buttons(queue.prune) == [("dismiss", "d")]
     body = response.content.decode()
     assert 'id="review-shortcuts"' in body and "<kbd>j / k</kbd>" in body
     assert "dashboard/review.js" in body
+
+
+def test_the_first_button_never_archives_and_archiving_sits_behind_its_own_disclosure(
+    cast: Cast, queue: Queue
+) -> None:
+    """Keep both (or keep it) comes first; the archive is a second, explicit choice: a
+    button inside a closed <details>, with no keyboard shortcut."""
+    items = cast.client("member").get(url("review")).content.decode().split('<li class="nudge ')[1:]
+
+    def item_of(nudge: Nudge) -> str:
+        (item,) = [i for i in items if f'id="nudge-{nudge.id}"' in i]
+        return item
+
+    for nudge, default, archiving in [
+        (queue.contradiction, ("compatible", "Keep both"), "supersede"),
+        (queue.prune, ("dismiss", "Keep it"), "archive"),
+    ]:
+        item = item_of(nudge)
+        actions = re.findall(
+            r'name="action" value="(\w+)">\s*(?:<input[^>]*>\s*)?<button([^>]*)>([^<]*)', item
+        )
+        assert (actions[0][0], actions[0][2].strip()) == default
+        assert 'class="secondary"' not in actions[0][1]
+        before, _, disclosure = item.partition('<details class="archive-choice">')
+        assert f'value="{archiving}"' not in before
+        assert (
+            f'value="{archiving}"' in disclosure and "data-shortcut" not in disclosure.split("</details>")[0]
+        )
+        assert '<details class="archive-choice" open' not in item
 
 
 def test_nav_links_the_review_page_with_the_open_count(cast: Cast, queue: Queue) -> None:

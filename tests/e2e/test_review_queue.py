@@ -1,6 +1,7 @@
 """The Review page in a real browser: a member opens it from the nav (with its
 open count), confirms a due entry with the keyboard (j to move, c to confirm), resolves a
-contradiction with "Keep newer", and sees the queue empty; and accepts a draft as edited."""
+contradiction by archiving the older entry (behind its own disclosure), and sees the
+queue empty; and accepts a draft as edited."""
 
 from __future__ import annotations
 
@@ -100,8 +101,10 @@ def test_member_clears_the_review_queue(
     expect(items).to_have_count(1)
     expect(nav_link(page)).to_have_accessible_name("Review 1 open")
 
-    # The contradiction, settled for the newer entry.
-    items.nth(0).get_by_role("button", name="Keep newer").click()
+    # The contradiction, settled for the newer entry: archiving is a second, explicit choice.
+    expect(items.nth(0).get_by_role("button", name="Archive the older entry")).to_be_hidden()
+    items.nth(0).locator("details.archive-choice summary").click()
+    items.nth(0).get_by_role("button", name="Archive the older entry").click()
     expect(page.get_by_role("status")).to_contain_text("Kept the newer entry and archived the older")
     expect(page.locator("#review-empty")).to_be_visible()
     expect(page.locator("#review-queue")).to_have_count(0)

@@ -1,4 +1,4 @@
-"""The drafts API (docs/decisions.md, "Extraction drafts with human review"): POST drafts/extract/
+"""The drafts API (docs/freshness.md, "Extraction drafts"): POST drafts/extract/
 makes pending drafts from a transcript (scrubbed, code excluded, flagged with their
 conflicts), GET drafts/ lists them, and accept (optionally edited), reject and merge
 review one. Another team's token and ids get 404 and nothing of the team.

@@ -158,8 +158,8 @@ def test_a_run_pages_past_entries_with_an_open_nudge_oldest_first(member: Agent,
 
 
 def test_the_jobs_never_read_entries_and_nudges_in_one_query(member: Agent, save) -> None:  # type: ignore[no-untyped-def]
-    """The cause of the slow freshness pass (docs/decisions.md, "Freshness pass
-    throughput"): an anti-join of a team's entries with its nudges is planned from the
+    """The cause of the slow freshness pass (docs/freshness.md, "The due
+    job"): an anti-join of a team's entries with its nudges is planned from the
     nudge table's statistics, which lag behind the thousands of nudges a run adds and
     know nothing of a team created since they were taken; the planner's nested loop
     then re-read every nudge of the team for each entry. The jobs read each table on

@@ -45,7 +45,7 @@ IN_PATH = {"key", "name", "session_id", "nudge_id", "draft_id"}
 # A page by cursor (REST pages by links, 50 a page; a tool's answer goes into a model's context).
 PAGE = {"limit", "cursor"}
 MCP_ONLY: dict[str, set[str]] = {
-    "memory_get": {"version_id", "from_line", "lines"},  # one tool for REST's get, as_of and versions
+    "memory_get": {"version_id"},  # one tool for REST's get, as_of and versions
     "draft_review": {"action"},  # one tool for REST's accept, reject and merge
     "memory_save_batch": {"entries"},  # entries whose key may be left out: compared apart, below
 }

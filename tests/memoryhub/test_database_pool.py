@@ -1,7 +1,7 @@
-"""The connection pool and the 503 for a database that is down (docs/decisions.md,
-"Database connections"), in this process: a pooled connection handed back carries no
-role and no team scope to the next request, switching logins switches pools, the real
-settings build the pool, and a dead database answers 503 with Retry-After.
+"""The connection pool and the 503 for a database that is down (docs/operations.md, "Why a
+pool"), in this process: a pooled connection handed back carries no role and no team scope
+to the next request, switching logins switches pools, the real settings build the pool, and
+a dead database answers 503 with Retry-After.
 
 The suite runs without the pool (memoryhub/settings_test.py says why); these tests turn
 it on for the test's connection. test_database_outage.py kills a real server instead."""

@@ -1,5 +1,5 @@
 """A Redis that hangs (accepts, never answers) costs requests a bounded moment, not the
-web threads (docs/decisions.md, "Redis in the request path").
+web threads (docs/indexing-and-workers.md, "Redis in the request path").
 
 The real server on a Redis of the test's own that the test SIGSTOPs
 (tests/memoryhub/hung_redis.py). Every use of Redis in a request path is bounded: the

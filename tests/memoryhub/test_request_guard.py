@@ -1,6 +1,6 @@
-"""The web server's guards against clients that hold its threads (docs/decisions.md, "Web
-server and worker priority"), on a real gunicorn with the deployment's config: one process
-of four threads, so two held threads are half of it.
+"""The web server's guards against clients that hold its threads (docs/security.md, "Web
+server"), on a real gunicorn with the deployment's config: one process of four threads, so
+two held threads are half of it.
 
 - `GET /mcp/` (a server-sent event stream in the SDK) answers 405 at once.
 - A token has at most two requests in flight per process; more answer 429 unread.

@@ -1,7 +1,7 @@
 """The keyword path: BM25 with each team's own statistics, kept by triggers on
 search_chunk and rebuilt by reindex, over a bounded set of candidate chunks chosen from
-the query's rarest lexemes through the GIN index (docs/decisions.md, "Keyword path:
-bounded candidates and BM25")."""
+the query's rarest lexemes through the GIN index (docs/search.md, "Keyword path: bounded
+candidates and BM25")."""
 
 from __future__ import annotations
 

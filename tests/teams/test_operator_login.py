@@ -1,4 +1,4 @@
-"""Operator paths on the service's two logins (docs/decisions.md, "Database roles"), in
+"""Operator paths on the service's two logins (docs/tenancy.md, "The operator's login"), in
 real processes with the real settings: the web server, workers and commands log in as the
 application role for everything a team does and as the operator for what spans teams.
 (The test process itself runs both on one connection: memoryhub/settings_test.py.)

@@ -1,4 +1,4 @@
-"""The database roles (docs/decisions.md, "Database roles"): the service's role owns
+"""The database roles (docs/tenancy.md, "Database roles"): the service's role owns
 nothing and cannot switch row-level security off, no setting it can set bypasses the
 policies, and only the operator role's BYPASSRLS, entered through the audited bypass
 scope, sees every team; a team's scope nested inside it sees only that team."""

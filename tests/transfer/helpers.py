@@ -124,7 +124,7 @@ def seed_every_field(team: Team) -> None:
     by another), confirmations with and without a note (on an active and on a superseded
     version), reads (access counts), and links across keys: a batch's near duplicate that
     superseded another key's entry, undone (that key gets its entry back, restored from
-    its own version)."""
+    its own version), and a pin kept by a supersede."""
     seed_rich_team(team)
     with team_scope(team.id):
         [outcome] = writes.save_batch(
@@ -150,6 +150,7 @@ def seed_every_field(team: Team) -> None:
             updated_by="ann",
             type_name="reference",
             anchor={"type": "file", "value": "docs/runbook.md"},
+            pinned=True,
         )
         writes.confirm_memory(team=team, key="runbook-link", confirmed_by="bob", note="still there")
         writes.save_memory(
@@ -159,6 +160,7 @@ def seed_every_field(team: Team) -> None:
             supersede_reason="moved to the wiki",
             updated_by="ann",
             anchor={"type": "url", "value": "https://wiki.example.com/runbook", "expect": "Runbook"},
+            inherit_pinned=True,
         )
         writes.confirm_memory(team=team, key="runbook-link", confirmed_by="bob")
         writes.confirm_memory(team=team, key="runbook-link", confirmed_by="cat", note="checked the page")

@@ -49,12 +49,13 @@ CARRIED = {
     "last_confirmed_at",
     "confirmed_by_count",
     "anchor",
+    "pinned",
 }
 # Compared without the provenance the import adds (metadata.imported_from).
 WITH_PROVENANCE = {"metadata"}
 # Links to other versions: compared as the place of the version they name in its key's history.
 LINKS = {"supersedes", "restored_from", "successors"}
-# The importer writes every version (docs/decisions.md, "Imports are written by the
+# The importer writes every version (docs/write-path.md, "Imports are written by the
 # importer"); what the file said is compared in metadata.imported_from.
 ATTRIBUTED = {"updated_by", "deleted_by", "archived_by"}
 # Rows that hang off a version and travel with it, compared field by field below.

@@ -14,6 +14,9 @@ from memories import feedback, selectors, use_cases, writes
 from memories.api import HistoryPagination, MemoryPagination, batch_payload
 from memories.inputs import (
     AS_OF_HELP,
+    FROM_LINE_HELP,
+    LINES_HELP,
+    MAX_LINES,
     AnnotationInputSerializer,
     AwareDateTimeField,
     ConfirmInputSerializer,
@@ -31,13 +34,11 @@ from memories.serializers import (
     MemoryOutputSerializer,
     detail_payload,
     duplicate_payload,
+    line_slice,
     saved_payload,
 )
 from memories.writes import MAX_BATCH_ENTRIES
 from teams.serializers import StrictInputSerializer, StrictIntegerField
-
-MAX_LINES = 100_000  # from_line / lines: far past any 64 KiB text
-
 
 # --- memory_save / memory_save_batch -------------------------------------------
 
@@ -112,12 +113,8 @@ class GetArguments(StrictInputSerializer):
     key = key_field(required=False)
     version_id = StrictUUIDField(required=False, help_text="One version's id.")
     as_of = AwareDateTimeField(required=False, help_text=AS_OF_HELP)
-    from_line = StrictIntegerField(
-        min_value=1, max_value=MAX_LINES, default=1, help_text="The first line to return, from 1."
-    )
-    lines = StrictIntegerField(
-        min_value=1, max_value=MAX_LINES, required=False, help_text="How many lines (default: to the end)."
-    )
+    from_line = StrictIntegerField(min_value=1, max_value=MAX_LINES, default=1, help_text=FROM_LINE_HELP)
+    lines = StrictIntegerField(min_value=1, max_value=MAX_LINES, required=False, help_text=LINES_HELP)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if "key" not in attrs and "version_id" not in attrs:
@@ -136,25 +133,7 @@ def memory_get(call: ToolCall, payload: GetArguments) -> dict[str, Any]:
         team=call.team, key=data.get("key"), version_id=data.get("version_id"), as_of=as_of
     )
     body = detail_payload(team=call.team, memory=memory, as_of=as_of)
-    return _sliced(body, from_line=data["from_line"], count=data.get("lines"))
-
-
-def _sliced(body: dict[str, Any], *, from_line: int, count: int | None) -> dict[str, Any]:
-    """Lines `from_line`..(`from_line` + `count` - 1) of the content, 1-based, and where
-    they sit in the whole, so an agent can page through a long text."""
-    lines = body["content"].splitlines(keepends=True)
-    total = len(lines)
-    if from_line > max(total, 1):
-        raise serializers.ValidationError({"from_line": [f"the content has {total} lines"]})
-    end = total if count is None else min(total, from_line - 1 + count)
-    return {
-        **body,
-        "content": "".join(lines[from_line - 1 : end]),
-        "from_line": from_line,
-        "to_line": end,
-        "total_lines": total,
-        "has_more": end < total,
-    }
+    return line_slice(body, from_line=data["from_line"], count=data.get("lines"))
 
 
 GET = Tool(

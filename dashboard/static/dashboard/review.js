@@ -1,6 +1,6 @@
 // The Review page's keyboard: j / k move between items, and each button's
-// data-shortcut key presses that button on the selected item (c confirm, s keep newer,
-// b both true, a archive, d dismiss). Plain JS, no framework; the buttons are ordinary
+// data-shortcut key presses that button on the selected item (c confirm, b keep both,
+// d dismiss). Archiving has no key: its button sits behind a disclosure of its own. Plain JS, no framework; the buttons are ordinary
 // forms, so the page works the same without it.
 (function () {
   "use strict";

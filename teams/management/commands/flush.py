@@ -1,5 +1,5 @@
 """`manage.py flush`, logged in as the owner role: emptying every table takes TRUNCATE,
-which only the tables' owner has (docs/decisions.md, "Database roles"). Django's
+which only the tables' owner has (docs/tenancy.md, "Database roles"). Django's
 transactional tests flush between tests this way too."""
 
 from __future__ import annotations

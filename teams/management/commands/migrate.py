@@ -1,5 +1,5 @@
 """`manage.py migrate`, logged in as the owner role: the application role owns no table
-and so cannot change the schema (docs/decisions.md, "Database roles")."""
+and so cannot change the schema (docs/tenancy.md, "Database roles")."""
 
 from __future__ import annotations
 
