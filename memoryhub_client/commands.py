@@ -109,7 +109,7 @@ def run_search(arguments: argparse.Namespace) -> int:
     return 0
 
 
-def _state(result: dict[str, Any]) -> str:
+def _state(result: Mapping[str, Any]) -> str:
     """How a search result stands, when it is not the current entry of its key."""
     if result.get("superseded"):
         successor = result.get("superseded_by") or {}
