@@ -88,7 +88,9 @@ def test_the_current_entry_takes_the_score_of_an_old_wording_that_matches_better
     # it is the current entry that is shown, with the old version's score.
     assert results[0]["id"] == new["id"]
     assert results[0]["snippet"].startswith("Remote access")
-    assert results[0]["score"] == pytest.approx(by_id[old["id"]]["score"], abs=1e-6)
+    # Its score is the old version's, but for decay: it is a few milliseconds younger.
+    assert results[0]["score"] == pytest.approx(by_id[old["id"]]["score"], abs=1e-4)
+    assert results[0]["score"] >= by_id[old["id"]]["score"]
     assert [r["id"] for r in asked][:2] == [new["id"], old["id"]]
 
 

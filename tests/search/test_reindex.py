@@ -158,9 +158,11 @@ def test_reindex_of_every_team_touches_each_only_in_its_own_scope(
     with operator_view():
         assert not ChunkEmbedding.objects.exists()
         assert set(Team.objects.values_list("embedding_profile", flat=True)) == {"none"}
-    body = member.client.post(member.url("search/"), {"query": "pizza sushi"}, format="json").json()
+    body = member.client.post(
+        member.url("search/"), {"query": "pizza sushi", "include_superseded": True}, format="json"
+    ).json()
     assert body["search_mode"] == "keyword"
-    assert [r["key"] for r in body["results"]] == ["lunch", "lunch"]
+    assert [(r["key"], r["superseded"]) for r in body["results"]] == [("lunch", False), ("lunch", True)]
 
 
 @pytest.mark.django_db(transaction=True)
