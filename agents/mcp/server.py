@@ -36,6 +36,7 @@ from core.api_errors import (
     error_body,
     is_database_unavailable,
 )
+from memories.facts.serializers import fact_error_extra
 from memories.serializers import memory_error_extra
 from teams.authentication import agent_actor
 from teams.calls import AgentCall
@@ -261,7 +262,12 @@ class _ToolView:
         self.required_scopes = {self.action: tool.scope}
 
     def serialize_error_extra(self, name: str, value: Any) -> Any:
-        return memory_error_extra(name, value)
+        return fact_error_extra(name, memory_error_extra(name, value))
+
+
+def _session(request: Request) -> str:
+    """The X-MemoryHub-Session the client sent (agent_actor has checked it)."""
+    return str(request.headers.get("X-MemoryHub-Session", "")).strip()
 
 
 def _run(tool: Tool, request: Request, arguments: dict[str, Any]) -> tuple[dict[str, Any], bool]:
@@ -273,7 +279,7 @@ def _run(tool: Tool, request: Request, arguments: dict[str, Any]) -> tuple[dict[
                 call.admit(request, view, team=token.team, replica=tool.replica_reads)
                 _check_clean(arguments)
                 body: Any = tool.run(ToolCall(team=token.team, token=token, actor=agent_actor(request),
-                                              arguments=arguments))  # fmt: skip
+                                              arguments=arguments, session=_session(request)))  # fmt: skip
         except Exception as exc:
             error = call.error_answer(exc, view)
             if error is None:

@@ -51,6 +51,17 @@ def list_facts(
     return rows
 
 
+def entity_facts(
+    *, team_id: int, entity: str, may_see_high: bool, as_of: datetime | None = None
+) -> QuerySet[Fact]:
+    """The entity's active facts (or those active at `as_of`). An entity is known by its
+    facts: one with none that the reader may see is not found."""
+    rows = list_facts(team_id=team_id, may_see_high=may_see_high, entity=entity, as_of=as_of)
+    if not rows.exists():
+        raise FactNotFound("no facts about this entity")
+    return rows
+
+
 def fact_versions(*, team_id: int, entity: str, key: str, may_see_high: bool) -> QuerySet[Fact]:
     """Every version of `(entity, key)`, for its history (the caller orders and pages).
     A reader that may not see `high` facts gets none when the latest version is `high`

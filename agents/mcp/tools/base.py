@@ -36,6 +36,8 @@ class ToolCall:
     token: AgentToken
     actor: str
     arguments: dict[str, Any]
+    # The agent session the client named (X-MemoryHub-Session), for what records it apart.
+    session: str = ""
 
 
 Handler = Callable[[ToolCall, Any], dict[str, Any]]
