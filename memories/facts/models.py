@@ -93,6 +93,9 @@ class Fact(models.Model):
     updated_by = models.CharField(max_length=200, blank=True, default="")
     session = models.CharField(max_length=64, blank=True, default="")
     source_draft = models.UUIDField(null=True, blank=True)
+    # An imported version: what the file said of it (its team, author, session and time);
+    # the version itself is the importer's (memories.facts.transfer).
+    imported_from = models.JSONField(null=True, blank=True)
     created_at = FactCreatedAtField(db_index=True)
 
     objects = FactQuerySet.as_manager()

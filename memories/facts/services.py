@@ -36,7 +36,7 @@ class FactSetResult:
     redactions: dict[str, int] = field(default_factory=dict)
 
 
-def _lock_fact(team_id: int, entity: str, key: str) -> None:
+def lock_fact(team_id: int, entity: str, key: str) -> None:
     """Serialises the writers of one (team, entity, key): the partial unique index would
     otherwise turn a race into an IntegrityError."""
     advisory_xact_lock(f"fact:{team_id}:{entity}:{key}")
@@ -80,6 +80,7 @@ def set_fact(
     confidence: float | None = None,
     reason: str | None = None,
     source_draft: uuid.UUID | None = None,
+    imported_from: dict[str, str] | None = None,
 ) -> FactSetResult:
     """Set `(entity, key)` to `value`. A new fact is created; the active one is left as
     it is when it already holds exactly this (`unchanged`); a different value
@@ -98,7 +99,7 @@ def set_fact(
         raise InvalidInput(f"value is limited to {MAX_FACT_VALUE_CHARS} characters", field="value")
     scrubbed = scrub(value, team_secret_matcher(team_id=team.id))
     with transaction.atomic():
-        _lock_fact(team.id, entity, key)
+        lock_fact(team.id, entity, key)
         current = _active(team, entity, key)
         row = Fact(
             team=team,
@@ -118,6 +119,7 @@ def set_fact(
             updated_by=actor,
             session=session,
             source_draft=source_draft,
+            imported_from=imported_from,
         )
         outcome: Outcome = "created"
         if current is not None:
@@ -146,7 +148,7 @@ def delete_fact(*, team: Team, entity: str, key: str, actor: str) -> Fact:
     """The active version is marked deleted (it stays in history); 404 if there is none."""
     check_entity_and_key(entity, key)
     with transaction.atomic():
-        _lock_fact(team.id, entity, key)
+        lock_fact(team.id, entity, key)
         current = _active(team, entity, key)
         if current is None:
             raise FactNotFound("no active fact under this entity and key")

@@ -75,6 +75,7 @@ class Migration(migrations.Migration):
                 ("updated_by", models.CharField(blank=True, default="", max_length=200)),
                 ("session", models.CharField(blank=True, default="", max_length=64)),
                 ("source_draft", models.UUIDField(blank=True, null=True)),
+                ("imported_from", models.JSONField(blank=True, null=True)),
                 ("created_at", memories.facts.models.FactCreatedAtField(auto_now_add=True, db_index=True)),
                 (
                     "supersedes",
