@@ -15,8 +15,9 @@ from core.errors import InvalidInput
 from core.locks import advisory_xact_lock
 from memories.facts.exceptions import FactConflict, FactNotFound
 from memories.facts.models import MAX_FACT_VALUE_CHARS, Fact, Sensitivity
-from teams.models import Team
+from teams.models import AuditEvent, Team
 from teams.scrubber import scrub
+from teams.services import record_event
 from teams.validators import is_key
 from teams.vault_matcher import team_secret_matcher
 
@@ -157,6 +158,22 @@ def delete_fact(*, team: Team, entity: str, key: str, actor: str) -> Fact:
         current.deleted_by = actor
         current.save(update_fields=["is_active", "deleted_at", "deleted_by"])
     return current
+
+
+def reveal_fact(*, team: Team, entity: str, key: str, actor: str) -> Fact:
+    """The active version of a fact, for a person to read its value on the dashboard
+    (the caller checked they may). A `high` fact's reveal is recorded in the team's
+    audit trail before its value is returned, as a vault secret's is."""
+    check_entity_and_key(entity, key)
+    with transaction.atomic():
+        fact = Fact.objects.for_team(team.id).active().filter(entity=entity, key=key).first()
+        if fact is None:
+            raise FactNotFound("no active fact under this entity and key")
+        if fact.sensitivity == Sensitivity.HIGH:
+            record_event(
+                team=team, actor=actor, action=AuditEvent.Action.FACT_REVEAL, target=f"{entity}/{key}"
+            )
+        return fact
 
 
 def delete_team_facts(*, team: Team) -> dict[str, int]:
