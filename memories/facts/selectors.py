@@ -18,7 +18,9 @@ def get_fact(
     A `high` fact is not found by a reader that may not see it."""
     rows = Fact.objects.for_team(team_id)
     rows = rows.active() if as_of is None else rows.active_at(as_of)
-    fact = rows.visible_to(may_see_high=may_see_high).filter(entity=entity, key=key).first()
+    # At most one row answers (one active version per pair; one active at a time): no
+    # ORDER BY, which .first() would add, so the lookup is the partial unique index alone.
+    fact = next(iter(rows.visible_to(may_see_high=may_see_high).filter(entity=entity, key=key)[:1]), None)
     if fact is None:
         raise FactNotFound(
             "no active fact under this entity and key"
