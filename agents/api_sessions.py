@@ -239,12 +239,12 @@ def boot_payload(*, team: Team, token: AgentToken, arguments: dict[str, Any]) ->
         "session": booted.session,
         "other_sessions": booted.others,
         "expired_sessions": booted.expired,
-        "injection": _injection(team, booted.session.project),
+        "injection": _injection(team, booted.session),
     }
     return dict(AgentSessionBootOutputSerializer(body).data)
 
 
-def _injection(team: Team, project: str) -> str | None:
+def _injection(team: Team, session: AgentSession) -> str | None:
     """The session's prompt injection block (markdown), for its project: entries of
     that project and team-wide ones. Reads fail open: if building it fails, the boot
     still succeeds, with null, and the failure is logged."""
@@ -254,7 +254,9 @@ def _injection(team: Team, project: str) -> str | None:
 
     try:
         with transaction.atomic():  # a savepoint: a failed read leaves the boot intact
-            return build_injection(team=team, project=project).text
+            return build_injection(
+                team=team, project=session.project, live=True, reader_session=session.id
+            ).text
     except Exception:
         logger.exception("team %s: injection block for a session boot failed", team.slug)
         return None

@@ -234,6 +234,9 @@ class InjectionOutput(TypedDict):
     warnings: list[str]
     # Open nudges in the block's "Please review" section (at most 3, within the budget).
     review: list[InjectionReview]
+    # The other live sessions of the team in the block's "Other sessions now" section (at most 5, within
+    # the budget; never the caller's own X-MemoryHub-Session).
+    sessions: list[InjectionSession]
     # format=json: included entries.
     entries: NotRequired[list[InjectionEntry]]
     # format=json: left-out entries, in order, with why.
@@ -246,6 +249,14 @@ class InjectionReview(TypedDict):
     kind: str
     keys: list[str]
     message: str
+
+
+class InjectionSession(TypedDict):
+    id: str
+    agent: str
+    project: str
+    task: str
+    started_at: str
 
 
 class InjectionTokens(TypedDict):
