@@ -255,7 +255,7 @@ class InjectionViewSet(TeamScopedViewSet):
         responses={200: InjectionOutputSerializer, **error_responses(*TEAM_SCOPED_ERRORS)},
     )
     def list(self, request: Request, team: str) -> Response:
-        params = InjectionQuerySerializer(data=_single_values(request))
+        params = InjectionQuerySerializer(data=single_query_values(request))
         params.is_valid(raise_exception=True)
         result = injection.build_injection(
             team=self.get_team(),
@@ -266,7 +266,7 @@ class InjectionViewSet(TeamScopedViewSet):
         return Response(injection_payload(result, params.validated_data["format"]))
 
 
-def _single_values(request: Request) -> dict[str, str]:
+def single_query_values(request: Request) -> dict[str, str]:
     """The query parameters as a plain dict, so that an empty value is validated like
     any other (a QueryDict would make `max_entries=` count as absent); a parameter given
     twice is refused rather than resolved by guessing which one was meant."""

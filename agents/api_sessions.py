@@ -35,6 +35,7 @@ from teams.viewsets import TEAM_PATH_PARAMETER, TeamScopedViewSet
 logger = logging.getLogger(__name__)
 
 MAX_PID = 2**31 - 1  # the column is a PostgreSQL integer
+SESSION_STATUSES = ["live", "stale", "ended"]
 
 ID_PATH_PARAMETER = OpenApiParameter(
     "id", OpenApiTypes.UUID, OpenApiParameter.PATH, description="The session's id, as the boot returned it."
@@ -124,7 +125,7 @@ class AgentSessionOutputSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(
         serializers.ChoiceField(
-            choices=["live", "stale", "ended"],
+            choices=SESSION_STATUSES,
             help_text="live; stale (no heartbeat within the TTL, not yet ended by a boot); ended.",
         )
     )

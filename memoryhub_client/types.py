@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypedDict
 
-AgentSessionOutputStatusEnum = Literal["live", "stale", "ended"]
 AnchorTypeEnum = Literal["url", "file", "api"]
 BlankEnum = Literal[""]
 ConflictEnum = Literal["duplicate", "contradiction"]
@@ -28,6 +27,7 @@ NudgeOutputKindEnum = Literal["due", "anchor_broken", "contradiction", "prune"]
 NudgeStateEnum = Literal["open", "resolved", "dismissed"]
 ResolutionEnum = Literal["confirm", "dismiss", "archive", "supersede", "compatible"]
 SectionEnum = Literal["core", "pinned", "skill", "relevant"]
+SessionStatusEnum = Literal["live", "stale", "ended"]
 SupersedeKindEnum = Literal["hard", "soft", "unsupersede"]
 
 
@@ -52,7 +52,7 @@ class AgentSessionOutput(TypedDict):
     host: str
     current_task: str
     # live; stale (no heartbeat within the TTL, not yet ended by a boot); ended.
-    status: AgentSessionOutputStatusEnum
+    status: SessionStatusEnum
     started_at: str
     last_heartbeat_at: str
     ended_at: str | None
