@@ -29,6 +29,7 @@ from rest_framework.request import Request
 
 from agents.mcp import resources
 from agents.mcp.tools import SURFACES, TOOLS, Tool, ToolCall
+from agents.sessions import SESSION_HEADER
 from core.api_errors import (
     MAX_JSON_DEPTH,
     NestedTooDeeply,
@@ -272,8 +273,14 @@ def _run(tool: Tool, request: Request, arguments: dict[str, Any]) -> tuple[dict[
             with call.acting():
                 call.admit(request, view, team=token.team, replica=tool.replica_reads)
                 _check_clean(arguments)
-                body: Any = tool.run(ToolCall(team=token.team, token=token, actor=agent_actor(request),
-                                              arguments=arguments))  # fmt: skip
+                tool_call = ToolCall(
+                    team=token.team,
+                    token=token,
+                    actor=agent_actor(request),
+                    arguments=arguments,
+                    session_header=request.headers.get(SESSION_HEADER, ""),
+                )
+                body: Any = tool.run(tool_call)
         except Exception as exc:
             error = call.error_answer(exc, view)
             if error is None:

@@ -36,6 +36,7 @@ class ToolCall:
     token: AgentToken
     actor: str
     arguments: dict[str, Any]
+    session_header: str = ""  # X-MemoryHub-Session as the client sent it
 
 
 Handler = Callable[[ToolCall, Any], dict[str, Any]]
