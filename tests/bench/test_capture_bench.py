@@ -62,8 +62,13 @@ def test_a_learning_counts_by_the_event_it_came_from(tmp_path: Path) -> None:
     assert capture.count(session, found, "correction") == capture.Counts(right=0, captured=1, labelled=1)
 
 
-def test_the_committed_set_holds_at_least_30_sessions_with_failures_corrections_and_negatives() -> None:
-    sessions = capture.load_set()
-    assert len(sessions) >= 30
-    assert sum(1 for s in sessions if not s.labelled) >= 10
-    assert all(s.labelled <= set(s.events) for s in sessions)
+def test_each_committed_set_holds_at_least_30_sessions_with_failures_corrections_and_negatives() -> None:
+    for path in capture.SETS.values():
+        sessions = capture.load_set(path)
+        assert len(sessions) >= 30, path
+        assert sum(1 for s in sessions if not s.labelled) >= 10, path
+        assert any(s.failures for s in sessions) and any(s.secrets for s in sessions), path
+        labelled = {source for s in sessions for source in s.labelled}
+        assert any(source.startswith("prompt:") for source in labelled), path
+        assert any(not source.startswith("prompt:") for source in labelled), path
+        assert len({s.id for s in sessions}) == len(sessions), path
