@@ -16,6 +16,7 @@ from rest_framework.response import Response
 
 from agents import injection
 from agents.injection.relevant import RELEVANT_MAX
+from agents.sessions import SESSION_HEADER, session_in_header
 from core.api_errors import TEAM_SCOPED_ERRORS, error_responses
 from memories.types import MemoryType
 from search.selectors import MAX_QUERY_CHARS
@@ -166,6 +167,14 @@ class InjectionReviewSerializer(serializers.Serializer):
     message = serializers.CharField()
 
 
+class InjectionSessionSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    agent = serializers.CharField()
+    project = serializers.CharField(allow_blank=True)
+    task = serializers.CharField(allow_blank=True)
+    started_at = serializers.DateTimeField()
+
+
 # One object, although the action is `list` (which would make the schema an array).
 @extend_schema_serializer(many=False)
 class InjectionOutputSerializer(serializers.Serializer):
@@ -180,6 +189,11 @@ class InjectionOutputSerializer(serializers.Serializer):
     review = InjectionReviewSerializer(
         many=True,
         help_text='Open nudges in the block\'s "Please review" section (at most 3, within the budget).',
+    )
+    sessions = InjectionSessionSerializer(
+        many=True,
+        help_text='The other live sessions of the team in the block\'s "Other sessions now" section '
+        "(at most 5, within the budget; never the caller's own X-MemoryHub-Session).",
     )
     entries = InjectionEntrySerializer(many=True, required=False, help_text="format=json: included entries.")
     left_out = InjectionLeftOutSerializer(
@@ -206,6 +220,7 @@ def injection_payload(result: injection.Injection, output_format: str) -> dict[s
         "search_mode": result.search_mode,
         "warnings": result.warnings,
         "review": result.review,
+        "sessions": result.sessions,
     }
     if output_format == "json":
         payload["entries"] = result.included
@@ -236,18 +251,24 @@ class InjectionViewSet(TeamScopedViewSet):
         "With `query`, a relevant section adds the top search results. Always JSON: the markdown is in "
         '`text`; `format=json` adds every entry in and out, with why. The block ends with a "Please review" '
         "section of at most 3 open nudges (contradictions first), from what is left of the budget; "
-        "`review` lists them. Nothing is modified.",
+        "`review` lists them. Then the team's other live sessions (who, which project, what task, since "
+        "when; `sessions`). Nothing is modified.",
         parameters=[TEAM_PATH_PARAMETER, InjectionQuerySerializer],
         responses={200: InjectionOutputSerializer, **error_responses(*TEAM_SCOPED_ERRORS)},
     )
     def list(self, request: Request, team: str) -> Response:
-        params = InjectionQuerySerializer(data=_single_values(request))
+        params = InjectionQuerySerializer(data=single_query_values(request))
         params.is_valid(raise_exception=True)
-        result = injection.build_injection(team=self.get_team(), **params.to_arguments())
+        result = injection.build_injection(
+            team=self.get_team(),
+            **params.to_arguments(),
+            live=True,
+            reader_session=session_in_header(request.headers.get(SESSION_HEADER, "")),
+        )
         return Response(injection_payload(result, params.validated_data["format"]))
 
 
-def _single_values(request: Request) -> dict[str, str]:
+def single_query_values(request: Request) -> dict[str, str]:
     """The query parameters as a plain dict, so that an empty value is validated like
     any other (a QueryDict would make `max_entries=` count as absent); a parameter given
     twice is refused rather than resolved by guessing which one was meant."""

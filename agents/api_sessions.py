@@ -35,6 +35,7 @@ from teams.viewsets import TEAM_PATH_PARAMETER, TeamScopedViewSet
 logger = logging.getLogger(__name__)
 
 MAX_PID = 2**31 - 1  # the column is a PostgreSQL integer
+SESSION_STATUSES = ["live", "stale", "ended"]
 
 ID_PATH_PARAMETER = OpenApiParameter(
     "id", OpenApiTypes.UUID, OpenApiParameter.PATH, description="The session's id, as the boot returned it."
@@ -124,7 +125,7 @@ class AgentSessionOutputSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(
         serializers.ChoiceField(
-            choices=["live", "stale", "ended"],
+            choices=SESSION_STATUSES,
             help_text="live; stale (no heartbeat within the TTL, not yet ended by a boot); ended.",
         )
     )
@@ -239,12 +240,12 @@ def boot_payload(*, team: Team, token: AgentToken, arguments: dict[str, Any]) ->
         "session": booted.session,
         "other_sessions": booted.others,
         "expired_sessions": booted.expired,
-        "injection": _injection(team, booted.session.project),
+        "injection": _injection(team, booted.session),
     }
     return dict(AgentSessionBootOutputSerializer(body).data)
 
 
-def _injection(team: Team, project: str) -> str | None:
+def _injection(team: Team, session: AgentSession) -> str | None:
     """The session's prompt injection block (markdown), for its project: entries of
     that project and team-wide ones. Reads fail open: if building it fails, the boot
     still succeeds, with null, and the failure is logged."""
@@ -254,7 +255,9 @@ def _injection(team: Team, project: str) -> str | None:
 
     try:
         with transaction.atomic():  # a savepoint: a failed read leaves the boot intact
-            return build_injection(team=team, project=project).text
+            return build_injection(
+                team=team, project=session.project, live=True, reader_session=session.id
+            ).text
     except Exception:
         logger.exception("team %s: injection block for a session boot failed", team.slug)
         return None

@@ -195,15 +195,23 @@ def end_session(*, team: Team, session_id: uuid.UUID) -> AgentSession:
     return session
 
 
+def session_in_header(header_value: str) -> uuid.UUID | None:
+    """The session an `X-MemoryHub-Session` value names, if it is a session id (the
+    header may also be a free label for `updated_by`)."""
+    try:
+        return uuid.UUID(header_value.strip())
+    except ValueError:
+        return None
+
+
 def touch_session(*, team: Team, header_value: str) -> bool:
     """The heartbeat of `X-MemoryHub-Session`: one UPDATE of that session, if it is a
     session of this team that has not ended. Anything else (no UUID, an unknown id,
     another team's id, an ended session) is ignored: the header also names sessions
     for `updated_by`, and a heartbeat must never fail a request. Returns whether a
     row was refreshed. The caller's transaction is bound to the team."""
-    try:
-        session_id = uuid.UUID(header_value.strip())
-    except ValueError:
+    session_id = session_in_header(header_value)
+    if session_id is None:
         return False
     now = timezone.now()
     row = (

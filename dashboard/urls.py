@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from dashboard.views import accounts, facts, memories, pages, review, team_admin, team_settings
+from dashboard.views import accounts, daily_log, facts, memories, pages, review, team_admin, team_settings
 
 app_name = "dashboard"
 
@@ -32,6 +32,7 @@ urlpatterns = [
     path(team + "search/", pages.search, name="search"),
     path(team + "injection/", pages.injection, name="injection"),
     path(team + "sessions/", pages.sessions, name="sessions"),
+    path(team + "log/", daily_log.daily_log_page, name="daily_log"),
     path(team + "review/", review.review, name="review"),
     # <str:…>, not <uuid:…>: a malformed id gets the dashboard's own 404 page.
     path(team + "review/<str:nudge_id>/resolve/", review.review_resolve, name="review_resolve"),

@@ -267,6 +267,7 @@ SPECTACULAR_SETTINGS = {
         "MemoryStateEnum": "memories.models.MemoryState",
         "NudgeStateEnum": "freshness.models.NudgeState",
         "NudgeStateFilterEnum": "freshness.selectors.STATE_FILTER_CHOICES",
+        "SessionStatusEnum": "agents.api_sessions.SESSION_STATUSES",
     },
 }
 

@@ -3,6 +3,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import SimpleRouter
 
+from agents.api_daily_log import DailyLogViewSet
 from agents.api_injection import InjectionViewSet
 from agents.api_sessions import AgentSessionViewSet
 from freshness.api import NudgeViewSet
@@ -24,6 +25,7 @@ router.register("vault", VaultViewSet, basename="vault")
 router.register("search", SearchViewSet, basename="search")
 router.register("injection", InjectionViewSet, basename="injection")
 router.register("sessions", AgentSessionViewSet, basename="session")
+router.register("log", DailyLogViewSet, basename="daily-log")
 router.register("learnings", LearningViewSet, basename="learning")
 router.register("skills", SkillViewSet, basename="skill")
 router.register("audit", AuditEventViewSet, basename="audit")

@@ -1,5 +1,7 @@
 """`memoryhub hook claude-code session-start | session-end`: Claude Code's SessionStart and
-SessionEnd hooks (`memoryhub connect claude-code` writes them into .claude/settings.json).
+SessionEnd hooks (`memoryhub connect claude-code` writes them into .claude/settings.json;
+the capture hooks, PreCompact, PostToolUseFailure and UserPromptSubmit, are in
+memoryhub_client.capture_hooks).
 
 session-start prints what Claude Code adds to the model's context (a SessionStart hook's
 stdout): the team's memory block for the project and a short guide to MemoryHub's tools.
@@ -59,7 +61,10 @@ The block above is what the team already knows. While you work:
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    hook = commands.add_parser("hook", help="coding-agent hooks (Claude Code's SessionStart/SessionEnd)")
+    hook = commands.add_parser(
+        "hook",
+        help="coding-agent hooks (Claude Code's SessionStart, SessionEnd and the capture hooks)",
+    )
     clients = hook.add_subparsers(dest="client", required=True)
     claude = clients.add_parser("claude-code", help="Claude Code hooks")
     events = claude.add_subparsers(dest="event", required=True)
@@ -77,6 +82,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         )
         add_connection_flags(parser)
         parser.set_defaults(handler=handler)
+    from memoryhub_client.capture_hooks import add_events
+
+    for parser in add_events(events):
+        parser.add_argument("--project", default=None, help=argparse.SUPPRESS)
+        add_connection_flags(parser)
 
 
 def run_session_start(arguments: argparse.Namespace) -> int:

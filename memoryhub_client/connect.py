@@ -33,6 +33,7 @@ from typing import Any
 
 import tomlkit
 
+from memoryhub_client.capture_hooks import CAPTURE_CLIENT_TIMEOUT_SECONDS
 from memoryhub_client.claude_code_hooks import CLIENT_TIMEOUT_SECONDS
 from memoryhub_client.config import TOKEN_ENV, TOOL_LISTS, load_config, mcp_endpoint, tool_list_of
 from memoryhub_client.section import write_atomically
@@ -54,7 +55,10 @@ TOOLS_NOTES = {
     "--tools full connects to /mcp/full/, every tool.",
     "full": "# MCP tools: {url} lists every tool; without --tools full, /mcp/ lists the core ones ({names}).",
 }
-HOOKS_NOTE = "# Hooks: {command} (an absolute path: no PATH needed), each with a {timeout} s timeout."
+HOOKS_NOTE = (
+    "# Hooks: {command} (an absolute path: no PATH needed), each with a timeout: "
+    "{timeout} s, {capture_timeout} s for PostToolUseFailure and UserPromptSubmit."
+)
 
 
 class ConnectError(Exception):
@@ -111,7 +115,9 @@ def run_connect(arguments: argparse.Namespace) -> int:
     note = TOOLS_NOTES[tools].format(url=mcp_endpoint(config.url, tools), names=", ".join(CORE_TOOL_NAMES))
     if arguments.client == "claude-code":
         command = shlex.join(memoryhub_command())
-        note += "\n" + HOOKS_NOTE.format(command=command, timeout=CLIENT_TIMEOUT_SECONDS)
+        note += "\n" + HOOKS_NOTE.format(
+            command=command, timeout=CLIENT_TIMEOUT_SECONDS, capture_timeout=CAPTURE_CLIENT_TIMEOUT_SECONDS
+        )
     if not arguments.write:
         if len(targets) == 1:
             # One file: its name on stderr, so that `connect cursor > .cursor/mcp.json` is valid.
@@ -179,7 +185,20 @@ def client_targets(
     ]
 
 
-HOOK_EVENTS = {"SessionStart": "session-start", "SessionEnd": "session-end"}
+HOOK_EVENTS = {
+    "SessionStart": "session-start",
+    "SessionEnd": "session-end",
+    "PreCompact": "pre-compact",
+    "PostToolUseFailure": "post-tool-use-failure",
+    "UserPromptSubmit": "user-prompt-submit",
+}
+# The two hooks in the agent's loop (the user waits for UserPromptSubmit) get a shorter one.
+HOOK_TIMEOUTS = {
+    event: CAPTURE_CLIENT_TIMEOUT_SECONDS
+    if event in ("PostToolUseFailure", "UserPromptSubmit")
+    else CLIENT_TIMEOUT_SECONDS
+    for event in HOOK_EVENTS
+}
 
 
 def _hook(event: str, url: str, team: str | None, token_env: str) -> dict[str, Any]:
@@ -189,7 +208,7 @@ def _hook(event: str, url: str, team: str | None, token_env: str) -> dict[str, A
     if token_env != TOKEN_ENV:
         command += ["--token-env", token_env]
     # Claude Code's `timeout` is in seconds; past it the client stops the hook and goes on.
-    return {"type": "command", "command": shlex.join(command), "timeout": CLIENT_TIMEOUT_SECONDS}
+    return {"type": "command", "command": shlex.join(command), "timeout": HOOK_TIMEOUTS[event]}
 
 
 def _json_target(relative: str, project_dir: Path, kind: str, snippet: dict[str, Any]) -> Target:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypedDict
 
-AgentSessionOutputStatusEnum = Literal["live", "stale", "ended"]
 AnchorTypeEnum = Literal["url", "file", "api"]
 BlankEnum = Literal[""]
 ConflictEnum = Literal["duplicate", "contradiction"]
@@ -28,6 +27,7 @@ NudgeOutputKindEnum = Literal["due", "anchor_broken", "contradiction", "prune"]
 NudgeStateEnum = Literal["open", "resolved", "dismissed"]
 ResolutionEnum = Literal["confirm", "dismiss", "archive", "supersede", "compatible"]
 SectionEnum = Literal["core", "pinned", "skill", "relevant"]
+SessionStatusEnum = Literal["live", "stale", "ended"]
 SupersedeKindEnum = Literal["hard", "soft", "unsupersede"]
 
 
@@ -52,7 +52,7 @@ class AgentSessionOutput(TypedDict):
     host: str
     current_task: str
     # live; stale (no heartbeat within the TTL, not yet ended by a boot); ended.
-    status: AgentSessionOutputStatusEnum
+    status: SessionStatusEnum
     started_at: str
     last_heartbeat_at: str
     ended_at: str | None
@@ -236,6 +236,9 @@ class InjectionOutput(TypedDict):
     warnings: list[str]
     # Open nudges in the block's "Please review" section (at most 3, within the budget).
     review: list[InjectionReview]
+    # The other live sessions of the team in the block's "Other sessions now" section (at most 5, within
+    # the budget; never the caller's own X-MemoryHub-Session).
+    sessions: list[InjectionSession]
     # format=json: included entries.
     entries: NotRequired[list[InjectionEntry]]
     # format=json: left-out entries, in order, with why.
@@ -248,6 +251,14 @@ class InjectionReview(TypedDict):
     kind: str
     keys: list[str]
     message: str
+
+
+class InjectionSession(TypedDict):
+    id: str
+    agent: str
+    project: str
+    task: str
+    started_at: str
 
 
 class InjectionTokens(TypedDict):

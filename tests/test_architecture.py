@@ -136,15 +136,19 @@ def test_every_beat_job_records_its_runs_itself_whatever_its_floor() -> None:
 
 
 MAX_MODULE_LINES = 600
+# Written by `make sdk` from the OpenAPI schema, one TypedDict per answer: read by
+# type checkers, not by people, so its length follows the API's.
+GENERATED_MODULES = {"memoryhub_client/types.py"}
 
 
 def test_no_module_grows_past_600_lines() -> None:
-    """Outside migrations and tests: a module past the limit is split by subdomain."""
+    """Outside migrations, tests and generated code: a module past the limit is split by
+    subdomain."""
     too_long = {
         str(path.relative_to(ROOT))
         for app in [*project_apps(), "memoryhub_client"]
         for path in (ROOT / app).rglob("*.py")
         if "migrations" not in path.parts and len(path.read_text().splitlines()) > MAX_MODULE_LINES
-    }
+    } - GENERATED_MODULES
 
     assert too_long == set()

@@ -28,8 +28,9 @@ through search when needed. With a query, a "relevant" section adds the best sea
 `build_injection` runs the steps, each a module of this package: select by type order
 (ranking), fit within the cap and the budget (fitting), add what the query finds
 (relevant), render (rendering), then the "Please review" section of open nudges from
-what is left of the budget (review). Tokens are counted offline (search.tokens) on the
-rendered blocks.
+what is left of the budget (review), and, where the block is read live, the other live
+sessions of the team from what is left after that (sessions). Tokens are counted
+offline (search.tokens) on the rendered blocks.
 
 A pure read: nothing is modified, so left-out entries keep their type and stay
 searchable. The caller is inside the team's scope (the API request, or team_scope).
@@ -37,6 +38,7 @@ searchable. The caller is inside the team's scope (the API request, or team_scop
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 
 from agents.injection.entries import InjectionEntry, LeftOutReason
@@ -46,6 +48,7 @@ from agents.injection.ranking import SKILL_GROUP, ranked_rows
 from agents.injection.relevant import add_relevant
 from agents.injection.rendering import EMPTY_NOTE, render_injection, tokens_of
 from agents.injection.review import ReviewItem, render_review, review_items
+from agents.injection.sessions import OtherSession, other_sessions
 from core.errors import InvalidInput
 from search.selectors import MAX_QUERY_CHARS
 from teams.models import Team
@@ -76,6 +79,7 @@ class Injection:
     search_mode: str | None = None
     warnings: list[str] = field(default_factory=list)
     review: list[ReviewItem] = field(default_factory=list)
+    sessions: list[OtherSession] = field(default_factory=list)
     facts: list[InjectedFact] = field(default_factory=list)
 
     def count_left_out(self, reason: LeftOutReason) -> int:
@@ -90,11 +94,15 @@ def build_injection(
     query: str | None = None,
     max_entries: int | None = None,
     max_tokens: int | None = None,
+    live: bool = False,
+    reader_session: uuid.UUID | None = None,
 ) -> Injection:
     """The injection block of `team`. `project` keeps entries of that project and those
     with no project (blank: team-wide only); None keeps every project. `max_entries` and
     `max_tokens` replace the team's defaults (injection_max_entries, injection_max_tokens)
-    within the hard limits. The caller is inside the team's scope."""
+    within the hard limits. `live`: the block is read now by an agent, so it ends with
+    the team's other live sessions (never `reader_session`, the reader's own). The caller
+    is inside the team's scope."""
     cap, budget = _limits(team, max_entries=max_entries, max_tokens=max_tokens)
     _check_project_and_query(project, query)
 
@@ -142,11 +150,21 @@ def build_injection(
         team=team, project=project, budget_left=budget - fit.used, secrets=secrets
     )
     fit.used += review_tokens
+    sessions: list[OtherSession] = []
+    sessions_text = ""
+    if live:
+        sessions, sessions_tokens, sessions_text = other_sessions(
+            team=team, project=project, exclude=reader_session, budget_left=budget - fit.used, secrets=secrets
+        )
+        fit.used += sessions_tokens
     rendered = render_injection(fit.included, render_facts(facts))
     return Injection(
         facts=facts,
-        text=rendered + ("\n" + render_review(review) if review else ""),
+        text=rendered
+        + ("\n" + render_review(review) if review else "")
+        + ("\n" + sessions_text if sessions_text else ""),
         review=review,
+        sessions=sessions,
         included=fit.included,
         left_out=fit.left_out,
         candidates=candidates,

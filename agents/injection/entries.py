@@ -32,6 +32,10 @@ class InjectionEntry:
     reason: IncludedReason | LeftOutReason
     tokens: int | None = None  # the rendered block; None when never measured (left out by the cap)
     score: float | None = None  # relevant entries: the search score
+    # Distinct confirmers of this version, and the newest confirmation's time (None when
+    # nobody confirmed it: its last_confirmed_at is then only its creation).
+    corroborated: int = 0
+    verified_at: datetime | None = None
 
 
 class _EntrySource(Protocol):
@@ -49,6 +53,10 @@ class _EntrySource(Protocol):
     def content(self) -> str: ...
     @property
     def created_at(self) -> datetime: ...
+    @property
+    def confirmed_by_count(self) -> int: ...
+    @property
+    def last_confirmed_at(self) -> datetime: ...
 
 
 def entry_from(
@@ -72,4 +80,6 @@ def entry_from(
         section=section,
         rank=rank,
         reason=reason,
+        corroborated=row.confirmed_by_count,
+        verified_at=row.last_confirmed_at if row.confirmed_by_count > 0 else None,
     )

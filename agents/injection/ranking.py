@@ -23,6 +23,8 @@ class RankedRow(NamedTuple):
     project: str
     content: str
     created_at: datetime
+    confirmed_by_count: int
+    last_confirmed_at: datetime
     position: int
     total: int
 
@@ -49,7 +51,7 @@ _FIRING_SKILL = (
 # sorted. Identity has no LIMIT: it is never dropped. Always-on skills are listed in
 # their own group only. The count of all candidates rides along as a scalar subquery.
 _RANKED_SQL = """
-    SELECT grp, id, key, type, project, content, created_at, position,
+    SELECT grp, id, key, type, project, content, created_at, confirmed_by_count, last_confirmed_at, position,
            (SELECT count(*) FROM memories_memory c
              WHERE c.team_id = %(team)s AND c.is_active
                AND ((c.type = ANY(%(types)s) {project_c} AND NOT {always_on_c} AND NOT c.pinned)
@@ -60,28 +62,35 @@ _RANKED_SQL = """
                row_number() OVER (ORDER BY grp, created_at DESC, id DESC) AS position,
                count(*) FILTER (WHERE grp = 0) OVER () AS identities
         FROM (
-            (SELECT 0 AS grp, id, key, type, project, content, created_at FROM memories_memory m
+            (SELECT 0 AS grp, id, key, type, project, content, created_at,
+                    confirmed_by_count, last_confirmed_at
+              FROM memories_memory m
               WHERE m.team_id = %(team)s AND m.is_active AND m.type = 'identity' {project_m})
             UNION ALL
-            (SELECT 1, id, key, type, project, content, created_at FROM memories_memory m
+            (SELECT 1, id, key, type, project, content, created_at, confirmed_by_count, last_confirmed_at
+              FROM memories_memory m
               WHERE m.team_id = %(team)s AND m.is_active AND m.pinned AND m.type <> 'identity' {project_m}
               ORDER BY created_at DESC, id DESC LIMIT %(limit)s)
             UNION ALL
-            (SELECT 2, id, key, type, project, content, created_at FROM memories_memory m
+            (SELECT 2, id, key, type, project, content, created_at, confirmed_by_count, last_confirmed_at
+              FROM memories_memory m
               WHERE m.team_id = %(team)s AND m.is_active AND {skill_m} AND NOT m.pinned
               ORDER BY created_at DESC, id DESC LIMIT %(limit)s)
             UNION ALL
-            (SELECT 3, id, key, type, project, content, created_at FROM memories_memory m
+            (SELECT 3, id, key, type, project, content, created_at, confirmed_by_count, last_confirmed_at
+              FROM memories_memory m
               WHERE m.team_id = %(team)s AND m.is_active AND m.type = 'lesson' {project_m}
                 AND NOT {always_on_m} AND NOT m.pinned
               ORDER BY created_at DESC, id DESC LIMIT %(limit)s)
             UNION ALL
-            (SELECT 4, id, key, type, project, content, created_at FROM memories_memory m
+            (SELECT 4, id, key, type, project, content, created_at, confirmed_by_count, last_confirmed_at
+              FROM memories_memory m
               WHERE m.team_id = %(team)s AND m.is_active AND m.type = 'decision' {project_m}
                 AND NOT {always_on_m} AND NOT m.pinned
               ORDER BY created_at DESC, id DESC LIMIT %(limit)s)
             UNION ALL
-            (SELECT 5, id, key, type, project, content, created_at FROM memories_memory m
+            (SELECT 5, id, key, type, project, content, created_at, confirmed_by_count, last_confirmed_at
+              FROM memories_memory m
               WHERE m.team_id = %(team)s AND m.is_active AND m.type = 'context' {project_m}
                 AND NOT {always_on_m} AND NOT m.pinned
               ORDER BY created_at DESC, id DESC LIMIT %(limit)s)

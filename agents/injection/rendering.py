@@ -27,11 +27,12 @@ EMPTY_NOTE = "No memories to inject."
 
 
 def render_block(entry: InjectionEntry) -> str:
-    """`[LESSON] [deploy-friday]: Never deploy on Fridays.` Continuation lines are
-    indented, so no line of a memory can pass for a heading or a section marker."""
+    """`[LESSON] [deploy-friday]: Never deploy on Fridays.`, and for a confirmed entry
+    `[LESSON] [deploy-friday] (corroborated by 2, verified 2026-11-20): …`. Continuation
+    lines are indented, so no line of a memory can pass for a heading or a section marker."""
     lines = entry.content.replace("\r\n", "\n").replace("\r", "\n").strip().split("\n")
     body = "\n".join([lines[0], *(f"  {line}" if line.strip() else "" for line in lines[1:])])
-    return f"{_prefix(entry.type, entry.key)} {body}"
+    return f"{_entry_prefix(entry)} {body}"
 
 
 def render_injection(included: list[InjectionEntry], facts: list[str] | None = None) -> str:
@@ -62,7 +63,7 @@ def block_tokens(entry: InjectionEntry) -> int:
     """Tokens of the rendered block. The tokenizer splits on whitespace first, so the
     prefix and the body add up exactly (and the whole block is the sum of its blocks
     and headings, which a test checks against counting the rendered text)."""
-    return tokens_of(_prefix(entry.type, entry.key)) + _content_tokens(entry)
+    return tokens_of(_entry_prefix(entry)) + _content_tokens(entry)
 
 
 @lru_cache(maxsize=8192)
@@ -70,9 +71,19 @@ def tokens_of(text: str) -> int:
     return count_tokens(text)
 
 
+def _entry_prefix(entry: InjectionEntry) -> str:
+    verified = entry.verified_at.date().isoformat() if entry.verified_at is not None else ""
+    return _prefix(entry.type, entry.key, entry.corroborated, verified)
+
+
 @lru_cache(maxsize=8192)
-def _prefix(memory_type: str, key: str) -> str:
-    return f"[{memory_type.upper()}] [{key}]:"
+def _prefix(memory_type: str, key: str, corroborated: int = 0, verified: str = "") -> str:
+    """The entry's type and key; how many confirmed this version and when it was last
+    confirmed, once someone has (docs/agents.md, "Prompt injection")."""
+    standing = (
+        f" (corroborated by {corroborated}, verified {verified})" if corroborated > 0 and verified else ""
+    )
+    return f"[{memory_type.upper()}] [{key}]{standing}:"
 
 
 class _ContentTokenCache:

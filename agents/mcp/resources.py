@@ -15,6 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from agents import injection
 from agents.mcp.tools import ToolCall, paginate
+from agents.sessions import session_in_header
 from core.errors import InvalidInput, NotFound
 from memories import selectors
 from memories.api import MemoryPagination
@@ -88,7 +89,9 @@ def read_resource(call: ToolCall) -> dict[str, Any]:
         raise NotFound("not found")  # another team's: as REST answers, whether it exists or not
     if kind == "injection" and len(segments) == 2:
         project = _single(parse_qs(parts.query, keep_blank_values=True).get("project"))
-        block = injection.build_injection(team=call.team, project=project)
+        block = injection.build_injection(
+            team=call.team, project=project, live=True, reader_session=session_in_header(call.session_header)
+        )
         return {"uri": uri, "mime_type": "text/markdown", "text": block.text}
     if kind == "memory" and len(segments) == 3:
         key = segments[2]

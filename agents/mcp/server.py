@@ -29,6 +29,7 @@ from rest_framework.request import Request
 
 from agents.mcp import resources
 from agents.mcp.tools import SURFACES, TOOLS, Tool, ToolCall
+from agents.sessions import SESSION_HEADER
 from core.api_errors import (
     MAX_JSON_DEPTH,
     NestedTooDeeply,
@@ -265,11 +266,6 @@ class _ToolView:
         return fact_error_extra(name, memory_error_extra(name, value))
 
 
-def _session(request: Request) -> str:
-    """The X-MemoryHub-Session the client sent (agent_actor has checked it)."""
-    return str(request.headers.get("X-MemoryHub-Session", "")).strip()
-
-
 def _run(tool: Tool, request: Request, arguments: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     token = cast(AgentToken, request.auth)
     view = _ToolView(tool)
@@ -278,8 +274,14 @@ def _run(tool: Tool, request: Request, arguments: dict[str, Any]) -> tuple[dict[
             with call.acting():
                 call.admit(request, view, team=token.team, replica=tool.replica_reads)
                 _check_clean(arguments)
-                body: Any = tool.run(ToolCall(team=token.team, token=token, actor=agent_actor(request),
-                                              arguments=arguments, session=_session(request)))  # fmt: skip
+                tool_call = ToolCall(
+                    team=token.team,
+                    token=token,
+                    actor=agent_actor(request),
+                    arguments=arguments,
+                    session_header=request.headers.get(SESSION_HEADER, ""),
+                )
+                body: Any = tool.run(tool_call)
         except Exception as exc:
             error = call.error_answer(exc, view)
             if error is None:

@@ -212,6 +212,7 @@ def injection(request: HttpRequest, access: TeamAccess) -> HttpResponse:
                 query=data.get("query") or None,
                 max_entries=data.get("max_entries"),
                 max_tokens=data.get("max_tokens"),
+                live=True,
             )
         except DomainError as error:
             form.add_domain_error(error)

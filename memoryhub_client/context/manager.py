@@ -91,7 +91,7 @@ class FlushPolicy:
 
     enabled: bool = True
     target: Literal["drafts", "entries"] = "drafts"
-    roles: frozenset[str] = frozenset({"user", "assistant"})
+    roles: tuple[str, ...] = ("user", "assistant")
     tool_results: bool = False
     min_tokens: int | None = None
     source_session: str | None = None

@@ -581,3 +581,30 @@ def test_the_endpoint_is_in_the_openapi_schema(member: Agent) -> None:
     names = {p["name"] for p in operation["parameters"]}
     assert names == {"team", "format", "project", "query", "max_entries", "max_tokens"}
     assert {"200", "400", "401", "403", "404"} <= set(operation["responses"])
+
+
+def test_a_confirmed_entry_shows_how_many_corroborated_it_and_when_it_was_last_verified(
+    team: Team, member: Agent
+) -> None:
+    remember(team, "deploy-day", "Never deploy on Fridays.", "lesson", age_hours=2)
+    remember(team, "queue", "We decided to use Redis for the job queue.", "decision", age_hours=1)
+    remember(team, "on-call", "Ada is on call this week.", "context", age_hours=1)
+    with team_scope(team.id):
+        for confirmer in ("ada", "bob", "ada"):  # distinct confirmers count
+            writes.confirm_memory(team=team, key="deploy-day", confirmed_by=confirmer)
+        writes.confirm_memory(team=team, key="queue", confirmed_by="bob")
+        confirmed_at = Memory.objects.get(team=team, key="deploy-day", is_active=True).last_confirmed_at
+    remember(
+        team, "queue", "We decided to use RabbitMQ for the job queue.", "decision", supersede_reason="moved"
+    )
+
+    body = inject(member, format="json")
+
+    text = body["text"]
+    day = confirmed_at.date().isoformat()
+    assert f"[LESSON] [deploy-day] (corroborated by 2, verified {day}): Never deploy on Fridays." in text
+    # A supersede is a new belief: its confirmers start from none; never confirmed, no tag.
+    assert "[DECISION] [queue]: We decided to use RabbitMQ" in text
+    assert "[CONTEXT] [on-call]: Ada is on call this week." in text
+    assert text.count("corroborated") == 1
+    assert body["tokens"]["used"] == count_tokens(text)

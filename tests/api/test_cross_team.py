@@ -63,6 +63,7 @@ ENDPOINTS = [
     ("get", "sessions/00000000-0000-4000-8000-000000000006/", None),
     ("patch", "sessions/00000000-0000-4000-8000-000000000006/", {"current_task": "x"}),
     ("delete", "sessions/00000000-0000-4000-8000-000000000006/", None),
+    ("get", "log/", None),
     ("post", "learnings/", {"topic": "alpha", "claim": "launch on the ninth", "confidence": "low"}),
     # alpha's real skill name: another team's token gets 404 before any lookup.
     ("get", "skills/alpha-skill-7/", None),

@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 
 from agents.mcp.tools import CORE_TOOLS
+from memoryhub_client.capture_hooks import CAPTURE_CLIENT_TIMEOUT_SECONDS
 from memoryhub_client.claude_code_hooks import CLIENT_TIMEOUT_SECONDS
+from memoryhub_client.connect import HOOK_EVENTS
 from tests.client.conftest import COMMAND, Cli
 
 pytestmark = pytest.mark.slow  # runs the `memoryhub` command
@@ -210,10 +212,15 @@ def test_the_hooks_run_without_memoryhub_on_the_path(cli: Cli, tmp_path: Path) -
         str(tmp_path),
     )
     settings = json.loads((tmp_path / ".claude" / "settings.json").read_text())
-    for event in ("SessionStart", "SessionEnd"):
+    assert sorted(settings["hooks"]) == sorted(HOOK_EVENTS)
+    for event in HOOK_EVENTS:
         [group] = settings["hooks"][event]
         [written] = group["hooks"]
-        assert written["timeout"] == CLIENT_TIMEOUT_SECONDS
+        # The hooks in the agent's loop (the user waits for UserPromptSubmit) get the shorter one.
+        in_the_loop = event in ("PostToolUseFailure", "UserPromptSubmit")
+        assert written["timeout"] == (
+            CAPTURE_CLIENT_TIMEOUT_SECONDS if in_the_loop else CLIENT_TIMEOUT_SECONDS
+        )
         # As Claude Code runs a command hook: through the shell, here with an empty PATH.
         ran = subprocess.run(  # noqa: S603
             ["/bin/sh", "-c", written["command"]],

@@ -63,7 +63,9 @@ def closed_port() -> int:
 
 
 @pytest.mark.slow  # runs the `memoryhub` command
-@pytest.mark.parametrize("event", ["session-start", "session-end"])
+@pytest.mark.parametrize(
+    "event", ["session-start", "session-end", "pre-compact", "post-tool-use-failure", "user-prompt-submit"]
+)
 def test_a_hook_whose_stdin_stays_open_still_ends_and_exits_0(cli: Cli, event: str) -> None:
     url = f"http://127.0.0.1:{closed_port()}"
     hook = subprocess.Popen(  # noqa: S603

@@ -47,6 +47,7 @@ ENDPOINTS = [
     Endpoint("search", "GET", "viewer", {"q": "launch zeppelin"}),
     Endpoint("injection", "GET", "viewer"),
     Endpoint("sessions", "GET", "viewer"),
+    Endpoint("daily_log", "GET", "viewer"),
     Endpoint("review", "GET", "viewer"),
     Endpoint("review_resolve", "POST", "member", {"action": "dismiss"}),
     Endpoint("review_draft", "POST", "member", {"action": "reject"}),

@@ -162,6 +162,7 @@ CROSS_TEAM_CALLS: dict[str, dict[str, Any]] = {
     "session_boot": {"project": "bravo"},
     "session_heartbeat": {"session_id": "{session}", "current_task": "hijack"},
     "session_end": {"session_id": "{session}"},
+    "session_list": {},
     "memory_unsupersede": {"key": "bravo-plan-9", "reason": "take it back"},
     "memory_rate": {"key": "bravo-plan-9", "direction": "down"},
     "memory_annotate": {"key": "bravo-plan-9", "note": "outsider note"},

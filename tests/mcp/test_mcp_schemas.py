@@ -27,6 +27,7 @@ REST: dict[str, list[tuple[str, str]]] = {
     "session_boot": [("post", "sessions/")],
     "session_heartbeat": [("patch", "sessions/{id}/")],
     "session_end": [("delete", "sessions/{id}/")],
+    "session_list": [("get", "sessions/")],
     "memory_unsupersede": [("post", "memories/{key}/unsupersede/")],
     "memory_rate": [("post", "memories/{key}/rate/")],
     "memory_annotate": [("post", "memories/{key}/annotations/")],

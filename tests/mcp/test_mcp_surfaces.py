@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 from typing import Any
 
@@ -39,7 +40,9 @@ def listed(surface: str) -> dict[str, Any]:
     """tools/list's result on an endpoint, built by the server's own handler and dumped
     as the SDK's runner dumps a result."""
     ctx = SimpleNamespace(request=SimpleNamespace(scope={"wsgi_environ": {SURFACE_ENVIRON_KEY: surface}}))
-    result = asyncio.run(list_tools(ctx, None))  # type: ignore[arg-type]
+    # Its own thread: a browser test in the same worker may leave this thread's loop running.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        result = pool.submit(asyncio.run, list_tools(ctx, None)).result()  # type: ignore[arg-type]
     dumped: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
     return dumped
 

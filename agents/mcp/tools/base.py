@@ -36,8 +36,7 @@ class ToolCall:
     token: AgentToken
     actor: str
     arguments: dict[str, Any]
-    # The agent session the client named (X-MemoryHub-Session), for what records it apart.
-    session: str = ""
+    session_header: str = ""  # X-MemoryHub-Session as the client sent it
 
 
 Handler = Callable[[ToolCall, Any], dict[str, Any]]

@@ -30,7 +30,8 @@ def fact_set(call: ToolCall, payload: FactSetArguments) -> dict[str, Any]:
         entity=data["entity"],
         key=data["key"],
         actor=call.actor,
-        session=call.session,
+        # agent_actor has checked the header.
+        session=call.session_header.strip(),
         **payload.to_arguments(),
     )
     return set_payload(result)

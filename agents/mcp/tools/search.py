@@ -8,6 +8,7 @@ from typing import Any
 from agents import injection
 from agents.api_injection import InjectionArgumentsSerializer, injection_payload
 from agents.mcp.tools.base import Tool, ToolCall, with_fields
+from agents.sessions import session_in_header
 from search import run_search
 from search.api import SearchInputSerializer, SearchOutputSerializer
 
@@ -45,7 +46,12 @@ CORE_SEARCH = replace(
 
 
 def memory_context(call: ToolCall, payload: InjectionArgumentsSerializer) -> dict[str, Any]:
-    result = injection.build_injection(team=call.team, **payload.to_arguments())
+    result = injection.build_injection(
+        team=call.team,
+        **payload.to_arguments(),
+        live=True,
+        reader_session=session_in_header(call.session_header),
+    )
     return dict(injection_payload(result, payload.validated_data.get("format", "markdown")))
 
 

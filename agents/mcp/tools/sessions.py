@@ -1,4 +1,4 @@
-"""The tools of the session registry: boot, heartbeat, end."""
+"""The tools of the session registry: boot, heartbeat, end, and the live list."""
 
 from __future__ import annotations
 
@@ -7,13 +7,15 @@ from typing import Any
 from agents import sessions
 from agents.api_sessions import (
     AgentSessionBootInputSerializer,
+    AgentSessionListQuerySerializer,
     AgentSessionOutputSerializer,
+    AgentSessionPagination,
     AgentSessionUpdateInputSerializer,
     boot_payload,
 )
-from agents.mcp.tools.base import Tool, ToolCall
+from agents.mcp.tools.base import PageArguments, Tool, ToolCall, page_of
 from memories.inputs import StrictUUIDField
-from teams.serializers import StrictInputSerializer
+from teams.serializers import StrictCharField, StrictInputSerializer
 
 
 def session_boot(call: ToolCall, payload: AgentSessionBootInputSerializer) -> dict[str, Any]:
@@ -92,4 +94,35 @@ END = Tool(
     handler=session_end,
 )
 
-TOOLS = (BOOT, HEARTBEAT, END)
+
+class ListArguments(StrictInputSerializer, AgentSessionListQuerySerializer, PageArguments):
+    # JSON, not a query string: a number is a wrong type, not a project named "5".
+    project = StrictCharField(
+        required=False, allow_blank=True, max_length=200, help_text="Only sessions of this project."
+    )
+
+
+def session_list(call: ToolCall, payload: ListArguments) -> dict[str, Any]:
+    rows = sessions.list_live_sessions(team=call.team, project=payload.validated_data.get("project"))
+    page, next_cursor = page_of(AgentSessionPagination, rows, payload)
+    return {"results": AgentSessionOutputSerializer(page, many=True).data, "next_cursor": next_cursor}
+
+
+LIST = Tool(
+    name="session_list",
+    title="Who else is working",
+    description=(
+        "List the team's live agent sessions (who, which project, what task, since when), newest "
+        "first, before starting work another agent may be doing. The session block of memory_context "
+        "shows the first few. Errors: invalid, forbidden."
+    ),
+    arguments=ListArguments,
+    scope="read",
+    read_only=True,
+    destructive=False,
+    idempotent=True,
+    handler=session_list,
+    replica_reads=True,
+)
+
+TOOLS = (BOOT, HEARTBEAT, END, LIST)

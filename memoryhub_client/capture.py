@@ -1,0 +1,356 @@
+"""The capture rules: which tool failures and user prompts of a coding agent's session are
+learnings worth a person's review (docs/agents.md, "Capture"). Pure functions, no I/O: the
+hooks (memoryhub_client.capture_hooks) feed them one event at a time, or a whole
+transcript before Claude Code compacts it, and send what they find as drafts.
+
+Rules (RULES_VERSION says which ones a figure was measured with; docs/agents.md,
+"Capture figures"). Version 1 was frozen before the bench's first set was written;
+version 2 changed what that set showed wrong (marked "v2" below) and was frozen before
+its second set, the held-out one, was written:
+
+A tool failure is a learning unless
+- the user interrupted or declined it (`is_interrupt`, "user doesn't want to proceed"...);
+- it is transient: a timeout, a reset connection, a rate limit, "try again", a lock
+  held by someone else ("database is locked", v2);
+- the tool only looks things up (Read, Glob, Grep, LS, WebFetch, WebSearch...): a probe
+  that found nothing;
+- it is the agent's own bookkeeping (Edit, MultiEdit, Write, NotebookEdit: "string not
+  found", "file not read yet");
+- a shell command is a probe whose failure means "no" (grep, rg, find, ls, test, which,
+  diff...) or only reads a file (cat, head, tail, less, wc, cd: v2, the shell's Read),
+  or the error holds nothing but an exit status;
+- in a transcript, the very next call is the same call and it succeeds: a flake.
+The learning reads "`command` failed: the error's first lines", and, in a transcript,
+"then `other command` worked" when one of the next calls runs the same program
+differently and succeeds.
+
+A user prompt is a correction when (slash commands, tool results and the client's own
+`<tags>` are never prompts)
+- it opens with a negation: "no, …", "nope", "wrong", "that's not right", "not quite",
+  "actually, …" (but not "no thanks", "no worries", "no problem", "no need",
+  "no rush", "no, that's all"), with at least MIN_CORRECTION_WORDS words after it; or
+- a sentence of it states a rule: opens with "never", "always", "don't"/"do not"/"please
+  don't" (but not "don't worry/forget/bother"), "stop …ing", or says "use … instead" (v2:
+  "instead" alone was any change request), "we use X, not Y" (v2: up to 80 characters
+  between), "we only/always/never use", ", never …" (v2), "I told you", "I said" — and
+  is not a question;
+- and in either case it is not limited to the task at hand (v2): "for now", "this time",
+  "today", "in this change/PR/branch/commit", "for this task", "just this once".
+The learning reads "the user corrected the agent: "…"" with the prompt's first
+MAX_QUOTE_CHARS characters.
+
+Nothing is scrubbed here: the server scrubs credentials, the team's secrets and PII
+before any text becomes a draft (freshness.draft_extraction.transcript), the one place
+that knows the team's secrets. Every pattern runs on a bounded text (MAX_SCAN_CHARS) and
+has no nested repetition.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+RULES_VERSION = 2
+ERROR = "error"
+CORRECTION = "correction"
+MAX_SCAN_CHARS = 4000
+MAX_COMMAND_CHARS = 160
+MAX_ERROR_LINES = 3
+MAX_ERROR_LINE_CHARS = 160
+MAX_QUOTE_CHARS = 300
+MIN_CORRECTION_WORDS = 3
+FIX_LOOKAHEAD_CALLS = 5
+
+LOOKUP_TOOLS = frozenset({"Read", "Glob", "Grep", "LS", "WebFetch", "WebSearch", "TodoRead", "TodoWrite"})
+BOOKKEEPING_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
+PROBE_PROGRAMS = frozenset(
+    {"grep", "egrep", "rg", "ag", "find", "ls", "test", "[", "which", "command", "type", "diff", "cmp",
+     "pgrep", "stat", "file", "git-grep", "cat", "head", "tail", "less", "more", "wc", "cd"}
+)  # fmt: skip
+
+_DECLINED = re.compile(
+    r"(?i)user doesn't want|user does not want|user (?:rejected|denied|declined)|interrupted by (?:the )?user"
+    r"|\[request interrupted|permission (?:to use \S+ )?(?:was )?denied by"
+)
+_TRANSIENT = re.compile(
+    r"(?i)\btimed? ?out\b|\btimeout\b|etimedout|econnreset|connection reset|temporarily unavailable"
+    r"|\b429\b|too many requests|rate.?limit|try again|\b503 service unavailable"
+    r"|database is locked|resource busy|could not obtain lock|lock wait timeout"
+)
+_EXIT_STATUS = re.compile(
+    r"(?i)^(?:error: )?(?:exit code \d+|command (?:failed|exited) with (?:non-zero )?(?:status|exit)"
+    r"(?: code)? ?\d*|process exited with code \d+)\.?$"
+)
+
+_NEGATION_OPENER = re.compile(
+    r"(?i)^(?:no\b|nope\b|wrong\b|incorrect\b|not quite\b|not like that\b|not that\b|actually\b"
+    r"|that'?s (?:not right|not what|wrong|incorrect)|that is (?:not right|wrong|incorrect)"
+    r"|you'?re wrong|this is wrong)[\s,.!:;-]*"
+)
+_NOT_A_CORRECTION_OPENER = re.compile(
+    r"(?i)^no\b[\s,.!-]*(?:worries|problem|thanks|thank|rush|need|that'?s (?:all|it|everything|fine)"
+    r"|all good|nothing else|more)\b|^actually,? (?:yes|that'?s (?:great|good|fine|perfect))\b"
+)
+_RULE_SENTENCE = re.compile(
+    r"(?i)^(?:please\s+|and\s+|also\s+|but\s+)?(?:never\b|always\b|don'?t\b|do not\b|stop \w+ing\b)"
+    r"|\buse\b[^.!?]{0,80}\binstead\b|\binstead of\b[^.!?]{0,80}\buse\b"
+    r"|\bwe use\b[^.!?]{0,80}\bnot\b|\bwe (?:only|always|never) use\b|,\s*never\b"
+    r"|\bi (?:told|asked) you\b|\bi said\b"
+)
+_ONE_OFF = re.compile(
+    r"(?i)\bfor now\b|\bthis time\b|\btoday\b|\bin this (?:change|pr|pull request|branch|commit)\b"
+    r"|\bfor this task\b|\bjust this once\b"
+)
+_NOT_A_RULE = re.compile(r"(?i)^(?:please\s+)?(?:don'?t|do not) (?:worry|forget|bother|mind)\b")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+@dataclass(frozen=True)
+class Learning:
+    """What the hooks send as a draft: `text` is the draft's content."""
+
+    kind: str  # ERROR or CORRECTION
+    text: str
+    source: str  # the tool call's id, or "prompt:<n>" for the n-th prompt of a transcript
+    fingerprint: str  # one failure or correction, however often it is seen
+
+    def as_draft_text(self) -> str:
+        # `Learning:` is a label the server's draft rules read as a lesson, whole.
+        return f"Learning: {self.text}"
+
+
+# ---------------------------------------------------------------------- tool failures
+
+
+def failure_learning(
+    tool_name: Any, tool_input: Any, error: Any, *, is_interrupt: Any = False, source: str = ""
+) -> Learning | None:
+    """The learning of one failed tool call (Claude Code's PostToolUseFailure), or None."""
+    name = str(tool_name or "")
+    text = _error_text(error)
+    if is_interrupt is True or _DECLINED.search(text):
+        return None
+    if name in LOOKUP_TOOLS or name in BOOKKEEPING_TOOLS or _TRANSIENT.search(text):
+        return None
+    lines = _error_lines(text)
+    if not lines:
+        return None
+    command = _command_of(name, tool_input)
+    if name == "Bash" and _program(command) in PROBE_PROGRAMS:
+        return None
+    shown = _shorten(command, MAX_COMMAND_CHARS) if command else name
+    body = f"`{shown}` failed: " + " / ".join(lines)
+    fingerprint = _fingerprint(ERROR, name, _normalise(command), _normalise(lines[0]))
+    return Learning(ERROR, body, source, fingerprint)
+
+
+def _error_text(error: Any) -> str:
+    if isinstance(error, str):
+        return error[:MAX_SCAN_CHARS]
+    if isinstance(error, list):  # a tool result's content parts
+        return "\n".join(_part_text(part) for part in error[:50])[:MAX_SCAN_CHARS]
+    return "" if error is None else json.dumps(error)[:MAX_SCAN_CHARS]
+
+
+def _part_text(part: Any) -> str:
+    if isinstance(part, dict) and isinstance(part.get("text"), str):
+        return str(part["text"])
+    return part if isinstance(part, str) else ""
+
+
+def _error_lines(text: str) -> list[str]:
+    """The error's first informative lines: stripped (so no line reads as indented code),
+    exit-status lines and `<tags>` left out."""
+    kept: list[str] = []
+    for raw in text.splitlines():
+        line = " ".join(raw.replace("`", "'").split())
+        if not line or _EXIT_STATUS.match(line) or (line.startswith("<") and line.endswith(">")):
+            continue
+        kept.append(_shorten(line, MAX_ERROR_LINE_CHARS))
+        if len(kept) == MAX_ERROR_LINES:
+            break
+    return kept
+
+
+def _command_of(tool_name: str, tool_input: Any) -> str:
+    if not isinstance(tool_input, dict):
+        return ""
+    command = tool_input.get("command")
+    if isinstance(command, str):
+        return " ".join(command.replace("`", "'").split())
+    shown = ", ".join(f"{k}={v}" for k, v in list(tool_input.items())[:3] if isinstance(v, str | int | float))
+    return f"{tool_name}({_shorten(shown, MAX_COMMAND_CHARS)})" if shown else ""
+
+
+def _program(command: str) -> str:
+    """The program a shell command runs: past `cd x &&`, `sudo`, env assignments."""
+    words = command.split()
+    while words:
+        word = words[0]
+        if word in ("sudo", "time", "env", "nohup") or ("=" in word and not word.startswith("-")):
+            words = words[1:]
+        elif word == "cd" and "&&" in words:
+            words = words[words.index("&&") + 1 :]
+        else:
+            return word.rsplit("/", 1)[-1]
+    return ""
+
+
+# ---------------------------------------------------------------------- corrections
+
+
+def correction_learning(prompt: Any, *, source: str = "") -> Learning | None:
+    """The learning of one user prompt (Claude Code's UserPromptSubmit), or None."""
+    if not isinstance(prompt, str):
+        return None
+    text = prompt.strip()[:MAX_SCAN_CHARS]
+    if not text or text[0] in "</!" or text.startswith("[Request interrupted"):
+        return None
+    if not _is_correction(text):
+        return None
+    quote = _shorten(" ".join(text.replace('"', "'").split()), MAX_QUOTE_CHARS)
+    return Learning(
+        CORRECTION,
+        f'the user corrected the agent: "{quote}"',
+        source,
+        _fingerprint(CORRECTION, _normalise(quote)),
+    )
+
+
+def _is_correction(text: str) -> bool:
+    if _NOT_A_CORRECTION_OPENER.match(text) or _ONE_OFF.search(text):
+        return False
+    opener = _NEGATION_OPENER.match(text)
+    if opener is not None:
+        rest = text[opener.end() :]
+        return len(rest.split()) >= MIN_CORRECTION_WORDS and not _only_a_question(rest)
+    for sentence in _SENTENCE_END.split(text):
+        sentence = sentence.strip()
+        if not sentence or sentence.endswith("?") or _NOT_A_RULE.match(sentence):
+            continue
+        if _RULE_SENTENCE.search(sentence) and len(sentence.split()) >= MIN_CORRECTION_WORDS:
+            return True
+    return False
+
+
+def _only_a_question(text: str) -> bool:
+    sentences = [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+    return bool(sentences) and all(s.endswith("?") for s in sentences)
+
+
+# ---------------------------------------------------------------------- transcripts
+
+
+@dataclass(frozen=True)
+class _Call:
+    id: str
+    name: str
+    input: Any
+    failed: bool
+    error: Any
+    interrupted: bool
+
+
+def transcript_learnings(records: Iterable[Any]) -> list[Learning]:
+    """The learnings of a Claude Code transcript (its JSON Lines records, parsed), in
+    order, one per fingerprint: the PreCompact hook's path, where the calls after a
+    failure are known (flakes are left out, a fix is named)."""
+    events = list(_events(records))
+    calls = [event for event in events if isinstance(event, _Call)]
+    found: list[Learning] = []
+    seen: set[str] = set()
+    prompts = 0
+    for event in events:
+        if isinstance(event, str):
+            learning = correction_learning(event, source=f"prompt:{prompts}")
+            prompts += 1
+        elif event.failed:
+            learning = _failure_in_context(event, calls)
+        else:
+            continue
+        if learning is not None and learning.fingerprint not in seen:
+            seen.add(learning.fingerprint)
+            found.append(learning)
+    return found
+
+
+def _failure_in_context(call: _Call, calls: list[_Call]) -> Learning | None:
+    learning = failure_learning(
+        call.name, call.input, call.error, is_interrupt=call.interrupted, source=call.id
+    )
+    if learning is None:
+        return None
+    after = calls[calls.index(call) + 1 :][:FIX_LOOKAHEAD_CALLS]
+    if after and after[0].name == call.name and after[0].input == call.input and not after[0].failed:
+        return None  # the same call worked at once: a flake
+    command = _command_of(call.name, call.input)
+    for later in after:
+        later_command = _command_of(later.name, later.input)
+        if (
+            not later.failed
+            and later.name == call.name == "Bash"
+            and later_command != command
+            and _program(later_command) == _program(command)
+        ):
+            fix = f"; then `{_shorten(later_command, MAX_COMMAND_CHARS)}` worked"
+            return Learning(learning.kind, learning.text + fix, learning.source, learning.fingerprint)
+    return learning
+
+
+def _events(records: Iterable[Any]) -> Iterator[_Call | str]:
+    """User prompts (str) and tool calls with their outcome, in transcript order."""
+    pending: dict[str, tuple[str, Any]] = {}
+    for record in records:
+        if not isinstance(record, dict) or record.get("isMeta") or record.get("isCompactSummary"):
+            continue
+        message = record.get("message")
+        if not isinstance(message, dict):
+            continue
+        role, content = message.get("role", record.get("type")), message.get("content")
+        if role == "user" and isinstance(content, str):
+            yield content
+            continue
+        if not isinstance(content, list):
+            continue
+        for part in content[:1000]:
+            if not isinstance(part, dict):
+                continue
+            kind = part.get("type")
+            if role == "assistant" and kind == "tool_use" and isinstance(part.get("id"), str):
+                pending[part["id"]] = (str(part.get("name") or ""), part.get("input"))
+            elif role == "user" and kind == "tool_result" and part.get("tool_use_id") in pending:
+                name, tool_input = pending.pop(part["tool_use_id"])
+                content_text = part.get("content")
+                yield _Call(
+                    part["tool_use_id"],
+                    name,
+                    tool_input,
+                    part.get("is_error") is True,
+                    content_text,
+                    "[Request interrupted" in _error_text(content_text),
+                )
+            elif role == "user" and kind == "text" and isinstance(part.get("text"), str):
+                yield part["text"]
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _shorten(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0]
+    return (cut if len(cut) > limit // 2 else text[:limit]) + "…"
+
+
+def _normalise(text: str) -> str:
+    """Case, digits and spacing aside: one failure's runs differ in line numbers and ids."""
+    return " ".join(re.sub(r"\d+", "0", text.lower()).split())
+
+
+def _fingerprint(*parts: str) -> str:
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]

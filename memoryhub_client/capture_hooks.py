@@ -1,0 +1,192 @@
+"""`memoryhub hook claude-code pre-compact | post-tool-use-failure | user-prompt-submit`:
+Claude Code's capture hooks (docs/agents.md, "Capture").
+
+- post-tool-use-failure: a failed tool call that the rules (memoryhub_client.capture)
+  call a learning is sent as a draft;
+- user-prompt-submit: a prompt that corrects the agent is sent as a draft;
+- pre-compact: before Claude Code compacts the conversation, the transcript's learnings
+  (where the calls after a failure show a flake or a fix) not sent already.
+
+What is sent goes to POST drafts/extract/ as `Learning: …` paragraphs: a pending draft a
+person reviews, never an active memory; the server scrubs credentials, the team's
+secrets and PII first, and drafts a text already pending for the team only once. Each
+hook remembers, per Claude Code session, the fingerprints it sent (a failure seen again
+is not sent again). Nothing goes to stdout (UserPromptSubmit's stdout would enter the
+model's context); what happened is one line on stderr, and every hook exits 0, server
+or no server. A prompt or a failure that is no learning never reaches the network.
+Bounds: stdin as claude_code_hooks reads it; the server's answer within
+CAPTURE_SERVER_SECONDS for the two hooks that run in the agent's loop (the user waits
+for UserPromptSubmit), SERVER_SECONDS for pre-compact."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from memoryhub_client.api import ApiError, MemoryHubApi
+from memoryhub_client.capture import Learning, correction_learning, failure_learning, transcript_learnings
+from memoryhub_client.claude_code_hooks import (
+    SAFE_SESSION_ID,
+    SERVER_SECONDS,
+    SOURCE,
+    read_hook_input,
+)
+from memoryhub_client.config import ConfigError, config_dir, load_config
+from memoryhub_client.drafts import MAX_LINE_CHARS, MAX_READ_BYTES
+from memoryhub_client.operations import MAX_SOURCE_SESSION_CHARS
+from memoryhub_client.section import write_atomically
+
+CAPTURE_SERVER_SECONDS = 5.0
+# `memoryhub connect`'s client timeout for those two: past stdin's STDIN_SECONDS, the
+# server's CAPTURE_SERVER_SECONDS and the interpreter's start.
+CAPTURE_CLIENT_TIMEOUT_SECONDS = 15
+MAX_REMEMBERED = 1000  # fingerprints kept per session
+MAX_PER_REQUEST = 15  # the server's cap on drafts from one extraction
+# Set to 0 to turn every capture hook off (the hooks then exit at once).
+CAPTURE_ENV = "MEMORYHUB_CAPTURE"
+
+
+def add_events(events: argparse._SubParsersAction[argparse.ArgumentParser]) -> list[argparse.ArgumentParser]:
+    """The capture events' subcommands (claude_code_hooks.register adds the connection flags)."""
+    parsers = []
+    for event, handler, text in (
+        ("pre-compact", run_pre_compact, "send the transcript's learnings as drafts before compaction"),
+        (
+            "post-tool-use-failure",
+            run_tool_failure,
+            "send a failed tool call as a draft when it is a learning",
+        ),
+        ("user-prompt-submit", run_prompt_submit, "send a prompt that corrects the agent as a draft"),
+    ):
+        parser = events.add_parser(event, help=text, description=text)
+        parser.set_defaults(handler=handler)
+        parsers.append(parser)
+    return parsers
+
+
+def run_tool_failure(arguments: argparse.Namespace) -> int:
+    event = read_hook_input()
+    if not _enabled():
+        return 0
+    learning = failure_learning(
+        event.get("tool_name"),
+        event.get("tool_input"),
+        event.get("error"),
+        is_interrupt=event.get("is_interrupt"),
+        source=str(event.get("tool_use_id") or ""),
+    )
+    return _send(arguments, event, [learning] if learning else [], seconds=CAPTURE_SERVER_SECONDS)
+
+
+def run_prompt_submit(arguments: argparse.Namespace) -> int:
+    event = read_hook_input()
+    if not _enabled():
+        return 0
+    learning = correction_learning(event.get("prompt"))
+    return _send(arguments, event, [learning] if learning else [], seconds=CAPTURE_SERVER_SECONDS)
+
+
+def run_pre_compact(arguments: argparse.Namespace) -> int:
+    event = read_hook_input()
+    if not _enabled():
+        return 0
+    path = event.get("transcript_path")
+    learnings: list[Learning] = []
+    if isinstance(path, str) and path:
+        try:
+            learnings = transcript_learnings(transcript_records(Path(path)))
+        except OSError as exc:
+            print(f"memoryhub: the transcript could not be read: {exc.strerror or exc}", file=sys.stderr)
+            return 0
+    return _send(arguments, event, learnings, seconds=SERVER_SECONDS)
+
+
+def transcript_records(path: Path) -> Iterator[Any]:
+    """A Claude Code transcript's records, bounded as drafts.transcript_text reads it:
+    its last MAX_READ_BYTES, lines over MAX_LINE_CHARS and broken lines skipped."""
+    with path.open("rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        start = max(0, size - MAX_READ_BYTES)
+        handle.seek(start)
+        raw = handle.read(MAX_READ_BYTES)
+    lines = raw.split(b"\n")
+    if start > 0:
+        lines = lines[1:]
+    for line in lines:
+        if not line.strip() or len(line) > MAX_LINE_CHARS:
+            continue
+        try:
+            yield json.loads(line)
+        except ValueError:
+            continue
+
+
+def _enabled() -> bool:
+    return os.environ.get(CAPTURE_ENV, "1").strip().lower() not in ("0", "false", "no")
+
+
+def _send(
+    arguments: argparse.Namespace, event: dict[str, Any], learnings: list[Learning], *, seconds: float
+) -> int:
+    """Send the learnings not sent before in this session, as drafts; always 0."""
+    if not learnings:
+        return 0
+    session = event.get("session_id")
+    state = _state_file(session)
+    sent = _read_sent(state)
+    fresh = [learning for learning in learnings if learning.fingerprint not in sent][:MAX_PER_REQUEST]
+    if not fresh:
+        print("memoryhub: already sent for review in this session", file=sys.stderr)
+        return 0
+    source = session[:MAX_SOURCE_SESSION_CHARS] if isinstance(session, str) else ""
+    text = "\n\n".join(learning.as_draft_text() for learning in fresh)
+    try:
+        with MemoryHubApi(load_config(arguments), deadline=time.monotonic() + seconds) as api:
+            answer = api.post("drafts/extract/", {"transcript": text, "source_session": source})
+    except (ApiError, ConfigError) as exc:
+        print(f"memoryhub: {_count(fresh)} not sent for review ({exc})", file=sys.stderr)
+        return 0
+    except Exception as exc:  # a hook never fails the agent
+        print(f"memoryhub: {_count(fresh)} not sent for review ({type(exc).__name__})", file=sys.stderr)
+        return 0
+    _remember(state, sent, [learning.fingerprint for learning in fresh])
+    made = len(answer.get("drafts") or []) if isinstance(answer, dict) else 0
+    print(f"memoryhub: {_count(fresh)} sent for review; {made} new draft(s)", file=sys.stderr)
+    return 0
+
+
+def _count(learnings: list[Learning]) -> str:
+    return "1 learning" if len(learnings) == 1 else f"{len(learnings)} learnings"
+
+
+def _state_file(claude_session_id: Any) -> Path | None:
+    if isinstance(claude_session_id, str) and SAFE_SESSION_ID.match(claude_session_id):
+        return config_dir() / "captured" / f"{SOURCE}-{claude_session_id}.json"
+    return None  # no usable id: nothing remembered, the server's own check still applies
+
+
+def _read_sent(state: Path | None) -> list[str]:
+    if state is None:
+        return []
+    try:
+        sent = json.loads(state.read_text())
+    except (OSError, ValueError):
+        return []
+    return [item for item in sent if isinstance(item, str)] if isinstance(sent, list) else []
+
+
+def _remember(state: Path | None, sent: list[str], fingerprints: list[str]) -> None:
+    if state is None:
+        return
+    kept = [*sent, *fingerprints][-MAX_REMEMBERED:]
+    try:
+        state.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        write_atomically(state, json.dumps(kept).encode(), existed=state.exists())
+    except OSError as exc:
+        print(f"memoryhub: could not remember what was sent: {exc.strerror or exc}", file=sys.stderr)

@@ -1,0 +1,165 @@
+"""The capture rules (memoryhub_client.capture), one rule at a time: pure functions, no
+server. The bench (tests/bench/capture.py) measures them on labelled sessions; these
+pin what each rule does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from memoryhub_client import capture
+from memoryhub_client.capture import (
+    MAX_QUOTE_CHARS,
+    correction_learning,
+    failure_learning,
+    transcript_learnings,
+)
+from tests.linear_time import assert_linear_time
+
+
+def bash_failure(command: str, error: str, **extra: Any) -> Any:
+    return failure_learning("Bash", {"command": command}, error, source="toolu_1", **extra)
+
+
+def test_a_failure_reads_as_the_command_and_the_errors_first_informative_lines() -> None:
+    learning = bash_failure(
+        "make   build",
+        "Exit code 2\n\n    make: *** No rule to make target `build'.\nline two\nline three\nline four",
+    )
+    assert learning is not None
+    assert (
+        learning.text
+        == "`make build` failed: make: *** No rule to make target 'build'. / line two / line three"
+    )
+    assert learning.as_draft_text().startswith("Learning: `make build` failed:")
+    assert (learning.kind, learning.source) == ("error", "toolu_1")
+
+
+@pytest.mark.parametrize(
+    ("tool", "tool_input", "error", "extra"),
+    [
+        ("Bash", {"command": "pytest"}, "Exit code 1\nboom", {"is_interrupt": True}),
+        ("Bash", {"command": "rm -rf x"}, "The user doesn't want to proceed with this tool use.", {}),
+        ("Bash", {"command": "pip install x"}, "ReadTimeoutError: Read timed out.", {}),
+        ("Bash", {"command": "gh api x"}, "HTTP 429: API rate limit exceeded", {}),
+        ("Bash", {"command": "./manage.py migrate"}, "OperationalError: database is locked", {}),
+        ("Read", {"file_path": "/x.py"}, "File does not exist.", {}),
+        ("Edit", {"file_path": "/x.py"}, "String to replace not found in file.", {}),
+        ("Bash", {"command": "grep -rn foo ."}, "Exit code 1", {}),
+        ("Bash", {"command": "cd /repo && cat nope.txt"}, "cat: nope.txt: No such file or directory", {}),
+        ("Bash", {"command": "make"}, "Exit code 2", {}),
+    ],
+    ids=[
+        "interrupt",
+        "declined",
+        "timeout",
+        "rate-limit",
+        "lock",
+        "lookup",
+        "bookkeeping",
+        "probe",
+        "reader",
+        "bare",
+    ],
+)
+def test_failures_that_are_no_learning(tool: str, tool_input: Any, error: str, extra: dict[str, Any]) -> None:
+    assert failure_learning(tool, tool_input, error, **extra) is None
+
+
+def test_one_failure_seen_again_with_other_numbers_has_one_fingerprint() -> None:
+    first = bash_failure("pytest tests/a.py", "E   ImportError at line 12")
+    again = bash_failure("pytest tests/a.py", "E   ImportError at line 14")
+    other = bash_failure("pytest tests/b.py", "E   ImportError at line 12")
+    assert first is not None and again is not None and other is not None
+    assert first.fingerprint == again.fingerprint != other.fingerprint
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "No, we use pnpm here, not npm.",
+        "Nope, the config lives in settings/base.py.",
+        "Wrong branch, we open PRs against develop.",
+        "Never edit the generated client by hand.",
+        "Please stop adding type: ignore comments.",
+        "Use httpx instead of requests in the lambda.",
+        "Right, we only use pnpm in this repo.",
+    ],
+)
+def test_corrections(prompt: str) -> None:
+    learning = correction_learning(prompt)
+    assert learning is not None and learning.text == f'the user corrected the agent: "{prompt}"'
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "no",
+        "No worries, thanks!",
+        "no, that's all",
+        "Should we always use poetry?",
+        "Don't forget to update the docs.",
+        "Actually just run the api tests for now.",
+        "Don't touch the serializers in this change.",
+        "Show it as a bar chart instead of a pie.",
+        "/compact",
+        "<command-name>/clear</command-name>",
+        "Add a CSV export to the orders page.",
+    ],
+)
+def test_not_corrections(prompt: str) -> None:
+    assert correction_learning(prompt) is None
+
+
+def test_a_long_correction_is_quoted_in_part() -> None:
+    learning = correction_learning("No, " + "we keep the old importer " * 40)
+    assert learning is not None
+    assert len(learning.text) < MAX_QUOTE_CHARS + 40 and learning.text.endswith('…"')
+
+
+def record(role: str, content: Any) -> dict[str, Any]:
+    return {"type": role, "message": {"role": role, "content": content}}
+
+
+def call(call_id: str, command: str) -> dict[str, Any]:
+    return record(
+        "assistant", [{"type": "tool_use", "id": call_id, "name": "Bash", "input": {"command": command}}]
+    )
+
+
+def result(call_id: str, content: str, *, failed: bool) -> dict[str, Any]:
+    part = {"type": "tool_result", "tool_use_id": call_id, "content": content}
+    return record("user", [{**part, "is_error": True} if failed else part])
+
+
+def test_a_transcript_names_the_fix_and_leaves_a_flake_out() -> None:
+    records = [
+        record("user", "Run the tests."),
+        call("a", "npm test"),
+        result("a", "Error: ENOSPC: file watchers", failed=True),
+        call("b", "npm test -- --runInBand"),
+        result("b", "40 passed", failed=False),
+        call("c", "make deploy"),
+        result("c", "Error: cluster unreachable", failed=True),
+        call("d", "make deploy"),
+        result("d", "deployed", failed=False),
+        {"type": "summary", "summary": "No, never do this."},
+        record("user", "No, never run the whole suite, it takes ten minutes."),
+    ]
+    found = transcript_learnings(records)
+    assert [(learning.source, learning.text) for learning in found] == [
+        ("a", "`npm test` failed: Error: ENOSPC: file watchers; then `npm test -- --runInBand` worked"),
+        ("prompt:1", 'the user corrected the agent: "No, never run the whole suite, it takes ten minutes."'),
+    ]
+
+
+@pytest.mark.parametrize("name", ["_DECLINED", "_TRANSIENT", "_EXIT_STATUS", "_RULE_SENTENCE", "_ONE_OFF"])
+def test_each_pattern_takes_time_linear_in_the_text(name: str) -> None:
+    # The hooks bound what they scan (MAX_SCAN_CHARS); the patterns stay linear regardless.
+    pattern = getattr(capture, name)
+
+    def text(size: int) -> str:
+        return ("we use it instead of not use " * (size // 29 + 1))[:size]
+
+    assert_linear_time(pattern.search, text, 256 * 1024)
