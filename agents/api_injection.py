@@ -151,6 +151,7 @@ class InjectionCountsSerializer(serializers.Serializer):
     )
     included = serializers.IntegerField()
     included_relevant = serializers.IntegerField()
+    included_facts = serializers.IntegerField(help_text="Facts in the block's Facts section.")
     left_out_cap = serializers.IntegerField()
     left_out_budget = serializers.IntegerField()
     left_out_unlisted = serializers.IntegerField(
@@ -211,6 +212,7 @@ def injection_payload(result: injection.Injection, output_format: str) -> dict[s
             "candidates": result.candidates,
             "included": len(result.included),
             "included_relevant": sum(1 for e in result.included if e.section == "relevant"),
+            "included_facts": len(result.facts),
             "left_out_cap": result.count_left_out("cap"),
             "left_out_budget": result.count_left_out("budget"),
             "left_out_unlisted": result.left_out_unlisted,

@@ -13,12 +13,13 @@ from typing import Any
 from django import forms
 
 from core.errors import DomainError
+from memories.facts.inputs import DOMAIN_PATTERN, SCOPE_PATTERN
 from memories.models import MAX_NOTE_LENGTH
 from memories.types import MemoryType
 from memories.writes import MAX_REASON_LENGTH, SOFT_SUPERSEDE_REASON
 from search.selectors import MAX_QUERY_CHARS, MAX_RESULTS
 from teams.models import AgentToken, Membership
-from teams.validators import validate_key
+from teams.validators import KEY_PATTERN, validate_key
 
 TYPE_CHOICES = [(t.value, t.label) for t in MemoryType]
 STATE_CHOICES = [
@@ -290,3 +291,17 @@ def parse_version(value: str | None) -> uuid.UUID | None:
         return uuid.UUID(value) if value else None
     except ValueError:
         return None
+
+
+class FactFilterForm(AccessibleForm):
+    """The facts page's filters, checked as the API checks `GET facts/`'s."""
+
+    entity = forms.RegexField(regex=KEY_PATTERN, label="Entity", required=False, max_length=200)
+    domain = forms.RegexField(regex=DOMAIN_PATTERN, label="Domain", required=False, max_length=50)
+    scope = forms.RegexField(
+        regex=SCOPE_PATTERN,
+        label="Scope",
+        required=False,
+        max_length=205,
+        help_text="team, project:<name> or user:<username>",
+    )

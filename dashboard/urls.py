@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from dashboard.views import accounts, daily_log, memories, pages, review, team_admin, team_settings
+from dashboard.views import accounts, daily_log, facts, memories, pages, review, team_admin, team_settings
 
 app_name = "dashboard"
 
@@ -45,6 +45,8 @@ urlpatterns = [
     path(team + "memories/<str:key>/unsupersede/", memories.memory_unsupersede, name="memory_unsupersede"),
     path(team + "memories/<str:key>/annotate/", memories.memory_annotate, name="memory_annotate"),
     path(team + "memories/<str:key>/rate/", memories.memory_rate, name="memory_rate"),
+    path(team + "facts/", facts.fact_list, name="facts"),
+    path(team + "facts/<str:entity>/<str:key>/reveal/", facts.fact_reveal, name="fact_reveal"),
     path(team + "vault/", team_admin.vault, name="vault"),
     path(team + "vault/<str:key>/rotate/", team_admin.vault_rotate, name="vault_rotate"),
     path(team + "vault/<str:key>/delete/", team_admin.vault_delete, name="vault_delete"),

@@ -148,6 +148,11 @@ class ImportReportSerializer(serializers.Serializer[dict[str, Any]]):
         help_text="Vault entries of the file: `created`, `replaced`, `unchanged`, `skipped` (left as they "
         "were, or not opened: no passphrase was sent).",
     )
+    facts = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text="Facts of the file, by entity and key: `created`, `superseded`, `unchanged`, `skipped`, "
+        "and `versions_written`.",
+    )
     # Moved off the class by the serializer's metaclass, as ErrorSerializer's `fields`.
     errors = ImportLineErrorSerializer(many=True, help_text="Bad lines, skipped.")  # type: ignore[assignment]
     keys = serializers.DictField(child=serializers.CharField(), help_text="What happened to each key.")

@@ -4,7 +4,8 @@ The records, in order: one header (format and version), every memory version (by
 then oldest first: each key's history reads top to bottom, with every field a version
 has: its supersede chain, deletions and archives with their times, votes, reads,
 anchor, confirmation time, skills and learnings, which are memories carrying
-`skill_trigger` or `metadata.learning`), every note, every confirmation, and a trailer
+`skill_trigger` or `metadata.learning`), every note, every confirmation, every version of every fact
+(memories.facts.transfer), and a trailer
 with the counts, so a reader can tell a complete file from one cut short. An import
 (memories.writes.importing) into an empty team reproduces the team from it. The vault is
 left out, unless the export is given a passphrase seal (an admin's `with_vault`): then
@@ -24,16 +25,17 @@ from typing import Any
 
 from django.utils import timezone
 
+from memories.facts.transfer import fact_records
 from memories.models import Annotation, Confirmation, Memory, MemoryState
 from teams.models import Team, VaultEntry
 from teams.selectors import reveal_vault_value
 from teams.vault_crypto import PassphraseSeal
 
 EXPORT_FORMAT = "memoryhub-export"
-# Version 2 added anchors, confirmations, `last_confirmed_at` and reads; a version 1 file
-# still imports (what it lacks takes its default).
-EXPORT_VERSION = 2
-READABLE_VERSIONS = frozenset({1, 2})
+# Version 2 added anchors, confirmations, `last_confirmed_at` and reads; version 3, facts.
+# An older file still imports (what it lacks takes its default).
+EXPORT_VERSION = 3
+READABLE_VERSIONS = frozenset({1, 2, 3})
 ROWS_PER_FETCH = 1000
 
 MEMORY_FIELDS = (
@@ -111,11 +113,16 @@ def export_records(*, team: Team, vault_seal: PassphraseSeal | None = None) -> I
             "note": note,
             "confirmed_at": _time(confirmed_at),
         }
+    facts = 0
+    for record in fact_records(team=team):
+        facts += 1
+        yield record
     trailer: dict[str, Any] = {
         "record": "end",
         "memories": memories,
         "annotations": annotations,
         "confirmations": confirmations,
+        "facts": facts,
     }
     if vault_seal is not None:
         trailer["vault"] = 0

@@ -348,3 +348,7 @@ class Confirmation(models.Model):
 
     def __str__(self) -> str:
         return f"confirmation of {self.memory_id} by {self.confirmed_by}"
+
+
+# Facts live in their own package; their model is the app's like these.
+from memories.facts.models import Fact  # noqa: E402,F401

@@ -281,7 +281,7 @@ def import_batches(raw: bytes, batch_bytes: int = 0) -> list[ImportBatch]:
     default), each led by the file's header. A key's versions, notes and confirmations
     always go together, with the keys whose versions name each other's (a longer
     duplicate saved under another key, an unsupersede that gave another key its entry
-    back), and the vault with the first batch; a group bigger than a batch goes alone
+    back), a fact's versions too, and the vault with the first batch; a group bigger than a batch goes alone
     (and the server reports it too large). Lines that do not parse go with the first
     batch, so the server reports them with their number."""
     batch_bytes = batch_bytes or DEFAULT_BATCH_BYTES
@@ -319,6 +319,9 @@ def import_batches(raw: bytes, batch_bytes: int = 0) -> list[ImportBatch]:
         elif record is not None and record.get("record") in ("annotation", "confirmation"):
             key = key_of_id.get(str(record.get("memory")))
         group = "" if key is None else "key:" + together.root(key)
+        if record is not None and record.get("record") == "fact":
+            # A fact's versions go together, apart from the memories' keys.
+            group = f"fact:{record.get('entity')}\n{record.get('key')}"
         groups.setdefault(group, []).append((number, line))
     batches: list[ImportBatch] = []
     body: list[bytes] = [header]

@@ -182,6 +182,8 @@ class InjectionCounts(TypedDict):
     candidates: int
     included: int
     included_relevant: int
+    # Facts in the block's Facts section.
+    included_facts: int
     left_out_cap: int
     left_out_budget: int
     # Left out and counted above, but not listed: past the first max_entries + 50 entries of the order.

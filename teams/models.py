@@ -213,6 +213,7 @@ class AuditEvent(models.Model):
         VAULT_REVEAL = "vault.reveal"
         VAULT_SET = "vault.set"
         VAULT_DELETE = "vault.delete"
+        FACT_REVEAL = "fact.reveal"
         TOKEN_CREATE = "token.create"  # noqa: S105 (an action name)
         TOKEN_REVOKE = "token.revoke"  # noqa: S105 (an action name)
         MEMBER_ADD = "member.add"

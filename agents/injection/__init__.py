@@ -18,6 +18,9 @@ What goes in, in this order (the *rank*):
 6. active `context` entries, newest first (decisions before context: what the team
    settled outranks what is merely going on, as the seed orders them).
 
+The team's `normal` facts go in a section of their own right after identity, one line
+each, within at most a quarter of the budget (agents.injection.facts; docs/facts.md).
+
 Other `reference` and `historical` entries are not injected: they are looked up
 through search when needed. With a query, a "relevant" section adds the best search results
 (any type, active only) that are not in already.
@@ -39,6 +42,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from agents.injection.entries import InjectionEntry, LeftOutReason
+from agents.injection.facts import FACT_BUDGET_SHARE, InjectedFact, fit_facts, injectable_facts, render_facts
 from agents.injection.fitting import fit_ranked, limit_warnings
 from agents.injection.ranking import SKILL_GROUP, ranked_rows
 from agents.injection.relevant import add_relevant
@@ -76,6 +80,7 @@ class Injection:
     warnings: list[str] = field(default_factory=list)
     review: list[ReviewItem] = field(default_factory=list)
     sessions: list[OtherSession] = field(default_factory=list)
+    facts: list[InjectedFact] = field(default_factory=list)
 
     def count_left_out(self, reason: LeftOutReason) -> int:
         listed = sum(1 for entry in self.left_out if entry.reason == reason)
@@ -105,7 +110,13 @@ def build_injection(
     candidates = rows[0].total if rows else 0
     # Every text that goes into the block is scrubbed on the way (entry_from, review).
     secrets = team_secret_matcher(team_id=team.id)
-    fit = fit_ranked(rows, cap=cap, budget=budget, secrets=secrets)
+    # Facts come right after identity: what they would take of their share is held back
+    # from the walk, then given to them from what identity and the walk left.
+    candidate_facts = injectable_facts(team=team, project=project, secrets=secrets)
+    _, reserved = fit_facts(candidate_facts, budget=budget // FACT_BUDGET_SHARE)
+    fit = fit_ranked(rows, cap=cap, budget=budget - reserved, secrets=secrets)
+    facts, facts_tokens = fit_facts(candidate_facts, budget=min(reserved, budget - fit.used))
+    fit.used += facts_tokens
     unlisted = candidates - len(rows)
     unlisted_reason: LeftOutReason = "cap" if len(fit.included) >= cap else "budget"
     has_skills = any(row.grp == SKILL_GROUP for row in rows)
@@ -133,7 +144,7 @@ def build_injection(
         search_mode = relevant.search_mode
         warnings.extend(relevant.warnings)
         unlisted -= relevant.unlisted_taken
-    if not fit.included:
+    if not fit.included and not facts:
         fit.used += tokens_of(EMPTY_NOTE)
     review, review_tokens = review_items(
         team=team, project=project, budget_left=budget - fit.used, secrets=secrets
@@ -146,8 +157,9 @@ def build_injection(
             team=team, project=project, exclude=reader_session, budget_left=budget - fit.used, secrets=secrets
         )
         fit.used += sessions_tokens
-    rendered = render_injection(fit.included)
+    rendered = render_injection(fit.included, render_facts(facts))
     return Injection(
+        facts=facts,
         text=rendered
         + ("\n" + render_review(review) if review else "")
         + ("\n" + sessions_text if sessions_text else ""),

@@ -35,12 +35,15 @@ def render_block(entry: InjectionEntry) -> str:
     return f"{_entry_prefix(entry)} {body}"
 
 
-def render_injection(included: list[InjectionEntry]) -> str:
-    """The markdown block: the title, then each section with entries under its heading."""
+def render_injection(included: list[InjectionEntry], facts: list[str] | None = None) -> str:
+    """The markdown block: the title, then each section with entries under its heading;
+    `facts` (the facts section's rendered parts) right after identity."""
     parts = [TITLE]
-    if not included:
+    if not included and not facts:
         parts.append(EMPTY_NOTE)
     for section in SECTION_HEADINGS:
+        if section == PINNED_SECTION and facts:
+            parts.extend(facts)
         entries = [
             e
             for e in included

@@ -37,6 +37,7 @@ from core.api_errors import (
     error_body,
     is_database_unavailable,
 )
+from memories.facts.serializers import fact_error_extra
 from memories.serializers import memory_error_extra
 from teams.authentication import agent_actor
 from teams.calls import AgentCall
@@ -262,7 +263,7 @@ class _ToolView:
         self.required_scopes = {self.action: tool.scope}
 
     def serialize_error_extra(self, name: str, value: Any) -> Any:
-        return memory_error_extra(name, value)
+        return fact_error_extra(name, memory_error_extra(name, value))
 
 
 def _run(tool: Tool, request: Request, arguments: dict[str, Any]) -> tuple[dict[str, Any], bool]:

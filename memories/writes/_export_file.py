@@ -110,6 +110,8 @@ class ParsedFile:
     header: dict[str, Any] = field(default_factory=dict)
     keys: dict[str, list[MemoryLine]] = field(default_factory=dict)
     vault: list[VaultLine] = field(default_factory=list)
+    # Fact records, checked when they are applied (memories.facts.transfer).
+    facts: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     errors: list[LineError] = field(default_factory=list)
 
     def key_groups(self) -> list[list[str]]:
@@ -167,6 +169,8 @@ def parse_export(raw: bytes) -> ParsedFile:
                 attached.append((number, record))
             elif kind == "vault":
                 parsed.vault.append(_vault_line(number, record))
+            elif kind == "fact":
+                parsed.facts.append((number, record))
             elif kind not in ("end", "header"):
                 raise BadLine("invalid", f"unknown record {str(kind)[:40]!r}")
         except BadLine as bad:

@@ -48,6 +48,7 @@ from django.db import DataError, IntegrityError, transaction
 
 from core.errors import DomainError, InvalidInput
 from memories import hooks
+from memories.facts.transfer import FactImport, import_facts
 from memories.feedback import checked_note
 from memories.models import Annotation, Confirmation, Memory, MemoryState
 from memories.writes._export_file import (
@@ -91,6 +92,7 @@ class ImportReport:
     errors: list[LineError] = field(default_factory=list)
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     vault: Counter[str] = field(default_factory=Counter)
+    facts: FactImport = field(default_factory=FactImport)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -99,6 +101,7 @@ class ImportReport:
             "versions_written": self.versions_written,
             "notes_written": self.notes_written,
             "vault": {outcome: self.vault[outcome] for outcome in VAULT_OUTCOMES},
+            "facts": self.facts.as_dict(),
             "errors": [error.as_dict() for error in self.errors],
             "keys": dict(sorted(self.outcomes.items())),
         }
@@ -168,6 +171,15 @@ def import_export(
         new_keys.flush()
         if existing.written:
             hooks.memories_written.call(team_id=team.id, memory_ids=existing.written)
+        source_team = parsed.header.get("team")
+        report.facts = import_facts(
+            team=team,
+            records=parsed.facts,
+            source_team=source_team if isinstance(source_team, str) else "",
+            actor=actor,
+            skip_existing=skip_existing,
+        )
+        report.errors += [LineError(line, error, detail) for line, error, detail in report.facts.errors]
         if strict and report.errors:
             raise _refused(report)
         if dry_run:

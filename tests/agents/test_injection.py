@@ -188,6 +188,7 @@ def test_the_entry_cap_leaves_the_rest_out_with_reason_cap(team: Team, member: A
         "candidates": 5,
         "included": 2,
         "included_relevant": 0,
+        "included_facts": 0,
         "left_out_cap": 3,
         "left_out_budget": 0,
         "left_out_unlisted": 0,
@@ -447,10 +448,10 @@ def test_the_selector_reads_the_entries_in_one_query_and_the_nudges_in_one_more(
     mixed: None, team: Team, django_assert_num_queries: Any
 ) -> None:
     # The third: the vault's stamp, for the scrub of every injected text (the matcher is
-    # cached per team while the vault does not change).
+    # cached per team while the vault does not change); the fourth, the facts.
     with team_scope(team.id):
         team_secret_matcher(team_id=team.id)
-    with team_scope(team.id), django_assert_num_queries(3):
+    with team_scope(team.id), django_assert_num_queries(4):
         result = build_injection(team=team, max_entries=3)
 
     assert len(result.included) == 3 and len(result.left_out) == 5

@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver, resolve
 
+from memories.facts.models import Fact
+from memories.facts.services import set_fact
 from memories.models import Memory
 from teams.models import VaultEntry
 from teams.scope import team_scope
@@ -19,6 +21,8 @@ ALPHA_MARKERS = [
     "launch on the ninth",  # memory content
     "alpha-vault-3",  # vault key
     "vault-value-ninety",  # vault value
+    "alpha-entity-5",  # fact entity
+    "fact-value-eleven",  # fact value
 ]
 
 # (method, path under /api/v1/teams/<team>/, body)
@@ -81,6 +85,12 @@ ENDPOINTS = [
     ("get", "anchors/", None),
     ("get", "anchors/checks/", None),
     ("post", "anchors/report/", {"results": [{"key": "alpha-plan-7", "exists": False}]}),
+    ("get", "facts/", None),
+    ("get", "facts/alpha-entity-5/", None),
+    ("get", "facts/alpha-entity-5/provider/", None),
+    ("put", "facts/alpha-entity-5/provider/", {"value": "overwritten", "reason": "take over"}),
+    ("delete", "facts/alpha-entity-5/provider/", None),
+    ("get", "facts/alpha-entity-5/provider/history/", None),
 ]
 
 
@@ -104,6 +114,9 @@ def alpha_data(member: Agent) -> None:
             is_secret=False,
             actor="t",
         )
+        set_fact(
+            team=member.team, entity="alpha-entity-5", key="provider", value="fact-value-eleven", actor="t"
+        )
 
 
 def assert_alpha_untouched(member: Agent) -> None:
@@ -112,6 +125,9 @@ def assert_alpha_untouched(member: Agent) -> None:
         vault = VaultEntry.objects.get(team=member.team, key="alpha-vault-3")
     assert memory.is_active and memory.content == "launch on the ninth"
     assert vault.value == "vault-value-ninety"
+    with operator_view():
+        fact = Fact.objects.get(team=member.team, entity="alpha-entity-5", is_active=True)
+    assert fact.value == "fact-value-eleven"
 
 
 def assert_no_alpha_bytes(body: bytes) -> None:
@@ -174,7 +190,7 @@ def test_outsider_using_alpha_keys_in_own_team_gets_404_and_nothing_of_alpha(
 
 
 def test_outsider_lists_show_nothing_of_alpha(alpha_data: None, outsider: Agent) -> None:
-    for path in ("memories/", "vault/"):
+    for path in ("memories/", "vault/", "facts/"):
         response = outsider.client.get(outsider.url(path))
         assert response.status_code == 200
         assert response.json()["results"] == []

@@ -69,6 +69,9 @@ ENDPOINTS = [
     Endpoint("memory_unsupersede", "POST", "member", {"reason": "outsider wants the old one"}),
     Endpoint("memory_annotate", "POST", "member", {"note": "outsider note"}),
     Endpoint("memory_rate", "POST", "member", {"direction": "down"}),
+    Endpoint("facts", "GET", "viewer"),
+    Endpoint("facts", "GET", "viewer", {"entity": "bravo-launch-plan"}),
+    Endpoint("fact_reveal", "POST", "member", {}),
     Endpoint("vault", "GET", "viewer"),
     Endpoint("vault", "POST", "admin", {"key": "intruder-key", "value": "x", "is_secret": "on"}),
     Endpoint("vault_rotate", "GET", "admin"),
@@ -119,6 +122,10 @@ def url_of(name: str, slug: str, targets: TeamTargets) -> str:
         kwargs["key"] = targets.memory_key
     elif name.startswith("vault_"):
         kwargs["key"] = targets.vault_key
+    elif name == "fact_reveal":
+        # No fact needed: outsiders and viewers are stopped before it is looked up
+        # (tests/dashboard/test_facts_page.py reveals real ones).
+        kwargs["entity"], kwargs["key"] = targets.memory_key, targets.vault_key
     elif name == "token_revoke":
         kwargs["token_id"] = targets.token_id
     elif name.startswith("member_"):

@@ -15,6 +15,8 @@ from django.utils import timezone
 
 from agents.mcp.tools import TOOLS
 from freshness.models import Draft, DraftState, Nudge, NudgeKind, NudgeState
+from memories.facts.models import Fact
+from memories.facts.services import set_fact
 from memories.models import Memory
 from memories.writes import save_memory
 from teams.models import AgentToken, Team, VaultEntry
@@ -116,6 +118,7 @@ WRITE_CALLS = [
     ("nudge_resolve", {"nudge_id": "00000000-0000-4000-8000-000000000004", "action": "dismiss"}),
     ("drafts_extract", {"transcript": "We decided to use Paddle."}),
     ("draft_review", {"draft_id": "00000000-0000-4000-8000-000000000005", "action": "reject"}),
+    ("fact_set", {"entity": "e", "key": "k", "value": "v"}),
 ]
 
 
@@ -139,7 +142,9 @@ def test_a_read_token_cannot_write_and_only_admin_sets_the_vault(mcp_server: Ser
 
 # What only bravo's rows hold (alpha names bravo's keys itself, and may see them echoed
 # in its own entries): the content, the vault value, the session's task and agent.
-BRAVO_MARKERS = ["zebra-quartz-1729", "bravo-vault-value-77", "bravo-task-31", "bravo-runner-55"]
+BRAVO_MARKERS = [
+    "zebra-quartz-1729", "bravo-vault-value-77", "bravo-task-31", "bravo-runner-55", "bravo-fact-value-42",
+]  # fmt: skip
 
 # Every tool, called by alpha's token with bravo's keys, ids and names ({version} and
 # {session} are bravo's real ids): nothing of bravo may come back.
@@ -170,6 +175,8 @@ CROSS_TEAM_CALLS: dict[str, dict[str, Any]] = {
     "drafts_extract": {"transcript": "We decided to use zebra tooling.", "source_session": "bravo-session"},
     "drafts_list": {"state": "all"},
     "draft_review": {"draft_id": "{draft}", "action": "accept"},
+    "fact_set": {"entity": "bravo-entity", "key": "provider", "value": "alpha's own", "reason": "take over"},
+    "fact_get": {"entity": "bravo-entity", "key": "provider"},
 }
 MUST_NOT_FIND = {
     "memory_get",
@@ -184,6 +191,7 @@ MUST_NOT_FIND = {
     "memory_confirm",
     "nudge_resolve",
     "draft_review",
+    "fact_get",
 }
 
 
@@ -220,12 +228,17 @@ def test_another_teams_token_gets_nothing_of_the_team_from_any_tool(
         draft = Draft.objects.create(team=other_team, type="decision", key="mem:bravo-draft",
                                      content="We decided zebra-quartz-1729 is the code word.",
                                      extractor="rules", source_session="bravo-task-31")  # fmt: skip
+        set_fact(
+            team=other_team, entity="bravo-entity", key="provider", value="bravo-fact-value-42", actor="bravo"
+        )
     alpha = make_agent(team, "alpha-admin", ["read", "write", "admin"]).token
     ids = {"{version}": str(saved.memory.id), "{session}": str(session.id), "{nudge}": str(nudge.id),
            "{draft}": str(draft.id)}  # fmt: skip
-    # memory_save and memory_save_batch last: they create alpha's own entry under bravo's
-    # key, which alpha's other calls would then find.
-    order = sorted(CROSS_TEAM_CALLS, key=lambda name: name in ("memory_save", "memory_save_batch"))
+    # memory_save, memory_save_batch and fact_set last: they create alpha's own entry under
+    # bravo's key, which alpha's other calls would then find.
+    order = sorted(
+        CROSS_TEAM_CALLS, key=lambda name: name in ("memory_save", "memory_save_batch", "fact_set")
+    )
     calls = [
         (name, {k: ids.get(v, v) if isinstance(v, str) else v for k, v in CROSS_TEAM_CALLS[name].items()})
         for name in order
@@ -252,6 +265,7 @@ def test_another_teams_token_gets_nothing_of_the_team_from_any_tool(
         assert draft.state == DraftState.PENDING
         assert not Draft.objects.filter(team=team, content__contains="zebra-quartz").exists()
         assert bravo.last_confirmed_at == bravo.created_at
+        assert Fact.objects.get(team=other_team, is_active=True).value == "bravo-fact-value-42"
 
 
 def test_a_body_over_the_limit_is_refused_in_the_error_shape(mcp_server: Server, team: Team) -> None:
@@ -283,3 +297,35 @@ def test_plain_http_is_redirected_to_https_where_the_site_is_https_only(settings
     status, body, headers = admit(environ) or (0, {}, [])
     assert status == 308 and body["error"] == "https_required"
     assert headers == [("Location", "https://testserver/mcp/?x=1")]
+
+
+def test_fact_tools_set_and_read_and_hide_high_facts_from_read_only_tokens(
+    mcp_server: Server, team: Team
+) -> None:
+    writer = make_agent(team, "fact-writer", ["read", "write"]).token
+    reader = make_agent(team, "fact-reader", ["read"]).token
+    [(error, created), (_, high), (refused_error, refused), (_, entity)] = call_all(
+        mcp_server,
+        writer,
+        [
+            ("fact_set", {"entity": "acme", "key": "provider", "value": "Paddle", "domains": ["payments"]}),
+            ("fact_set", {"entity": "acme", "key": "iban", "value": "DE89-3704", "sensitivity": "high"}),
+            ("fact_set", {"entity": "acme", "key": "provider", "value": "Stripe"}),
+            ("fact_get", {"entity": "acme"}),
+        ],
+    )
+    assert not error and created["outcome"] == "created" and high["sensitivity"] == "high"
+    assert refused_error and refused["error"] == "conflict" and refused["current"]["value"] == "Paddle"
+    assert [f["key"] for f in entity["facts"]] == ["iban", "provider"]
+    [(_, one), (hidden_error, hidden), (_, listed)] = call_all(
+        mcp_server,
+        reader,
+        [
+            ("fact_get", {"entity": "acme", "key": "provider"}),
+            ("fact_get", {"entity": "acme", "key": "iban"}),
+            ("fact_get", {"entity": "acme"}),
+        ],
+    )
+    assert one["value"] == "Paddle"
+    assert hidden_error and hidden["error"] == "not_found" and "DE89" not in json.dumps(hidden)
+    assert [f["key"] for f in listed["facts"]] == ["provider"]

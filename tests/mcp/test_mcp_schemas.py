@@ -40,9 +40,11 @@ REST: dict[str, list[tuple[str, str]]] = {
     "drafts_extract": [("post", "drafts/extract/")],
     "drafts_list": [("get", "drafts/")],
     "draft_review": [("post", "drafts/{id}/accept/"), ("post", "drafts/{id}/merge/")],
+    "fact_set": [("put", "facts/{entity}/{key}/")],
+    "fact_get": [("get", "facts/{entity}/{key}/"), ("get", "facts/{entity}/")],
 }
 # What REST has in the URL's path, MCP has in the arguments.
-IN_PATH = {"key", "name", "session_id", "nudge_id", "draft_id"}
+IN_PATH = {"key", "name", "session_id", "nudge_id", "draft_id", "entity"}
 # A page by cursor (REST pages by links, 50 a page; a tool's answer goes into a model's context).
 PAGE = {"limit", "cursor"}
 MCP_ONLY: dict[str, set[str]] = {

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 READ_ONLY = {
     "memory_search", "memory_get", "memory_list", "memory_history", "memory_context", "skill_get", "memory_nudges",
-    "drafts_list", "session_list",
+    "drafts_list", "session_list", "fact_get",
 }  # fmt: skip
 DESTRUCTIVE = {"memory_delete", "vault_set", "nudge_resolve", "draft_review"}
 
@@ -83,6 +83,7 @@ def test_the_tool_list_names_every_tool_with_its_schema_and_annotations(
         "memory_context", "session_boot", "session_heartbeat", "session_end", "session_list", "memory_unsupersede",
         "memory_rate", "memory_annotate", "learning_record", "skill_get", "vault_set",
         "memory_confirm", "memory_nudges", "nudge_resolve", "drafts_extract", "drafts_list", "draft_review",
+        "fact_set", "fact_get",
     }  # fmt: skip
     for name, tool in listed.items():
         assert tool.description and len(tool.description) > 80, name

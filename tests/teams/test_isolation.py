@@ -14,6 +14,7 @@ from django.db import connection, models, transaction
 from agents.sessions import boot_session
 from freshness.models import AnchorCheck, AnchorCheckSource, Draft, Nudge, NudgeKind
 from memories import writes
+from memories.facts.services import set_fact
 from memories.feedback import annotate_memory
 from search.models import Chunk, ChunkEmbedding, EmbeddingCache
 from teams import services
@@ -45,6 +46,7 @@ KNOWN_TEAM_TABLES = {
     "freshness_nudge",
     "memories_annotation",
     "memories_confirmation",
+    "memories_fact",
     "memories_memory",
     "search_chunk",
     "search_chunkembedding",
@@ -79,6 +81,7 @@ def fill(team: Team, label: str) -> None:
         ).memory
         annotate_memory(team=team, key=f"{label}-key", note=f"{label} annotation", created_by=label)
         writes.confirm_memory(team=team, key=f"{label}-key", confirmed_by=label)
+        set_fact(team=team, entity=f"{label}-entity", key="provider", value=f"{label} value", actor=label)
         Nudge.objects.create(team=team, kind=NudgeKind.DUE, memory=memory, message=f"{label} nudge")
         AnchorCheck.objects.create(
             team=team, memory=memory, source=AnchorCheckSource.SERVER, checked_at=memory.created_at, ok=True

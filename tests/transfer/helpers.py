@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 from memories import feedback, writes
+from memories.facts.services import delete_fact, set_fact
 from memories.hooks import DuplicateMatch
 from memories.learnings import record_learning
 from memories.models import Memory
@@ -168,3 +170,20 @@ def seed_every_field(team: Team) -> None:
         active = Memory.objects.filter(team=team, is_active=True).order_by("key")
         feedback.record_access(team=team, memory_ids=[row.id for row in active[:3]])
         feedback.record_access(team=team, memory_ids=[active[0].id])
+        seed_facts(team)
+
+
+def seed_facts(team: Team) -> None:
+    """Facts with every field: a value superseded with a reason, then given new attributes,
+    a deleted one, a `high` one, scopes, domains, a session and a source draft."""
+    set_fact(team=team, entity="project-alpha", key="payments.provider", value="Paddle", actor="ann",
+             session="s-1", scope="project:alpha", domains=["payments"], confidence=0.7)  # fmt: skip
+    set_fact(team=team, entity="project-alpha", key="payments.provider", value="Stripe", actor="bob",
+             reason="switched in March")  # fmt: skip
+    set_fact(team=team, entity="project-alpha", key="payments.provider", value="Stripe", actor="bob",
+             domains=["billing", "payments"], confidence=0.95)  # fmt: skip
+    set_fact(team=team, entity="acme", key="iban", value="DE89-3704", actor="cat", sensitivity="high",
+             source_draft=uuid.UUID("00000000-0000-4000-8000-00000000000a"))  # fmt: skip
+    set_fact(team=team, entity="ann", key="editor", value="vim", actor="ann", scope="user:ann")
+    set_fact(team=team, entity="old", key="host", value="box-1", actor="ann")
+    delete_fact(team=team, entity="old", key="host", actor="dan")

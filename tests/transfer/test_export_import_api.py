@@ -84,6 +84,7 @@ def test_export_is_json_lines_with_a_versioned_header_every_version_and_a_traile
         "memories": len(memories),
         "annotations": len(notes),
         "confirmations": len(confirmations),
+        "facts": 0,
     }
     deploy = [r for r in memories if r["key"] == "deploy-steps"]
     assert [r["state"] for r in deploy] == ["superseded", "superseded", "active"]
@@ -483,7 +484,13 @@ def test_the_export_is_streamed_from_a_server_side_cursor(team: Team, admin_memb
     assert len(first.splitlines()) < 2500
     lines = (first + rest).decode().splitlines()
     assert len(lines) == 2500 + 2
-    assert json.loads(lines[-1]) == {"record": "end", "memories": 2500, "annotations": 0, "confirmations": 0}
+    assert json.loads(lines[-1]) == {
+        "record": "end",
+        "memories": 2500,
+        "annotations": 0,
+        "confirmations": 0,
+        "facts": 0,
+    }
 
 
 def test_imported_memories_are_scrubbed_like_every_write(team: Team, admin_member: Agent) -> None:

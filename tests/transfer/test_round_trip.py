@@ -18,6 +18,7 @@ import pytest
 from django.db import models
 from django.utils.dateparse import parse_datetime
 
+from memories.facts.models import Fact
 from memories.models import Annotation, Confirmation, Memory
 from teams.models import Team
 from tests.conftest import Agent, make_agent, operator_view
@@ -102,6 +103,31 @@ MARKDOWN_NOT_CARRIED = {
 }
 
 
+# Facts (docs/facts.md, "Export and import"): compared as they are.
+FACT_CARRIED = {
+    "entity",
+    "key",
+    "value",
+    "scope",
+    "domains",
+    "sensitivity",
+    "confidence",
+    "is_active",
+    "deleted_at",
+    "supersede_reason",
+    "session",
+    "source_draft",
+    "created_at",
+}
+FACT_LINKS = {"supersedes", "successors"}
+# The importer writes every version; what the file said is compared in imported_from.
+FACT_ATTRIBUTED = {"updated_by", "deleted_by", "imported_from"}
+FACT_EXCLUDED = {
+    "id": "a new primary key in the importing team; links are compared as places in the history",
+    "team": "the importing team",
+}
+
+
 def model_fields(model: type[models.Model]) -> set[str]:
     return {field.name for field in model._meta.get_fields()}
 
@@ -115,6 +141,45 @@ def test_every_field_is_compared_or_excluded_with_a_reason() -> None:
     assert model_fields(Annotation) == ANNOTATION_FIELDS | set(RELATED_EXCLUDED)
     assert model_fields(Confirmation) == CONFIRMATION_FIELDS | set(RELATED_EXCLUDED)
     assert set(MARKDOWN_NOT_CARRIED) <= model_fields(Memory)
+    assert model_fields(Fact) == FACT_CARRIED | FACT_LINKS | FACT_ATTRIBUTED | set(FACT_EXCLUDED)
+
+
+def fact_versions(team: Team) -> list[Fact]:
+    with operator_view():
+        return list(
+            Fact.objects.filter(team=team)
+            .prefetch_related("successors")
+            .order_by("entity", "key", "created_at")
+        )
+
+
+def fact_differences(source: list[Fact], copy: list[Fact], *, importer: str, team: str) -> list[str]:
+    """Field by field, links as places, and every version the importer's with the file's
+    author and time in imported_from."""
+    places = [
+        {row.id: f"{row.entity}/{row.key}#{n}" for n, row in enumerate(rows)} for rows in (source, copy)
+    ]
+    found = []
+    for mine, theirs in zip(source, copy, strict=True):
+        where = f"{mine.entity}/{mine.key} ({mine.created_at.isoformat()})"
+        for name in sorted(FACT_CARRIED):
+            if getattr(mine, name) != getattr(theirs, name):
+                found.append(f"{where}: {name}: {getattr(mine, name)!r} != {getattr(theirs, name)!r}")
+        if places[0].get(mine.supersedes_id) != places[1].get(theirs.supersedes_id):
+            found.append(f"{where}: supersedes")
+        if sorted(places[0][r.id] for r in mine.successors.all()) != sorted(
+            places[1][r.id] for r in theirs.successors.all()
+        ):
+            found.append(f"{where}: successors")
+        if theirs.updated_by != importer or theirs.deleted_by != (importer if mine.deleted_by else ""):
+            found.append(f"{where}: not the importer's: {theirs.updated_by!r}, {theirs.deleted_by!r}")
+        said = theirs.imported_from or {}
+        expected = {"team": team, "updated_by": mine.updated_by, "created_at": mine.created_at.isoformat()}
+        if mine.deleted_by:
+            expected["deleted_by"] = mine.deleted_by
+        if said != expected:
+            found.append(f"{where}: imported_from {said!r} != {expected!r}")
+    return found
 
 
 def versions_by_key(team: Team) -> dict[str, list[Memory]]:
@@ -224,6 +289,16 @@ def test_a_json_lines_export_imported_into_an_empty_team_reproduces_every_field_
             )
             problems += attribution_differences(mine, theirs, importer="charlie-admin", team="alpha")
     assert problems == []
+    source_facts, copied_facts = fact_versions(team), fact_versions(empty_team_admin.team)
+    assert len(source_facts) == len(copied_facts) == 6
+    assert fact_differences(source_facts, copied_facts, importer="charlie-admin", team="alpha") == []
+    assert response.json()["facts"] == {
+        "created": 4,
+        "superseded": 0,
+        "unchanged": 0,
+        "skipped": 0,
+        "versions_written": 6,
+    }
 
 
 @pytest.mark.django_db(transaction=True)

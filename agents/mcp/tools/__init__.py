@@ -17,7 +17,7 @@ tools it lists."""
 
 from __future__ import annotations
 
-from agents.mcp.tools import freshness, memories, search, sessions, team
+from agents.mcp.tools import facts, freshness, memories, search, sessions, team
 from agents.mcp.tools.base import Handler, Tool, ToolCall, paginate
 
 __all__ = ["CORE_TOOLS", "SURFACES", "TOOLS", "Handler", "Tool", "ToolCall", "paginate"]
@@ -40,6 +40,7 @@ TOOLS: dict[str, Tool] = {
         *team.TOOLS,
         memories.CONFIRM,
         *freshness.TOOLS,
+        *facts.TOOLS,
     )
 }
 

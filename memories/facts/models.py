@@ -1,0 +1,121 @@
+"""The fact table: one row per version of `(team, entity, key)`."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.db import models
+from django.db.models import Exists, OuterRef, Q
+
+from teams.models import Team
+from teams.validators import validate_key
+
+MAX_FACT_VALUE_CHARS = 4000
+
+
+class FactCreatedAtField(models.DateTimeField):  # type: ignore[type-arg]
+    """Now on insert, unless the row was given a time: an import keeps the time each
+    version was made (history and `as_of` read it)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("auto_now_add", True)
+        super().__init__(*args, **kwargs)
+
+    def pre_save(self, model_instance: models.Model, add: bool) -> Any:
+        given = getattr(model_instance, self.attname)
+        if add and given is not None:
+            return given
+        return super().pre_save(model_instance, add)
+
+
+class Sensitivity(models.TextChoices):
+    """`high`: never injected, never answered to a read-only token, masked on the
+    dashboard until revealed (and the reveal audited)."""
+
+    NORMAL = "normal"
+    HIGH = "high"
+
+
+class FactQuerySet(models.QuerySet["Fact"]):
+    def for_team(self, team_id: int) -> FactQuerySet:
+        return self.filter(team_id=team_id)
+
+    def active(self) -> FactQuerySet:
+        return self.filter(is_active=True)
+
+    def active_at(self, when: datetime) -> FactQuerySet:
+        """Versions that were the active one at `when`: created by then, not deleted by
+        then, not yet replaced by then (the successor's creation ends a version, as
+        for memories)."""
+        replaced = self.model.objects.filter(
+            team_id=OuterRef("team_id"), supersedes_id=OuterRef("pk"), created_at__lte=when
+        )
+        return (
+            self.filter(created_at__lte=when)
+            .filter(Q(deleted_at__isnull=True) | Q(deleted_at__gt=when))
+            .exclude(Exists(replaced))
+        )
+
+    def visible_to(self, *, may_see_high: bool) -> FactQuerySet:
+        return self if may_see_high else self.filter(sensitivity=Sensitivity.NORMAL)
+
+
+class Fact(models.Model):
+    """One version of a team's answer to `(entity, key)`.
+
+    At most one version per (team, entity, key) is active. A change never overwrites:
+    the old row is marked inactive and the new row points at it through `supersedes`.
+    A delete marks the active row inactive and sets `deleted_at`."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="facts")
+    entity = models.CharField(max_length=200, validators=[validate_key])
+    key = models.CharField(max_length=200, validators=[validate_key])
+    value = models.TextField()
+    # "team", "project:<name>" or "user:<username>" (memories.facts.inputs.parse_scope).
+    scope = models.CharField(max_length=200, default="team")
+    domains = ArrayField(models.CharField(max_length=50), default=list, blank=True)
+    sensitivity = models.CharField(max_length=8, choices=Sensitivity.choices, default=Sensitivity.NORMAL)
+    confidence = models.FloatField(default=1.0)
+    is_active = models.BooleanField(default=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+    deleted_by = models.CharField(max_length=200, blank=True, default="")
+    supersedes = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="successors"
+    )
+    supersede_reason = models.TextField(blank=True, default="")
+    # Provenance: who (the token's name, or the dashboard's user), from which agent
+    # session, from which accepted draft, and when (created_at).
+    updated_by = models.CharField(max_length=200, blank=True, default="")
+    session = models.CharField(max_length=64, blank=True, default="")
+    source_draft = models.UUIDField(null=True, blank=True)
+    # An imported version: what the file said of it (its team, author, session and time);
+    # the version itself is the importer's (memories.facts.transfer).
+    imported_from = models.JSONField(null=True, blank=True)
+    created_at = FactCreatedAtField(db_index=True)
+
+    objects = FactQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["team", "entity", "key"],
+                condition=Q(is_active=True),
+                name="fact_one_active_per_entity_key",
+            ),
+            models.CheckConstraint(
+                condition=Q(confidence__gte=0) & Q(confidence__lte=1), name="fact_confidence_range"
+            ),
+            models.CheckConstraint(condition=~Q(value=""), name="fact_value_not_empty"),
+        ]
+        indexes = [
+            models.Index(fields=["team", "entity", "key", "-created_at"], name="fact_team_entity_key"),
+            GinIndex(fields=["domains"], name="fact_domains_gin"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.entity}/{self.key}"
