@@ -122,8 +122,14 @@ def _record_use(token: AgentToken) -> None:
 def is_live_token(raw: str) -> bool:
     """Whether `raw` names a token that is neither revoked nor expired, without recording
     its use: the web server's guard asks before it spends time reading a request's body
-    (memoryhub.request_guard), so made-up tokens cannot each claim threads of their own."""
+    (memoryhub.request_guard), so made-up tokens cannot each claim threads of their own.
+    A token this process found live within the cache's TTL answers without a query: the
+    guard only tells made-up tokens from real ones, and authentication, after it, checks
+    the token's version and refuses a revoked one (teams.token_cache)."""
     token_hash = AgentToken.hash_token(raw)
+    cached = token_cache.cached_token(token_hash)
+    if cached is not None and (cached.expires_at is None or cached.expires_at > timezone.now()):
+        return True
     with transaction.atomic(), token_lookup_scope(token_hash):
         token = AgentToken.objects.filter(token_hash=token_hash).only("revoked_at", "expires_at").first()
     return token is not None and not token.is_revoked and not token.is_expired(timezone.now())

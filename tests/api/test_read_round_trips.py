@@ -13,7 +13,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from teams import services
+from teams import services, token_cache
 from teams.models import AgentToken
 from teams.scope import team_scope
 from tests.conftest import Agent
@@ -59,26 +59,24 @@ def test_a_get_of_one_entry_makes_three_round_trips(member: Agent) -> None:
     assert response["ETag"] == f'"{body["id"]}"'
 
 
-def test_the_first_request_of_a_token_looks_it_up_and_the_next_do_not(team: object) -> None:
-    from tests.conftest import make_agent
+def test_the_first_request_of_a_token_looks_it_up_and_the_next_do_not(member: Agent) -> None:
+    _save(member, "k1", "Something worth keeping.")  # the token's first request: cached since
 
-    agent = make_agent(team, "fresh-bot", ["read", "write"])  # type: ignore[arg-type]
-    _save(agent, "k1", "Something worth keeping.")
-    with CaptureQueriesContext(connection) as first:
-        assert agent.client.get(agent.url("memories/k1/")).status_code == 200
-    with CaptureQueriesContext(connection) as second:
-        assert agent.client.get(agent.url("memories/k1/")).status_code == 200
-    # A fresh process (the cache emptied) looks the token up in its own scope again.
-    from teams import token_cache
+    def statements_of_a_get() -> list[str]:
+        with CaptureQueriesContext(connection) as captured:
+            assert member.client.get(member.url("memories/k1/")).status_code == 200
+        # Read now: the next request empties the connection's query log.
+        return [query["sql"] for query in captured.captured_queries]
 
-    token_cache.forget_all()
-    with CaptureQueriesContext(connection) as after_restart:
-        assert agent.client.get(agent.url("memories/k1/")).status_code == 200
-    assert len(second.captured_queries) == 5
-    assert len(after_restart.captured_queries) > len(second.captured_queries)
-    assert any('FROM "teams_agenttoken"' in q["sql"] for q in after_restart.captured_queries)
-    assert not any('FROM "teams_agenttoken"' in q["sql"] for q in second.captured_queries)
-    assert len(first.captured_queries) == 5  # the save before it cached the token
+    cached = statements_of_a_get()
+    token_cache.forget_all()  # as a fresh process finds it
+    looked_up = statements_of_a_get()
+    again = statements_of_a_get()
+
+    assert len(cached) == 5 and len(again) == 5
+    assert not any('FROM "teams_agenttoken"' in sql for sql in cached + again)
+    assert any('FROM "teams_agenttoken"' in sql for sql in looked_up)
+    assert len(looked_up) > len(cached)
 
 
 def test_a_revoked_token_stops_at_once_although_it_was_cached(member: Agent) -> None:
@@ -131,3 +129,22 @@ def test_a_revoked_token_of_another_team_does_not_open_this_one(member: Agent, o
     foreign = outsider.client.get(member.url("memories/k1/"))
     assert foreign.status_code == 404
     assert "Alpha" not in foreign.content.decode()
+
+
+def test_the_guard_before_a_body_asks_nothing_of_a_token_the_process_knows(member: Agent) -> None:
+    from teams.authentication import is_live_token
+
+    token_cache.forget_all()
+    with CaptureQueriesContext(connection) as unknown:
+        assert is_live_token(member.token)
+    assert unknown.captured_queries  # read now: the next request empties the query log
+    _save(member, "k1", "Something worth keeping.")  # authentication caches it
+    with CaptureQueriesContext(connection) as known:
+        assert is_live_token(member.token)
+    assert known.captured_queries == []
+    assert not is_live_token("mh_made-up")
+
+    # Revoked: the guard may still let it through to authentication, which refuses it.
+    services.revoke_token(team=member.team, name="writer-bot", actor="test")
+    refused = member.client.post(member.url("search/"), {"query": "keeping"}, format="json")
+    assert refused.status_code == 401
