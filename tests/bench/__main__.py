@@ -1,4 +1,4 @@
-"""`python -m tests.bench [quality|latency|request_path|ingest|injection|hardening|mcp|transfer|freshness|contradictions|extraction|scrubber|tokens|all] [--quick] [--scale]` (make bench).
+"""`python -m tests.bench [quality|latency|request_path|capacity|ingest|injection|hardening|mcp|transfer|freshness|contradictions|extraction|scrubber|tokens|all] [--quick] [--scale]` (make bench).
 
 Runs against its own embedded PostgreSQL in .memoryhub/bench, prints a table per
 section and writes bench-results/<section>.json with the environment it ran on.
@@ -17,6 +17,7 @@ SECTIONS = (
     "quality",
     "latency",
     "request_path",
+    "capacity",
     "ingest",
     "injection",
     "hardening",
