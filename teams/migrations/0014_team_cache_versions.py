@@ -5,7 +5,7 @@ of its vault entries. Triggers move them, so every path that writes (services, a
 commands, raw SQL, a restore) does, in the writing transaction. A new version is the next
 value of a sequence, never the old one plus one: a sequence does not roll back, so a
 version seen inside a transaction that rolled back is never the version of another
-state."""
+state; and an UPDATE of the team's row never moves them back."""
 
 from django.db import migrations, models
 
@@ -36,9 +36,23 @@ END $$;
 CREATE TRIGGER teams_vaultentry_bump_version
     AFTER INSERT OR UPDATE OR DELETE ON teams_vaultentry
     FOR EACH ROW EXECUTE FUNCTION memoryhub_bump_vault_version();
+
+-- A save of a Team row read before a bump (the admin's form, any full save) writes the
+-- versions it read: never back, or a revoked token's cached entry would match again.
+CREATE FUNCTION memoryhub_keep_team_versions() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.token_version := GREATEST(NEW.token_version, OLD.token_version);
+    NEW.vault_version := GREATEST(NEW.vault_version, OLD.vault_version);
+    RETURN NEW;
+END $$;
+CREATE TRIGGER teams_team_keep_versions
+    BEFORE UPDATE ON teams_team
+    FOR EACH ROW EXECUTE FUNCTION memoryhub_keep_team_versions();
 """
 
 DROP_TRIGGERS = """
+DROP TRIGGER teams_team_keep_versions ON teams_team;
+DROP FUNCTION memoryhub_keep_team_versions();
 DROP TRIGGER teams_vaultentry_bump_version ON teams_vaultentry;
 DROP FUNCTION memoryhub_bump_vault_version();
 DROP TRIGGER teams_agenttoken_bump_version ON teams_agenttoken;

@@ -148,3 +148,16 @@ def test_the_guard_before_a_body_asks_nothing_of_a_token_the_process_knows(membe
     services.revoke_token(team=member.team, name="writer-bot", actor="test")
     refused = member.client.post(member.url("search/"), {"query": "keeping"}, format="json")
     assert refused.status_code == 401
+
+
+def test_a_stale_save_of_the_team_does_not_bring_a_revoked_token_back(member: Agent) -> None:
+    from teams.models import Team
+
+    _save(member, "k1", "Something worth keeping.")
+    stale = Team.objects.get(id=member.team.id)  # read before the revocation, as a form would
+    services.revoke_token(team=member.team, name="writer-bot", actor="test")
+    stale.name = "Alpha renamed"
+    stale.save()  # writes every field, the versions it read included
+
+    assert member.client.get(member.url("memories/k1/")).status_code == 401
+    assert Team.objects.get(id=member.team.id).token_version > stale.token_version
