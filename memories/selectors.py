@@ -262,7 +262,12 @@ def history_successors(events: list[HistoryEvent], *, team_id: int) -> dict[uuid
 
 
 def find_active_memory(*, team: Team, key: str) -> Memory | None:
-    return Memory.objects.for_team(team.id).active().filter(key=key).first()
+    return find_active_memory_query(team=team, key=key).first()
+
+
+def find_active_memory_query(*, team: Team, key: str) -> QuerySet[Memory]:
+    """The key's active entry (at most one row: a constraint keeps it so)."""
+    return Memory.objects.for_team(team.id).active().filter(key=key).order_by("pk")[:1]
 
 
 def key_was_saved(*, team: Team, key: str) -> bool:

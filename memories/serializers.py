@@ -4,6 +4,7 @@ memories.inputs."""
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
 from typing import Any, cast
 
@@ -14,6 +15,7 @@ from rest_framework import serializers
 from core.api_errors import ErrorSerializer
 from memories import selectors
 from memories.anchors import ANCHOR_TYPES
+from memories.entry_read import NOTES_ATTRIBUTE
 from memories.freshness import Freshness, FreshnessWindows, freshness_of
 from memories.inputs import AnchorExpectField
 from memories.models import Annotation, Memory, MemoryState, SupersedeKind
@@ -284,9 +286,17 @@ def detail_payload(*, team: Team, memory: Memory, as_of: datetime | None = None)
     replaced = [] if memory.is_active else [memory.id]
     context = {
         "successors": selectors.successors_of(team_id=team.id, memory_ids=replaced),
-        "annotations": selectors.annotations_for(team.id, [memory.id], as_of=as_of),
+        "annotations": _notes_of(team=team, memory=memory, as_of=as_of),
     }
     return dict(MemoryDetailOutputSerializer(memory, context=context).data)
+
+
+def _notes_of(*, team: Team, memory: Memory, as_of: datetime | None) -> dict[uuid.UUID, list[Annotation]]:
+    """The notes to show with `memory`: those read with it (memories.entry_read), else asked for."""
+    notes: list[Annotation] | None = getattr(memory, NOTES_ATTRIBUTE, None)
+    if notes is not None and as_of is None:
+        return {memory.id: notes}
+    return selectors.annotations_for(team.id, [memory.id], as_of=as_of)
 
 
 def line_slice(body: dict[str, Any], *, from_line: int, count: int | None) -> dict[str, Any]:

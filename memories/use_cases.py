@@ -10,6 +10,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from memories import feedback, selectors, skills, writes
+from memories.entry_read import read_active_entry_counted
 from memories.exceptions import MemoryNotFound
 from memories.inputs import SaveArguments
 from memories.keys import key_for_text
@@ -45,7 +46,10 @@ def read_entry(
         raise ValueError("read_entry needs a key or a version id")
     if as_of is not None:
         return counted_access(team=team, memory=selectors.get_memory_as_of(team=team, key=key, as_of=as_of))
-    return counted_access(team=team, memory=selectors.get_active_memory(team=team, key=key))
+    memory = read_active_entry_counted(team=team, key=key)
+    if memory is None:
+        raise MemoryNotFound("no active memory under this key")
+    return memory
 
 
 def load_skill(*, team: Team, name: str) -> Memory:

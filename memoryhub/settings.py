@@ -306,6 +306,10 @@ if REDIS_URL:
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
+# How long a process keeps what authentication learned about a live token; every
+# request still checks the team's token version, so a revoked token stops at once
+# (teams.token_cache). 0: look every token up every time.
+MEMORYHUB_TOKEN_CACHE_SECONDS = env.int("MEMORYHUB_TOKEN_CACHE_SECONDS", default=60)
 # Per agent token (reads and writes apart), and per client address without a token.
 MEMORYHUB_THROTTLE_READ = read_rate(env, "MEMORYHUB_THROTTLE_READ", default="600/min")
 MEMORYHUB_THROTTLE_WRITE = read_rate(env, "MEMORYHUB_THROTTLE_WRITE", default="120/min")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.db.models import Q
@@ -14,7 +14,8 @@ from rest_framework.authentication import BaseAuthentication, get_authorization_
 from rest_framework.request import Request
 
 from core.errors import InvalidInput
-from teams.models import AgentToken
+from teams import token_cache
+from teams.models import AgentToken, Team
 from teams.scope import token_lookup_scope
 
 # Recording every use would turn every read into a write; a minute is precise enough.
@@ -57,30 +58,78 @@ class AgentTokenAuthentication(BaseAuthentication):
 
 def _find_live_token(raw: str) -> AgentToken:
     token_hash = AgentToken.hash_token(raw)
+    token = _cached_live_token(token_hash)
+    if token is not None:
+        return token
     with token_lookup_scope(token_hash):
         token = AgentToken.objects.select_related("team").filter(token_hash=token_hash).first()
         if token is None:
             raise exceptions.AuthenticationFailed("invalid token")
-        if token.is_revoked:
-            raise exceptions.AuthenticationFailed("this token has been revoked")
-        now = timezone.now()
-        if token.is_expired(now):
-            raise exceptions.AuthenticationFailed("this token has expired")
-        stale = now - LAST_USED_RESOLUTION
-        # Most requests find it recent: no statement. The UPDATE's own condition keeps
-        # concurrent requests from writing it twice.
-        if token.last_used_at is None or token.last_used_at < stale:
-            AgentToken.objects.filter(pk=token.pk).filter(
-                Q(last_used_at__isnull=True) | Q(last_used_at__lt=stale)
-            ).update(last_used_at=now)
+        _refuse_dead(token)
+        _record_use(token)
+    # The team's token version came in the token's own statement: a revocation after it
+    # moves the version, so the entry cannot outlive it.
+    token_cache.remember_token(token, token_version=token.team.token_version)
     return token
+
+
+def _cached_live_token(token_hash: str) -> AgentToken | None:
+    """The token from this process's cache, checked against its team's row (read in one
+    statement, which the request needs anyway): None when it is not cached or the team's
+    tokens changed since (teams.token_cache)."""
+    entry = token_cache.cached_token(token_hash)
+    if entry is None:
+        return None
+    team = Team.objects.filter(id=entry.team_id).first()
+    if team is None or team.token_version != entry.token_version:
+        token_cache.forget_token(token_hash)
+        return None
+    token = entry.token_for(team)
+    _refuse_dead(token)
+    if _use_is_stale(token, timezone.now()):
+        with token_lookup_scope(token_hash):
+            _record_use(token)
+    return token
+
+
+def _refuse_dead(token: AgentToken) -> None:
+    if token.is_revoked:
+        raise exceptions.AuthenticationFailed("this token has been revoked")
+    if token.is_expired(timezone.now()):
+        token_cache.forget_token(token.token_hash)
+        raise exceptions.AuthenticationFailed("this token has expired")
+
+
+def _use_is_stale(token: AgentToken, now: datetime) -> bool:
+    return token.last_used_at is None or token.last_used_at < now - LAST_USED_RESOLUTION
+
+
+def _record_use(token: AgentToken) -> None:
+    """Write `last_used_at` when it is older than a minute; most requests find it recent
+    and send nothing. The UPDATE's own condition keeps concurrent requests (and
+    processes) from writing it twice. Inside the token's lookup scope."""
+    now = timezone.now()
+    if not _use_is_stale(token, now):
+        return
+    stale = now - LAST_USED_RESOLUTION
+    AgentToken.objects.filter(pk=token.pk).filter(
+        Q(last_used_at__isnull=True) | Q(last_used_at__lt=stale)
+    ).update(last_used_at=now)
+    token.last_used_at = now
+    token_cache.note_use(token.token_hash, now)
 
 
 def is_live_token(raw: str) -> bool:
     """Whether `raw` names a token that is neither revoked nor expired, without recording
     its use: the web server's guard asks before it spends time reading a request's body
-    (memoryhub.request_guard), so made-up tokens cannot each claim threads of their own."""
+    (memoryhub.request_guard), so made-up tokens cannot each claim threads of their own.
+    A token this process found live within the cache's TTL answers without a query: the
+    guard only tells made-up tokens from real ones, and authentication, after it, checks
+    the token's version and refuses a revoked one (teams.token_cache)."""
     token_hash = AgentToken.hash_token(raw)
+    cached = token_cache.cached_token(token_hash)
+    if cached is not None and (cached.expires_at is None or cached.expires_at > timezone.now()):
+        return True
     with transaction.atomic(), token_lookup_scope(token_hash):
         token = AgentToken.objects.filter(token_hash=token_hash).only("revoked_at", "expires_at").first()
     return token is not None and not token.is_revoked and not token.is_expired(timezone.now())

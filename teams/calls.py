@@ -58,6 +58,9 @@ class AgentCall:
 
     def __init__(self) -> None:
         self.team: Team | None = None
+        # The team's vault version for redacting the answer, when the call cannot have
+        # changed the vault (teams.vault_matcher); None: read it again.
+        self.vault_version: int | None = None
         self.transaction = TeamBoundTransaction()
         # What the call holds beyond its transaction (the write slot), let go after it.
         self._held_after_transaction = ExitStack()
@@ -100,8 +103,12 @@ class AgentCall:
                 # wait() is None only with a budget left, which a refused call has not.
                 raise exceptions.Throttled(budget.wait() or 1.0)
         self.team = team
+        kind = request_kind(request, view)
+        # A read writes no vault entry, so the version its token's lookup read with the
+        # team's row is still the vault's when the answer is redacted: no second query.
+        self.vault_version = team.vault_version if kind == "read" else None
         self.transaction.bind(team.id)
-        if request_kind(request, view) == "write":
+        if kind == "write":
             # A token's writes run one at a time; waiting for the slot holds no transaction.
             with self.transaction.outside():
                 self._held_after_transaction.enter_context(write_slot(token))
@@ -120,4 +127,9 @@ class AgentCall:
         """`body` as plain JSON values, redacted as every answer is (teams.renderers), for a
         door that renders its own answers (MCP). Inside the call's transaction."""
         plain = json.loads(json.dumps(body, cls=JSONEncoder))
-        return redact_answer(plain, team_id=self.team.id if self.team else None, is_error=is_error)
+        return redact_answer(
+            plain,
+            team_id=self.team.id if self.team else None,
+            is_error=is_error,
+            vault_version=self.vault_version,
+        )

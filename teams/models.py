@@ -76,6 +76,11 @@ class Team(models.Model):
         null=True, blank=True, default=90, db_default=90, validators=_FRESHNESS_LIMITS
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # Moved by database triggers (teams.0015) on every change of the team's tokens
+    # (revoke, expiry, scopes, delete) and vault entries: what a process's caches of them
+    # (teams.token_cache, teams.vault_matcher) compare with the team's row, read anyway.
+    token_version = models.BigIntegerField(default=0, db_default=0, editable=False)
+    vault_version = models.BigIntegerField(default=0, db_default=0, editable=False)
 
     class Meta:
         constraints = [

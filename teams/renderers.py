@@ -33,20 +33,30 @@ class ScrubbingJSONRenderer(JSONRenderer):
         is_error = response is not None and response.status_code >= 400
         if data is not None and (is_error or not getattr(view, "reveals_secret", False)):
             # Rendered inside the request's transaction and team scope (teams.calls).
-            data = redact_answer(data, team_id=team.id if team is not None else None, is_error=is_error)
+            data = redact_answer(
+                data,
+                team_id=team.id if team is not None else None,
+                is_error=is_error,
+                vault_version=getattr(view, "vault_version", None),
+            )
         return super().render(data, accepted_media_type, renderer_context)
 
 
-def redact_answer(data: Any, *, team_id: int | None, is_error: bool) -> Any:
+def redact_answer(data: Any, *, team_id: int | None, is_error: bool, vault_version: int | None = None) -> Any:
     """An answer of the team's (None: of no team yet) as it may leave the service: its
     vault secrets redacted; an error's credential shapes too. Call it inside the team's
-    scope."""
+    scope; `vault_version` is the team's, when the caller read it in this call and the
+    call wrote no vault entry (teams.vault_matcher)."""
     if is_error:
-        matcher = team_secret_matcher(team_id=team_id) if team_id is not None else _NO_SECRETS
+        matcher = (
+            team_secret_matcher(team_id=team_id, vault_version=vault_version)
+            if team_id is not None
+            else _NO_SECRETS
+        )
         return scrub_json(data, matcher)[0]
     if team_id is None:
         return data
-    matcher = team_secret_matcher(team_id=team_id)
+    matcher = team_secret_matcher(team_id=team_id, vault_version=vault_version)
     return data if matcher.is_empty else redact_node(data, matcher)
 
 

@@ -123,6 +123,11 @@ class TeamScopedViewSet(ViewSet):
         reads the vault secrets of)."""
         return self._call.team if self._call is not None else None
 
+    @property
+    def vault_version(self) -> int | None:
+        """The team's vault version the renderer may redact with, without asking again."""
+        return self._call.vault_version if self._call is not None else None
+
     def _agent_call(self) -> AgentCall:
         if self._call is None:
             raise RuntimeError("a TeamScopedViewSet request runs inside its dispatch")

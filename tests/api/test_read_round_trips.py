@@ -1,37 +1,163 @@
 """Every database round trip of a read is a point where its thread waits for a core
-again, which a busy neighbour's work may hold: a GET of
-one entry makes exactly the round trips it needs, in the request's own transaction."""
+again, which a busy neighbour's work may hold: an authenticated GET of one entry makes
+three (the token's check, the team's scope, the entry), in the request's own
+transaction. The token's lookup is cached per process (teams.token_cache), and a
+revoked, expired or re-scoped token still stops at once."""
 
 from __future__ import annotations
+
+from datetime import timedelta
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
+from teams import services, token_cache
+from teams.models import AgentToken
+from teams.scope import team_scope
 from tests.conftest import Agent
 
 # As the service runs it: the request's transaction is the outermost one.
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_a_get_of_one_entry_makes_only_the_round_trips_it_needs(member: Agent) -> None:
-    saved = member.client.post(
-        member.url("memories/"),
-        {"key": "deploy-day", "content": "Deploys happen on Tuesdays."},
-        format="json",
+def _save(agent: Agent, key: str, content: str, **extra: str) -> None:
+    saved = agent.client.post(
+        agent.url("memories/"), {"key": key, "content": content, **extra}, format="json"
     )
-    assert saved.status_code == 201
+    assert saved.status_code == 201, saved.json()
+
+
+def test_a_get_of_one_entry_makes_three_round_trips(member: Agent) -> None:
+    _save(member, "deploy-day", "Deploys happen on Tuesdays.")
+    noted = member.client.post(
+        member.url("memories/deploy-day/annotations/"), {"note": "Not in August."}, format="json"
+    )
+    assert noted.status_code == 201, noted.json()
+    _save(member, "deploy-day", "Deploys happen on Wednesdays.", supersede_reason="moved")
+    before = member.client.get(member.url("memories/deploy-day/")).json()
 
     with CaptureQueriesContext(connection) as captured:
         response = member.client.get(member.url("memories/deploy-day/"))
 
     assert response.status_code == 200
-    assert response.json()["freshness"] is not None
+    body = response.json()
     statements = [query["sql"].split()[0].upper() for query in captured.captured_queries]
-    # BEGIN; the token's lookup in its own scope (3); the team's binding; the entry; its
-    # access count; its notes; the vault's stamp for read-time redaction; COMMIT. Neither
-    # the team's row (the view holds it) nor unbinding the team before COMMIT (COMMIT
-    # clears it) costs one.
-    assert statements[0] == "BEGIN" and statements[-1] == "COMMIT"
-    assert len(statements) == 10, [query["sql"][:80] for query in captured.captured_queries]
-    assert not any('FROM "teams_team"' in query["sql"] for query in captured.captured_queries)
+    # The token's check (its team's row, with the version of its tokens and of its vault),
+    # the team's binding, and the entry with its access count and notes in one statement;
+    # BEGIN and COMMIT around them. Nothing else: no token lookup in its own scope (the
+    # cache), no vault query (the version came with the team's row), no unbinding.
+    assert statements == ["BEGIN", "SELECT", "SELECT", "WITH", "COMMIT"], [
+        query["sql"][:80] for query in captured.captured_queries
+    ]
+    assert 'FROM "teams_team"' in captured.captured_queries[1]["sql"]
+    # The same answer as the read through separate queries gave.
+    assert body["content"] == "Deploys happen on Wednesdays."
+    assert [note["note"] for note in body["annotations"]] == ["Not in August."]
+    assert body["access_count"] == before["access_count"] + 1
+    assert response["ETag"] == f'"{body["id"]}"'
+
+
+def test_the_first_request_of_a_token_looks_it_up_and_the_next_do_not(member: Agent) -> None:
+    _save(member, "k1", "Something worth keeping.")  # the token's first request: cached since
+
+    def statements_of_a_get() -> list[str]:
+        with CaptureQueriesContext(connection) as captured:
+            assert member.client.get(member.url("memories/k1/")).status_code == 200
+        # Read now: the next request empties the connection's query log.
+        return [query["sql"] for query in captured.captured_queries]
+
+    cached = statements_of_a_get()
+    token_cache.forget_all()  # as a fresh process finds it
+    looked_up = statements_of_a_get()
+    again = statements_of_a_get()
+
+    assert len(cached) == 5 and len(again) == 5
+    assert not any('FROM "teams_agenttoken"' in sql for sql in cached + again)
+    assert any('FROM "teams_agenttoken"' in sql for sql in looked_up)
+    assert len(looked_up) > len(cached)
+
+
+def test_a_revoked_token_stops_at_once_although_it_was_cached(member: Agent) -> None:
+    _save(member, "k1", "Something worth keeping.")
+    assert member.client.get(member.url("memories/k1/")).status_code == 200
+
+    services.revoke_token(team=member.team, name="writer-bot", actor="test")
+
+    refused = member.client.get(member.url("memories/k1/"))
+    assert refused.status_code == 401
+    assert refused.json()["detail"] == "this token has been revoked"
+
+
+def test_a_token_changed_behind_the_services_back_is_looked_up_again(member: Agent) -> None:
+    """The version moves by a trigger, so a change by raw SQL or the admin counts too."""
+    _save(member, "k1", "Something worth keeping.")
+    assert member.client.get(member.url("memories/k1/")).status_code == 200
+
+    with team_scope(member.team.id):
+        AgentToken.objects.filter(team=member.team).update(scopes=["read"])
+    assert member.client.delete(member.url("memories/k1/")).status_code == 403
+    assert member.client.get(member.url("memories/k1/")).status_code == 200
+
+    with team_scope(member.team.id):
+        AgentToken.objects.filter(team=member.team).update(expires_at=timezone.now() - timedelta(seconds=1))
+    expired = member.client.get(member.url("memories/k1/"))
+    assert expired.status_code == 401
+    assert expired.json()["detail"] == "this token has expired"
+
+
+def test_a_cached_token_expires_on_time_without_any_change(member: Agent) -> None:
+    _save(member, "k1", "Something worth keeping.")
+    soon = timezone.now() + timedelta(seconds=30)
+    with team_scope(member.team.id):
+        AgentToken.objects.filter(team=member.team).update(expires_at=soon)
+    assert member.client.get(member.url("memories/k1/")).status_code == 200  # cached with its expiry
+
+    from unittest import mock
+
+    with mock.patch("django.utils.timezone.now", return_value=soon + timedelta(seconds=1)):
+        expired = member.client.get(member.url("memories/k1/"))
+    assert expired.status_code == 401
+
+
+def test_a_revoked_token_of_another_team_does_not_open_this_one(member: Agent, outsider: Agent) -> None:
+    _save(member, "k1", "Alpha's own text.")
+    assert outsider.client.get(outsider.url("memories/")).status_code == 200
+    services.revoke_token(team=member.team, name="writer-bot", actor="test")
+    assert outsider.client.get(outsider.url("memories/")).status_code == 200
+    foreign = outsider.client.get(member.url("memories/k1/"))
+    assert foreign.status_code == 404
+    assert "Alpha" not in foreign.content.decode()
+
+
+def test_the_guard_before_a_body_asks_nothing_of_a_token_the_process_knows(member: Agent) -> None:
+    from teams.authentication import is_live_token
+
+    token_cache.forget_all()
+    with CaptureQueriesContext(connection) as unknown:
+        assert is_live_token(member.token)
+    assert unknown.captured_queries  # read now: the next request empties the query log
+    _save(member, "k1", "Something worth keeping.")  # authentication caches it
+    with CaptureQueriesContext(connection) as known:
+        assert is_live_token(member.token)
+    assert known.captured_queries == []
+    assert not is_live_token("mh_made-up")
+
+    # Revoked: the guard may still let it through to authentication, which refuses it.
+    services.revoke_token(team=member.team, name="writer-bot", actor="test")
+    refused = member.client.post(member.url("search/"), {"query": "keeping"}, format="json")
+    assert refused.status_code == 401
+
+
+def test_a_stale_save_of_the_team_does_not_bring_a_revoked_token_back(member: Agent) -> None:
+    from teams.models import Team
+
+    _save(member, "k1", "Something worth keeping.")
+    stale = Team.objects.get(id=member.team.id)  # read before the revocation, as a form would
+    services.revoke_token(team=member.team, name="writer-bot", actor="test")
+    stale.name = "Alpha renamed"
+    stale.save()  # writes every field, the versions it read included
+
+    assert member.client.get(member.url("memories/k1/")).status_code == 401
+    assert Team.objects.get(id=member.team.id).token_version > stale.token_version

@@ -1,4 +1,4 @@
-"""`python -m tests.bench [quality|latency|ingest|injection|hardening|mcp|transfer|freshness|contradictions|extraction|scrubber|tokens|capture|facts|all] [--quick] [--scale]` (make bench).
+"""`python -m tests.bench [quality|latency|request_path|capacity|ingest|injection|hardening|mcp|transfer|freshness|contradictions|extraction|scrubber|tokens|capture|facts|all] [--quick] [--scale]` (make bench).
 
 Runs against its own embedded PostgreSQL in .memoryhub/bench, prints a table per
 section and writes bench-results/<section>.json with the environment it ran on.
@@ -16,6 +16,8 @@ from tests.bench.latency import SCALE_MEMORIES, SCALE_TEAM_SIZE, SCALE_TEAMS
 SECTIONS = (
     "quality",
     "latency",
+    "request_path",
+    "capacity",
     "ingest",
     "injection",
     "hardening",

@@ -28,7 +28,10 @@ def annotate(agent: Agent, key: str, note: Any) -> Any:
 
 def memory_updates(captured: CaptureQueriesContext) -> list[str]:
     return [
-        q["sql"] for q in captured.captured_queries if q["sql"].lstrip().startswith("UPDATE memories_memory")
+        # A GET of a key counts it inside the statement that reads it (memories.entry_read).
+        q["sql"]
+        for q in captured.captured_queries
+        if "UPDATE memories_memory SET access_count" in " ".join(q["sql"].split())
     ]
 
 
