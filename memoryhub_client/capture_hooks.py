@@ -157,7 +157,9 @@ def _send(
         return 0
     _remember(state, sent, [learning.fingerprint for learning in fresh])
     made = len(answer.get("drafts") or []) if isinstance(answer, dict) else 0
-    print(f"memoryhub: {_count(fresh)} sent for review; {made} new draft(s)", file=sys.stderr)
+    seen = len(answer.get("corroborated") or []) if isinstance(answer, dict) else 0
+    again = f", {seen} pending draft(s) corroborated" if seen else ""
+    print(f"memoryhub: {_count(fresh)} sent for review; {made} new draft(s){again}", file=sys.stderr)
     return 0
 
 
