@@ -127,8 +127,17 @@ class DraftOutputSerializer(serializers.ModelSerializer):  # type: ignore[type-a
             "reviewed_at",
             "reviewed_by",
             "memory_entry",
+            "corroborated",
+            "last_corroborated_at",
         ]
         read_only_fields = fields
+        extra_kwargs = {
+            "corroborated": {
+                "help_text": "How many times another session's extraction found this learning again "
+                "while it was pending."
+            },
+            "last_corroborated_at": {"help_text": "When it was last found again (null: never)."},
+        }
 
     @extend_schema_field(
         serializers.ListField(
@@ -159,7 +168,12 @@ class DraftOutputSerializer(serializers.ModelSerializer):  # type: ignore[type-a
 
 class DraftExtractOutputSerializer(serializers.Serializer):  # type: ignore[type-arg]
     drafts = DraftOutputSerializer(
-        many=True, help_text="The drafts made; text already pending for the team is not drafted again."
+        many=True, help_text="The drafts made; a learning already pending for the team is not drafted again."
+    )
+    corroborated = DraftOutputSerializer(
+        many=True,
+        help_text="Pending drafts this extraction found again (their count went up); not the ones this "
+        "same session sent before.",
     )
 
 
@@ -242,14 +256,20 @@ class DraftViewSet(TeamScopedViewSet):
     def extract(self, request: Request, team: str) -> Response:
         payload = DraftExtractInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        made = drafts.extract_drafts(
+        made = drafts.extract(
             team=self.get_team(),
             transcript=payload.validated_data["transcript"],
             actor=agent_actor(request),
             source_session=payload.validated_data.get("source_session", ""),
         )
-        rendered = DraftOutputSerializer(made, many=True, context={"team_slug": self.get_team().slug}).data
-        return Response({"drafts": rendered}, status=status.HTTP_201_CREATED)
+        context = {"team_slug": self.get_team().slug}
+        return Response(
+            {
+                "drafts": DraftOutputSerializer(made.drafts, many=True, context=context).data,
+                "corroborated": DraftOutputSerializer(made.corroborated, many=True, context=context).data,
+            },
+            status=status.HTTP_201_CREATED,
+        )
 
     @action(detail=True, methods=["post"])
     def accept(self, request: Request, team: str, id: str) -> Response:

@@ -7,7 +7,9 @@ extract → prepare_transcript (bounds, scrubs credentials, the team's vault sec
 PII, drops code) → the configured extractor (the offline rules, or an
 OpenAI-compatible chat endpoint: freshness.draft_extraction.llm) → at most
 extraction.MAX_CANDIDATES candidates → each one not already pending for the team
-becomes a pending Draft, flagged with its conflict: `duplicate` (an active entry holds
+(by its fingerprint: learning_fingerprint) becomes a pending Draft; one already pending
+corroborates that draft instead (its count goes up, unless the same session sent it
+again: a retry), flagged with its conflict: `duplicate` (an active entry holds
 the text: search.duplicates_on_save, exact hash then near vectors) or `contradiction` (an active
 entry near it disagrees: freshness.contradictions.judge_pair), linking that entry.
 
@@ -22,13 +24,16 @@ Review (each on a pending draft only, else DraftNotPending, 409):
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import re
 import uuid
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from core.errors import Conflict, InvalidInput, NotFound
@@ -87,10 +92,38 @@ class DraftIsDuplicate(Conflict):
 # --------------------------------------------------------------------------- extraction
 
 
+@dataclass
+class Extraction:
+    drafts: list[Draft] = field(default_factory=list)  # the drafts made
+    corroborated: list[Draft] = field(default_factory=list)  # pending ones seen again
+
+
+# What differs between runs of one failure: a file's line and column (`main.go:9:2:`,
+# `Makefile:12:`), "line 12", a duration, a long id. Other numbers are what a learning
+# says ("never deploy on day 3", "Node 20") and keep two learnings apart.
+_VARYING_NUMBERS = re.compile(r"(?i):\d+(?=[:\s\]),]|$)|\bline \d+|\b\d+(?:\.\d+)?\s?m?s\b|\b\d{5,}\b")
+
+
+def learning_fingerprint(draft_type: str, content: str) -> str:
+    """One learning however often it is extracted: case and spacing aside, and for a
+    lesson (what captured failures become) the numbers that differ between runs."""
+    text = content.lower()
+    if draft_type == "lesson":
+        text = _VARYING_NUMBERS.sub("#", text)
+    return hashlib.sha256(" ".join(text.split()).encode()).hexdigest()
+
+
 def extract_drafts(*, team: Team, transcript: str, actor: str, source_session: str = "") -> list[Draft]:
+    """The drafts `extract` made (an empty list when there was nothing new)."""
+    return extract(team=team, transcript=transcript, actor=actor, source_session=source_session).drafts
+
+
+def extract(*, team: Team, transcript: str, actor: str, source_session: str = "") -> Extraction:
     """Pending drafts from a transcript or notes, newest candidates in text order. A
-    candidate whose text is already pending for the team is not drafted again; the
-    drafts made are returned (an empty list when there was nothing new)."""
+    candidate already pending for the team (the same learning_fingerprint) is not drafted
+    again: it corroborates the pending draft, whose `corroborated` count goes up and
+    `last_corroborated_at` is now; not when the draft came from this very session (the
+    same session sending a learning again is a retry, not a second witness)."""
     if not isinstance(transcript, str) or "\x00" in transcript:
         raise InvalidInput("transcript must be text without NUL characters", field="transcript")
     if not transcript.strip():
@@ -99,12 +132,14 @@ def extract_drafts(*, team: Team, transcript: str, actor: str, source_session: s
     session = _clean_session(source_session, matcher)
     prepared = prepare_transcript(transcript, matcher)
     candidates, extractor = _run_extractor(prepared, matcher)
-    fresh = _unseen(team, candidates)
+    by_print = _one_per_fingerprint(candidates)
+    fresh = _unseen(team, by_print)
     conflicts = {c.content: _conflict(team, c.content) for c in fresh}
     with transaction.atomic():
         # Two extractions of one transcript at once: the second sees the first's drafts.
         advisory_xact_lock(f"freshness.drafts:{team.id}")
-        pending = _pending_contents(team, [c.content for c in fresh])
+        pending = _pending_by_fingerprint(team, by_print)
+        corroborated = _corroborate([pending[f] for f in by_print if f in pending], session)
         drafts = [
             Draft(
                 team=team,
@@ -120,15 +155,21 @@ def extract_drafts(*, team: Team, transcript: str, actor: str, source_session: s
                 created_by=actor[:200],
                 conflict=conflicts[c.content][0],
                 conflict_memory=conflicts[c.content][1],
+                fingerprint=f,
             )
-            for c in fresh
-            if c.content not in pending
+            for f, c in by_print.items()
+            if f not in pending and c.content in conflicts
         ]
         Draft.objects.bulk_create(drafts)
     logger.info(
-        "team %s: %d draft(s) from %s (%s)", team.slug, len(drafts), session or "a transcript", extractor
+        "team %s: %d draft(s), %d corroborated, from %s (%s)",
+        team.slug,
+        len(drafts),
+        len(corroborated),
+        session or "a transcript",
+        extractor,
     )
-    return drafts
+    return Extraction(drafts, corroborated)
 
 
 def _clean_session(value: str, matcher: SecretMatcher) -> str:
@@ -155,23 +196,46 @@ def _run_extractor(prepared: PreparedTranscript, matcher: SecretMatcher) -> tupl
     raise ExtractorUnavailable(f"unknown draft extractor {kind!r}; use one of: {', '.join(EXTRACTORS)}")
 
 
-def _unseen(team: Team, candidates: list[Candidate]) -> list[Candidate]:
-    """Candidates whose text is not pending for the team already (nor twice in the list)."""
-    pending = _pending_contents(team, [c.content for c in candidates])
-    kept: list[Candidate] = []
+def _one_per_fingerprint(candidates: list[Candidate]) -> dict[str, Candidate]:
+    """The candidates by fingerprint, the first of each, in text order."""
+    kept: dict[str, Candidate] = {}
     for candidate in candidates:
-        if candidate.content in pending:
-            continue
-        pending.add(candidate.content)
-        kept.append(candidate)
+        kept.setdefault(learning_fingerprint(candidate.type.value, candidate.content), candidate)
     return kept
 
 
-def _pending_contents(team: Team, contents: list[str]) -> set[str]:
-    if not contents:
-        return set()
-    rows = Draft.objects.filter(team=team, state=DraftState.PENDING, content__in=contents)
-    return set(rows.values_list("content", flat=True))
+def _unseen(team: Team, candidates: dict[str, Candidate]) -> list[Candidate]:
+    """Candidates not pending for the team already."""
+    pending = _pending_by_fingerprint(team, candidates)
+    return [candidate for fingerprint, candidate in candidates.items() if fingerprint not in pending]
+
+
+def _pending_by_fingerprint(team: Team, candidates: dict[str, Candidate]) -> dict[str, Draft]:
+    """The team's pending drafts of these fingerprints; a draft made before drafts had a
+    fingerprint is found by its exact text, as then."""
+    if not candidates:
+        return {}
+    contents = [c.content for c in candidates.values()]
+    rows = Draft.objects.filter(team=team, state=DraftState.PENDING).filter(
+        Q(fingerprint__in=list(candidates)) | Q(fingerprint="", content__in=contents)
+    )
+    found: dict[str, Draft] = {}
+    for draft in rows.order_by("created_at"):
+        found.setdefault(draft.fingerprint or learning_fingerprint(draft.type, draft.content), draft)
+    return found
+
+
+def _corroborate(pending: list[Draft], session: str) -> list[Draft]:
+    """Count one more sighting on each pending draft, but not the same session's again."""
+    seen_again = [d for d in pending if not (session and session == d.source_session)]
+    if seen_again:
+        now = timezone.now()
+        Draft.objects.filter(id__in=[d.id for d in seen_again]).update(
+            corroborated=F("corroborated") + 1, last_corroborated_at=now
+        )
+        for draft in seen_again:
+            draft.refresh_from_db(fields=["corroborated", "last_corroborated_at"])
+    return seen_again
 
 
 def _excerpt(text: str, span: tuple[int, int]) -> str:
@@ -370,6 +434,7 @@ def _provenance(draft: Draft, reviewer: str) -> dict[str, Any]:
         "source_session": draft.source_session,
         "extractor": draft.extractor,
         "reviewed_by": reviewer[:200],
+        "corroborated": draft.corroborated,
     }
 
 

@@ -182,6 +182,11 @@ class Draft(models.Model):
     memory = models.ForeignKey(
         Memory, null=True, blank=True, on_delete=models.SET_NULL, related_name="drafts"
     )
+    # One learning however often extracted (freshness.drafts.learning_fingerprint): a
+    # later extraction of it, from another session, corroborates this pending draft.
+    fingerprint = models.CharField(max_length=64, blank=True, default="")
+    corroborated = models.PositiveIntegerField(default=0)
+    last_corroborated_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -194,6 +199,9 @@ class Draft(models.Model):
         indexes = [
             models.Index(
                 fields=["team", "-created_at"], condition=Q(state="pending"), name="draft_team_pending_recent"
+            ),
+            models.Index(
+                fields=["team", "fingerprint"], condition=Q(state="pending"), name="draft_team_pending_print"
             ),
         ]
 

@@ -6,34 +6,45 @@ transcript before Claude Code compacts it, and send what they find as drafts.
 Rules (RULES_VERSION says which ones a figure was measured with; docs/agents.md,
 "Capture figures"). Version 1 was frozen before the bench's first set was written;
 version 2 changed what that set showed wrong (marked "v2" below) and was frozen before
-its second set, the held-out one, was written:
+its second set was written; version 3 changed what both sets showed wrong (marked "v3")
+and was frozen before the third set, the held-out one, was written:
 
 A tool failure is a learning unless
 - the user interrupted or declined it (`is_interrupt`, "user doesn't want to proceed"...);
 - it is transient: a timeout, a reset connection, a rate limit, "try again", a lock
-  held by someone else ("database is locked", v2);
+  held by someone else ("database is locked", v2), a hung-up socket or a gateway error
+  (v3);
 - the tool only looks things up (Read, Glob, Grep, LS, WebFetch, WebSearch...): a probe
   that found nothing;
 - it is the agent's own bookkeeping (Edit, MultiEdit, Write, NotebookEdit: "string not
   found", "file not read yet");
 - a shell command is a probe whose failure means "no" (grep, rg, find, ls, test, which,
   diff...) or only reads a file (cat, head, tail, less, wc, cd: v2, the shell's Read),
+  or asks whether a package or ref is there (`pip show`, `npm ls`, `git rev-parse`...: v3),
   or the error holds nothing but an exit status;
-- in a transcript, the very next call is the same call and it succeeds: a flake.
+- a test run fails on its assertions only (pytest, jest, `go test`, `cargo test`...,
+  an AssertionError or "N failed" with no import, missing-module or environment error):
+  the verdict on code the agent is writing, not knowledge of the project (v3);
+- in a transcript, the very next call is the same call and it succeeds: a flake; or
+  the same call succeeds later with only the agent's edits in between: it fixed its own
+  code (v3).
 The learning reads "`command` failed: the error's first lines", and, in a transcript,
 "then `other command` worked" when one of the next calls runs the same program
 differently and succeeds.
 
 A user prompt is a correction when (slash commands, tool results and the client's own
-`<tags>` are never prompts)
+`<tags>` are never prompts; a leading "hmm", "wait", "ok", "yes", "well"... is skipped,
+in the prompt and in each sentence, v3)
 - it opens with a negation: "no, …", "nope", "wrong", "that's not right", "not quite",
-  "actually, …" (but not "no thanks", "no worries", "no problem", "no need",
-  "no rush", "no, that's all"), with at least MIN_CORRECTION_WORDS words after it; or
+  "actually, …", "that's not how …" (v3) (but not "no thanks", "no worries", "no
+  problem", "no need", "no rush", "no, that's all"), with at least MIN_CORRECTION_WORDS
+  words after it; or
 - a sentence of it states a rule: opens with "never", "always", "don't"/"do not"/"please
   don't" (but not "don't worry/forget/bother"), "stop …ing", or says "use … instead" (v2:
   "instead" alone was any change request), "we use X, not Y" (v2: up to 80 characters
-  between), "we only/always/never use", ", never …" (v2), "I told you", "I said" — and
-  is not a question;
+  between), "use X, not Y" (v3), "we only/always/never use", "we don't/never/always …"
+  (v3), ", never …" (v2), "I told you", "I said" — and is not a question nor "never
+  mind" (v3);
 - and in either case it is not limited to the task at hand (v2): "for now", "this time",
   "today", "in this change/PR/branch/commit", "for this task", "just this once".
 The learning reads "the user corrected the agent: "…"" with the prompt's first
@@ -54,7 +65,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-RULES_VERSION = 2
+RULES_VERSION = 3
 ERROR = "error"
 CORRECTION = "correction"
 MAX_SCAN_CHARS = 4000
@@ -71,6 +82,13 @@ PROBE_PROGRAMS = frozenset(
     {"grep", "egrep", "rg", "ag", "find", "ls", "test", "[", "which", "command", "type", "diff", "cmp",
      "pgrep", "stat", "file", "git-grep", "cat", "head", "tail", "less", "more", "wc", "cd"}
 )  # fmt: skip
+# (program, subcommand) pairs that ask whether something is there: a "no" is no lesson.
+PROBE_SUBCOMMANDS = frozenset(
+    {("pip", "show"), ("pip3", "show"), ("pip", "list"), ("npm", "ls"), ("npm", "list"), ("npm", "view"),
+     ("pnpm", "list"), ("pnpm", "ls"), ("yarn", "list"), ("yarn", "why"), ("brew", "list"), ("dpkg", "-s"),
+     ("git", "rev-parse"), ("git", "show-ref"), ("git", "ls-files"), ("git", "cat-file"),
+     ("docker", "inspect"), ("gem", "list"), ("cargo", "tree"), ("go", "list"), ("conda", "list")}
+)  # fmt: skip
 
 _DECLINED = re.compile(
     r"(?i)user doesn't want|user does not want|user (?:rejected|denied|declined)|interrupted by (?:the )?user"
@@ -80,32 +98,56 @@ _TRANSIENT = re.compile(
     r"(?i)\btimed? ?out\b|\btimeout\b|etimedout|econnreset|connection reset|temporarily unavailable"
     r"|\b429\b|too many requests|rate.?limit|try again|\b503 service unavailable"
     r"|database is locked|resource busy|could not obtain lock|lock wait timeout"
+    r"|socket hang up|\b50[24] (?:bad gateway|gateway time)|eai_again|temporary failure in name resolution"
+)
+_TEST_RUN = re.compile(
+    r"(?i)(?:^|[\s;&|(])(?:pytest|py\.test|jest|vitest|mocha|rspec|phpunit|tox|nox)\b"
+    r"|\b(?:go|cargo|deno|dotnet|mvn|gradle|bun)\s+test\b|\b(?:npm|pnpm|yarn|npx|make)\b[^;&|]{0,60}\btest\b"
+)
+_ASSERTION_FAILURE = re.compile(
+    r"(?i)assertionerror|\bassert(?:ion)? failed|^e\s+assert\b"
+    r"|\bexpected\b[^\n]{0,80}\b(?:received|but|got|to)\b"
+    r"|--- fail:|test result: failed|\b\d+ failed\b|tests?:\s+\d+ failed|\bfailed tests?/|^failed \S+::"
+)
+_ENVIRONMENT_FAILURE = re.compile(
+    r"(?i)modulenotfounderror|importerror|no module named|cannot find module|command not found|not installed"
+    r"|no such file|connection refused|could not connect|permission denied|operationalerror"
+    r"|error collecting|errors? during collection|fixture '[^']{1,80}' not found|linker|unsupported engine"
+    r"|environment variable|not set\b|syntaxerror|cannot find package|missing go\.sum"
 )
 _EXIT_STATUS = re.compile(
     r"(?i)^(?:error: )?(?:exit code \d+|command (?:failed|exited) with (?:non-zero )?(?:status|exit)"
     r"(?: code)? ?\d*|process exited with code \d+)\.?$"
 )
 
+_INTERJECTION = re.compile(
+    r"(?i)^(?:hm+|wait|ok(?:ay)?|yes|yeah|yep|well|oh|ah|so|sorry|uh+|um+|erm?)\b[\s,.!:;-]+"
+)
 _NEGATION_OPENER = re.compile(
     r"(?i)^(?:no\b|nope\b|wrong\b|incorrect\b|not quite\b|not like that\b|not that\b|actually\b"
-    r"|that'?s (?:not right|not what|wrong|incorrect)|that is (?:not right|wrong|incorrect)"
+    r"|that'?s (?:not right|not what|not how|wrong|incorrect)|that is (?:not right|not how|wrong|incorrect)"
+    r"|this (?:isn'?t|is not) (?:how|right|what)|we don'?t do (?:it|that|things) that way"
     r"|you'?re wrong|this is wrong)[\s,.!:;-]*"
 )
 _NOT_A_CORRECTION_OPENER = re.compile(
     r"(?i)^no\b[\s,.!-]*(?:worries|problem|thanks|thank|rush|need|that'?s (?:all|it|everything|fine)"
     r"|all good|nothing else|more)\b|^actually,? (?:yes|that'?s (?:great|good|fine|perfect))\b"
+    r"|^(?:never ?mind|forget it|leave it)\b"
 )
 _RULE_SENTENCE = re.compile(
     r"(?i)^(?:please\s+|and\s+|also\s+|but\s+)?(?:never\b|always\b|don'?t\b|do not\b|stop \w+ing\b)"
     r"|\buse\b[^.!?]{0,80}\binstead\b|\binstead of\b[^.!?]{0,80}\buse\b"
     r"|\bwe use\b[^.!?]{0,80}\bnot\b|\bwe (?:only|always|never) use\b|,\s*never\b"
+    r"|^use\b[^.!?]{0,60},\s*not\b|\bwe (?:don'?t|do not|never|always)\s+\w+"
     r"|\bi (?:told|asked) you\b|\bi said\b"
 )
 _ONE_OFF = re.compile(
     r"(?i)\bfor now\b|\bthis time\b|\btoday\b|\bin this (?:change|pr|pull request|branch|commit)\b"
     r"|\bfor this task\b|\bjust this once\b"
 )
-_NOT_A_RULE = re.compile(r"(?i)^(?:please\s+)?(?:don'?t|do not) (?:worry|forget|bother|mind)\b")
+_NOT_A_RULE = re.compile(
+    r"(?i)^(?:please\s+)?(?:don'?t|do not) (?:worry|forget|bother|mind)\b|^never ?mind\b"
+)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
@@ -140,7 +182,11 @@ def failure_learning(
     if not lines:
         return None
     command = _command_of(name, tool_input)
-    if name == "Bash" and _program(command) in PROBE_PROGRAMS:
+    if name == "Bash" and (
+        _program(command) in PROBE_PROGRAMS or _program_and_subcommand(command) in PROBE_SUBCOMMANDS
+    ):
+        return None
+    if name == "Bash" and _is_red_test(command, text):
         return None
     shown = _shorten(command, MAX_COMMAND_CHARS) if command else name
     body = f"`{shown}` failed: " + " / ".join(lines)
@@ -186,6 +232,23 @@ def _command_of(tool_name: str, tool_input: Any) -> str:
     return f"{tool_name}({_shorten(shown, MAX_COMMAND_CHARS)})" if shown else ""
 
 
+def _is_red_test(command: str, error: str) -> bool:
+    """A test run that failed on its assertions, with nothing wrong around the code."""
+    if not _TEST_RUN.search(command) or _ENVIRONMENT_FAILURE.search(error):
+        return False
+    return any(_ASSERTION_FAILURE.search(line.strip()) for line in error.splitlines()[:60])
+
+
+def _program_and_subcommand(command: str) -> tuple[str, str]:
+    """`pip show x` -> ("pip", "show"): the first word after the program, long options aside."""
+    program = _program(command)
+    words = [word.rsplit("/", 1)[-1] for word in command.split()]
+    if program not in words:
+        return program, ""
+    rest = [word for word in words[words.index(program) + 1 :] if not word.startswith("--")]
+    return program, (rest[0] if rest else "")
+
+
 def _program(command: str) -> str:
     """The program a shell command runs: past `cd x &&`, `sudo`, env assignments."""
     words = command.split()
@@ -222,6 +285,7 @@ def correction_learning(prompt: Any, *, source: str = "") -> Learning | None:
 
 
 def _is_correction(text: str) -> bool:
+    text = _without_interjection(text)
     if _NOT_A_CORRECTION_OPENER.match(text) or _ONE_OFF.search(text):
         return False
     opener = _NEGATION_OPENER.match(text)
@@ -229,12 +293,17 @@ def _is_correction(text: str) -> bool:
         rest = text[opener.end() :]
         return len(rest.split()) >= MIN_CORRECTION_WORDS and not _only_a_question(rest)
     for sentence in _SENTENCE_END.split(text):
-        sentence = sentence.strip()
+        sentence = _without_interjection(sentence.strip())
         if not sentence or sentence.endswith("?") or _NOT_A_RULE.match(sentence):
             continue
         if _RULE_SENTENCE.search(sentence) and len(sentence.split()) >= MIN_CORRECTION_WORDS:
             return True
     return False
+
+
+def _without_interjection(text: str) -> str:
+    opener = _INTERJECTION.match(text)
+    return text[opener.end() :] if opener is not None else text
 
 
 def _only_a_question(text: str) -> bool:
@@ -287,6 +356,8 @@ def _failure_in_context(call: _Call, calls: list[_Call]) -> Learning | None:
     after = calls[calls.index(call) + 1 :][:FIX_LOOKAHEAD_CALLS]
     if after and after[0].name == call.name and after[0].input == call.input and not after[0].failed:
         return None  # the same call worked at once: a flake
+    if _fixed_by_own_edits(call, after):
+        return None
     command = _command_of(call.name, call.input)
     for later in after:
         later_command = _command_of(later.name, later.input)
@@ -299,6 +370,16 @@ def _failure_in_context(call: _Call, calls: list[_Call]) -> Learning | None:
             fix = f"; then `{_shorten(later_command, MAX_COMMAND_CHARS)}` worked"
             return Learning(learning.kind, learning.text + fix, learning.source, learning.fingerprint)
     return learning
+
+
+def _fixed_by_own_edits(call: _Call, after: list[_Call]) -> bool:
+    """The same call succeeded later and only edits to files came between."""
+    for later in after:
+        if later.name == call.name and later.input == call.input:
+            return not later.failed
+        if later.name not in BOOKKEEPING_TOOLS and later.name not in LOOKUP_TOOLS:
+            return False
+    return False
 
 
 def _events(records: Iterable[Any]) -> Iterator[_Call | str]:

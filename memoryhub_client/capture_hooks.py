@@ -52,8 +52,11 @@ MAX_PER_REQUEST = 15  # the server's cap on drafts from one extraction
 CAPTURE_ENV = "MEMORYHUB_CAPTURE"
 
 
-def add_events(events: argparse._SubParsersAction[argparse.ArgumentParser]) -> list[argparse.ArgumentParser]:
-    """The capture events' subcommands (claude_code_hooks.register adds the connection flags)."""
+def add_events(
+    events: argparse._SubParsersAction[argparse.ArgumentParser], only: tuple[str, ...] | None = None
+) -> list[argparse.ArgumentParser]:
+    """The capture events' subcommands, all or `only` those (claude_code_hooks.register adds
+    the connection flags)."""
     parsers = []
     for event, handler, text in (
         ("pre-compact", run_pre_compact, "send the transcript's learnings as drafts before compaction"),
@@ -64,6 +67,8 @@ def add_events(events: argparse._SubParsersAction[argparse.ArgumentParser]) -> l
         ),
         ("user-prompt-submit", run_prompt_submit, "send a prompt that corrects the agent as a draft"),
     ):
+        if only is not None and event not in only:
+            continue
         parser = events.add_parser(event, help=text, description=text)
         parser.set_defaults(handler=handler)
         parsers.append(parser)
@@ -138,7 +143,7 @@ def _send(
     if not learnings:
         return 0
     session = event.get("session_id")
-    state = _state_file(session)
+    state = _state_file(session, getattr(arguments, "source", SOURCE))
     sent = _read_sent(state)
     fresh = [learning for learning in learnings if learning.fingerprint not in sent][:MAX_PER_REQUEST]
     if not fresh:
@@ -157,7 +162,9 @@ def _send(
         return 0
     _remember(state, sent, [learning.fingerprint for learning in fresh])
     made = len(answer.get("drafts") or []) if isinstance(answer, dict) else 0
-    print(f"memoryhub: {_count(fresh)} sent for review; {made} new draft(s)", file=sys.stderr)
+    seen = len(answer.get("corroborated") or []) if isinstance(answer, dict) else 0
+    again = f", {seen} pending draft(s) corroborated" if seen else ""
+    print(f"memoryhub: {_count(fresh)} sent for review; {made} new draft(s){again}", file=sys.stderr)
     return 0
 
 
@@ -165,9 +172,9 @@ def _count(learnings: list[Learning]) -> str:
     return "1 learning" if len(learnings) == 1 else f"{len(learnings)} learnings"
 
 
-def _state_file(claude_session_id: Any) -> Path | None:
+def _state_file(claude_session_id: Any, source: str = SOURCE) -> Path | None:
     if isinstance(claude_session_id, str) and SAFE_SESSION_ID.match(claude_session_id):
-        return config_dir() / "captured" / f"{SOURCE}-{claude_session_id}.json"
+        return config_dir() / "captured" / f"{source}-{claude_session_id}.json"
     return None  # no usable id: nothing remembered, the server's own check still applies
 
 

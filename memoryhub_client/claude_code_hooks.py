@@ -35,6 +35,11 @@ from memoryhub_client.drafts import send_session_transcript
 from memoryhub_client.section import write_atomically
 
 SOURCE = "claude-code"
+# Codex CLI runs the same hooks: its SessionStart and UserPromptSubmit inputs have Claude
+# Code's fields and its SessionStart stdout enters the context (docs/agents.md, "Other
+# clients' hooks"). Its sessions are registered, and their state kept, under its name.
+CODEX = "codex"
+CODEX_EVENTS = ("session-start", "user-prompt-submit")
 SAFE_SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 MAX_STDIN_BYTES = 1_000_000
 # Claude Code writes the hook's JSON and closes stdin at once; more waiting is a stuck pipe.
@@ -87,17 +92,29 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     for parser in add_events(events):
         parser.add_argument("--project", default=None, help=argparse.SUPPRESS)
         add_connection_flags(parser)
+    claude.set_defaults(source=SOURCE)
+    codex = clients.add_parser(CODEX, help="Codex CLI hooks (SessionStart, UserPromptSubmit)")
+    codex_events = codex.add_subparsers(dest="event", required=True)
+    start = codex_events.add_parser("session-start", help="print the memory block and a guide")
+    start.set_defaults(handler=run_session_start)
+    for parser in [start, *add_events(codex_events, only=CODEX_EVENTS)]:
+        parser.add_argument(
+            "--project", default=None, help="the project (default: the worktree's folder name)"
+        )
+        add_connection_flags(parser)
+    codex.set_defaults(source=CODEX)
 
 
 def run_session_start(arguments: argparse.Namespace) -> int:
     event = read_hook_input()
     cwd = str(event.get("cwd") or os.getcwd())
-    state = state_file(event.get("session_id"), cwd)
+    source = getattr(arguments, "source", SOURCE)
+    state = state_file(event.get("session_id"), cwd, source)
     try:
         config = load_config(arguments)
         project = config.project or project_name(Path(cwd))
         with MemoryHubApi(config, deadline=time.monotonic() + SERVER_SECONDS) as api:
-            block = _start(api, config, state, project=project, cwd=cwd)
+            block = _start(api, config, state, project=project, cwd=cwd, source=source)
             _report_file_anchors(api, Path(cwd))
     except (ApiError, ConfigError) as exc:
         print(f"MemoryHub: the team's memory could not be loaded ({exc}).")
@@ -141,7 +158,9 @@ def run_session_end(arguments: argparse.Namespace) -> int:
     return 0
 
 
-def _start(api: MemoryHubApi, config: ClientConfig, state: Path, *, project: str, cwd: str) -> str:
+def _start(
+    api: MemoryHubApi, config: ClientConfig, state: Path, *, project: str, cwd: str, source: str = SOURCE
+) -> str:
     """Boot (or, on a resume or compaction, keep alive) the session; answer the memory block."""
     saved = _read_state(state)
     if saved is not None and saved.get("team") == api.team and saved.get("url") == config.url:
@@ -154,7 +173,7 @@ def _start(api: MemoryHubApi, config: ClientConfig, state: Path, *, project: str
             return str(api.get("injection/", project=project).get("text") or "")
     booted = api.post(
         "sessions/",
-        {"source": SOURCE, "project": project, "cwd": cwd, "pid": os.getppid(), "host": socket.gethostname()},
+        {"source": source, "project": project, "cwd": cwd, "pid": os.getppid(), "host": socket.gethostname()},
     )
     state.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     record = {"session_id": booted["session"]["id"], "team": api.team, "url": config.url}
@@ -208,13 +227,13 @@ def read_bounded(fd: int, *, max_bytes: int, seconds: float) -> bytes:
         return b"".join(chunks)
 
 
-def state_file(claude_session_id: Any, cwd: str) -> Path:
+def state_file(claude_session_id: Any, cwd: str, source: str = SOURCE) -> Path:
     """Where session-start keeps the MemoryHub session id for session-end."""
     if isinstance(claude_session_id, str) and SAFE_SESSION_ID.match(claude_session_id):
         name = claude_session_id
     else:  # no usable id: one state per worktree
         name = "cwd-" + hashlib.sha256(cwd.encode()).hexdigest()[:32]
-    return config_dir() / "sessions" / f"{SOURCE}-{name}.json"
+    return config_dir() / "sessions" / f"{source}-{name}.json"
 
 
 def project_name(cwd: Path) -> str:

@@ -11,7 +11,8 @@ Formats (checked against each client's documentation, docs/agents.md, "connect")
   hooks in `.claude/settings.json` (SessionStart's stdout is added to the context).
 - Cursor, `.cursor/mcp.json`: `url` and `headers`, `${env:VAR}` expanded.
 - Codex, `~/.codex/config.toml` (`$CODEX_HOME`): `[mcp_servers.memoryhub]` with `url` and
-  `bearer_token_env_var` (Codex refuses an inline token in this file).
+  `bearer_token_env_var` (Codex refuses an inline token in this file); its SessionStart and
+  UserPromptSubmit hooks in the project's `.codex/hooks.json` (Claude Code's shape).
 - generic: any client that launches a command: `memoryhub mcp` over stdio.
 
 The MCP URL is the core tool list (`/mcp/`) unless `--tools full` (or a `--url` naming
@@ -40,6 +41,7 @@ from memoryhub_client.section import write_atomically
 
 SERVER_NAME = "memoryhub"
 HOOK_WORDS = ["hook", "claude-code"]
+CODEX_HOOK_WORDS = ["hook", "codex"]
 CLIENTS = ("claude-code", "cursor", "codex", "generic")
 # What `connect` says of the tool lists (agents.mcp.tools.CORE_TOOLS; a test compares).
 CORE_TOOL_NAMES = (
@@ -113,7 +115,7 @@ def run_connect(arguments: argparse.Namespace) -> int:
         tools=tools,
     )
     note = TOOLS_NOTES[tools].format(url=mcp_endpoint(config.url, tools), names=", ".join(CORE_TOOL_NAMES))
-    if arguments.client == "claude-code":
+    if arguments.client in ("claude-code", "codex"):
         command = shlex.join(memoryhub_command())
         note += "\n" + HOOKS_NOTE.format(
             command=command, timeout=CLIENT_TIMEOUT_SECONDS, capture_timeout=CAPTURE_CLIENT_TIMEOUT_SECONDS
@@ -177,7 +179,14 @@ def client_targets(
         path = Path(codex_home) / "config.toml" if codex_home else Path.home() / ".codex" / "config.toml"
         shown = str(path) if codex_home else "~/.codex/config.toml"
         table = {"url": mcp_url, "bearer_token_env_var": token_env}
-        return [Target(shown, path, "codex-toml", {"mcp_servers": {SERVER_NAME: table}})]
+        hooks = {
+            event: [{"hooks": [_hook(event, url, team, token_env, CODEX_HOOK_WORDS)]}]
+            for event in CODEX_HOOK_EVENTS
+        }
+        return [
+            Target(shown, path, "codex-toml", {"mcp_servers": {SERVER_NAME: table}}),
+            _json_target(".codex/hooks.json", project_dir, "claude-settings", {"hooks": hooks}),
+        ]
     program, *prefix = memoryhub_command()
     server = {"command": program, "args": [*prefix, "mcp", "--url", mcp_url, "--token-env", token_env]}
     return [
@@ -192,6 +201,9 @@ HOOK_EVENTS = {
     "PostToolUseFailure": "post-tool-use-failure",
     "UserPromptSubmit": "user-prompt-submit",
 }
+# Codex CLI has no session end, and its transcript is not Claude Code's (docs/agents.md,
+# "Other clients' hooks"): the context at start and the corrections.
+CODEX_HOOK_EVENTS = {"SessionStart": "session-start", "UserPromptSubmit": "user-prompt-submit"}
 # The two hooks in the agent's loop (the user waits for UserPromptSubmit) get a shorter one.
 HOOK_TIMEOUTS = {
     event: CAPTURE_CLIENT_TIMEOUT_SECONDS
@@ -201,13 +213,16 @@ HOOK_TIMEOUTS = {
 }
 
 
-def _hook(event: str, url: str, team: str | None, token_env: str) -> dict[str, Any]:
-    command = [*memoryhub_command(), *HOOK_WORDS, HOOK_EVENTS[event], "--url", url]
+def _hook(
+    event: str, url: str, team: str | None, token_env: str, words: list[str] = HOOK_WORDS
+) -> dict[str, Any]:
+    command = [*memoryhub_command(), *words, HOOK_EVENTS[event], "--url", url]
     if team:
         command += ["--team", team]
     if token_env != TOKEN_ENV:
         command += ["--token-env", token_env]
-    # Claude Code's `timeout` is in seconds; past it the client stops the hook and goes on.
+    # Claude Code's and Codex's `timeout` is in seconds; past it the client stops the hook
+    # and goes on.
     return {"type": "command", "command": shlex.join(command), "timeout": HOOK_TIMEOUTS[event]}
 
 
@@ -299,8 +314,8 @@ def _is_ours(hook: Any) -> bool:
     except ValueError:
         return False
     if words[:1] and Path(words[0]).name in ("memoryhub", "memoryhub.exe"):
-        return words[1:3] == HOOK_WORDS
-    return words[1:3] == ["-m", "memoryhub_client.cli"] and words[3:5] == HOOK_WORDS
+        return words[1:3] in (HOOK_WORDS, CODEX_HOOK_WORDS)
+    return words[1:3] == ["-m", "memoryhub_client.cli"] and words[3:5] in (HOOK_WORDS, CODEX_HOOK_WORDS)
 
 
 def merge_toml(text: str, snippet: dict[str, Any]) -> str:

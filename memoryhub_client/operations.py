@@ -344,8 +344,10 @@ def get_draft(draft_id: str) -> Call[DraftOutput]:
 def extract_drafts(transcript: str, *, source_session: str | None = None) -> Call[DraftExtractOutput]:
     """Propose memories from a transcript or notes: at most 15 pending drafts, each
     flagged with its conflict (`duplicate`, `contradiction`) for a person to review. The
-    server removes credentials, secrets, PII and code first; text already pending is not
-    drafted again. `source_session` says where it came from (a session id or a label)."""
+    server removes credentials, secrets, PII and code first. A learning already pending is
+    not drafted again: another session's extraction of it raises that draft's count
+    (answered in `corroborated`). `source_session` says where it came from (a session id
+    or a label)."""
     return Call(
         "POST", "drafts/extract/", _json, json=_body(transcript=transcript, source_session=source_session)
     )

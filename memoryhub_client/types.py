@@ -106,8 +106,11 @@ class DraftEntry(TypedDict):
 
 
 class DraftExtractOutput(TypedDict):
-    # The drafts made; text already pending for the team is not drafted again.
+    # The drafts made; a learning already pending for the team is not drafted again.
     drafts: list[DraftOutput]
+    # Pending drafts this extraction found again (their count went up); not the ones this same session
+    # sent before.
+    corroborated: list[DraftOutput]
 
 
 class DraftOutput(TypedDict):
@@ -131,6 +134,10 @@ class DraftOutput(TypedDict):
     reviewed_by: str
     # The version it became.
     memory_entry: DraftEntry | None
+    # How many times another session's extraction found this learning again while it was pending.
+    corroborated: int
+    # When it was last found again (null: never).
+    last_corroborated_at: str | None
 
 
 class Error(TypedDict):

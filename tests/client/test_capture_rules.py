@@ -49,6 +49,22 @@ def test_a_failure_reads_as_the_command_and_the_errors_first_informative_lines()
         ("Bash", {"command": "grep -rn foo ."}, "Exit code 1", {}),
         ("Bash", {"command": "cd /repo && cat nope.txt"}, "cat: nope.txt: No such file or directory", {}),
         ("Bash", {"command": "make"}, "Exit code 2", {}),
+        ("Bash", {"command": "npm ci"}, "npm ERR! network socket hang up", {}),
+        ("Bash", {"command": "pip show pyyaml"}, "WARNING: Package(s) not found: pyyaml", {}),
+        ("Bash", {"command": "git rev-parse --verify feature/x"}, "fatal: Needed a single revision", {}),
+        (
+            "Bash",
+            {"command": "pytest tests/test_dates.py -q"},
+            "Exit code 1\nFAILED tests/test_dates.py::test_week - AssertionError: assert None == 5",
+            {},
+        ),
+        ("Bash", {"command": "npx jest cart"}, "Expected: 3\nReceived: 2\nTests: 1 failed, 4 passed", {}),
+        (
+            "Bash",
+            {"command": "go test ./..."},
+            "--- FAIL: TestTotal (0.00s)\n    total_test.go:12: got 9",
+            {},
+        ),
     ],
     ids=[
         "interrupt",
@@ -61,10 +77,29 @@ def test_a_failure_reads_as_the_command_and_the_errors_first_informative_lines()
         "probe",
         "reader",
         "bare",
+        "socket-hang-up",
+        "package-probe",
+        "ref-probe",
+        "red-pytest",
+        "red-jest",
+        "red-go-test",
     ],
 )
 def test_failures_that_are_no_learning(tool: str, tool_input: Any, error: str, extra: dict[str, Any]) -> None:
     assert failure_learning(tool, tool_input, error, **extra) is None
+
+
+@pytest.mark.parametrize(
+    ("command", "error"),
+    [
+        ("pytest tests/api", "E   ModuleNotFoundError: No module named 'yaml'\n1 failed"),
+        ("cargo test", "error: linker 'cc' not found\ntest result: FAILED"),
+        ("pnpm --filter web test", "Error: Cannot find module '@acme/ui/dist/index.js'"),
+        ("pytest -m slow", "E   psycopg.OperationalError: connection refused\n3 failed"),
+    ],
+)
+def test_a_test_run_broken_by_its_environment_is_a_learning(command: str, error: str) -> None:
+    assert bash_failure(command, error) is not None
 
 
 def test_one_failure_seen_again_with_other_numbers_has_one_fingerprint() -> None:
@@ -85,6 +120,11 @@ def test_one_failure_seen_again_with_other_numbers_has_one_fingerprint() -> None
         "Please stop adding type: ignore comments.",
         "Use httpx instead of requests in the lambda.",
         "Right, we only use pnpm in this repo.",
+        "Hmm, not quite: the discount applies before tax.",
+        "Wait, don't run migrations against production from your machine.",
+        "Yes, use npx for CLIs, we don't install anything globally.",
+        "That's not how we name migrations here: the ticket number goes first.",
+        "Use the logger, not print.",
     ],
 )
 def test_corrections(prompt: str) -> None:
@@ -106,6 +146,10 @@ def test_corrections(prompt: str) -> None:
         "/compact",
         "<command-name>/clear</command-name>",
         "Add a CSV export to the orders page.",
+        "Never mind, leave it as it is.",
+        "Nevermind, forget the header.",
+        "Ok, thanks, that looks good.",
+        "Wait, what does this flag do?",
     ],
 )
 def test_not_corrections(prompt: str) -> None:
@@ -154,7 +198,21 @@ def test_a_transcript_names_the_fix_and_leaves_a_flake_out() -> None:
     ]
 
 
-@pytest.mark.parametrize("name", ["_DECLINED", "_TRANSIENT", "_EXIT_STATUS", "_RULE_SENTENCE", "_ONE_OFF"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "_DECLINED",
+        "_TRANSIENT",
+        "_EXIT_STATUS",
+        "_RULE_SENTENCE",
+        "_ONE_OFF",
+        "_TEST_RUN",
+        "_ASSERTION_FAILURE",
+        "_ENVIRONMENT_FAILURE",
+        "_INTERJECTION",
+        "_NEGATION_OPENER",
+    ],
+)
 def test_each_pattern_takes_time_linear_in_the_text(name: str) -> None:
     # The hooks bound what they scan (MAX_SCAN_CHARS); the patterns stay linear regardless.
     pattern = getattr(capture, name)
@@ -163,3 +221,26 @@ def test_each_pattern_takes_time_linear_in_the_text(name: str) -> None:
         return ("we use it instead of not use " * (size // 29 + 1))[:size]
 
     assert_linear_time(pattern.search, text, 256 * 1024)
+
+
+def test_a_transcript_leaves_out_a_failure_the_agent_fixed_with_its_own_edits() -> None:
+    edit = record(
+        "assistant",
+        [{"type": "tool_use", "id": "e", "name": "Edit", "input": {"file_path": "/a.go", "old_string": "x"}}],
+    )
+    records = [
+        record("user", "Make it build."),
+        call("a", "go build ./..."),
+        result("a", "main.go:9:2: undefined: totl", failed=True),
+        edit,
+        result("e", "The file has been updated.", failed=False),
+        call("b", "go build ./..."),
+        result("b", "", failed=False),
+        call("c", "make deploy"),
+        result("c", "Error: KUBECONFIG points at a missing file", failed=True),
+        call("d", "kubectl config use-context staging"),
+        result("d", "Switched", failed=False),
+        call("f", "make deploy"),
+        result("f", "deployed", failed=False),
+    ]
+    assert [learning.source for learning in transcript_learnings(records)] == ["c"]

@@ -98,14 +98,15 @@ def test_a_tool_failure_becomes_one_scrubbed_pending_draft(
     assert memories_of(team) == 0  # a draft for a person, never an active memory
 
 
-def test_a_second_session_meeting_the_same_failure_adds_no_draft(
+def test_other_sessions_meeting_the_same_failure_corroborate_the_one_pending_draft(
     mcp_server: Server, team: Team, cli: Cli, tmp_path: Path
 ) -> None:
     env = server_env(mcp_server, "alpha", make_agent(team, "claude", ["read", "write"]).token)
-    for session in ("one", "two"):
-        event = json.loads(
-            tool_failure(tmp_path, "make build", "Exit code 2\nmake: *** No rule to make target 'build'.")
-        )
+    runs = []
+    # The same failure three times, the third at another line of the Makefile.
+    for session, line in (("one", 12), ("two", 12), ("three", 31)):
+        error = f"Exit code 2\nmake: *** [Makefile:{line}: build] Error 127\nmake: protoc: No such file or directory"
+        event = json.loads(tool_failure(tmp_path, "make build", error))
         ran = cli(
             "hook",
             "claude-code",
@@ -113,8 +114,15 @@ def test_a_second_session_meeting_the_same_failure_adds_no_draft(
             input=json.dumps({**event, "session_id": session}),
             **env,
         )
-        assert ran.returncode == 0, ran.stderr
-    assert len(drafts_of(team)) == 1  # the server drafts a pending text once
+        assert (ran.returncode, ran.stdout) == (0, ""), ran.stderr
+        runs.append(ran.stderr)
+
+    [draft] = drafts_of(team)
+    assert "Makefile:12" in draft.content and draft.source_session == "one"
+    assert draft.corroborated == 2 and draft.last_corroborated_at is not None
+    assert "1 new draft(s)" in runs[0] and "corroborated" not in runs[0]
+    assert "0 new draft(s), 1 pending draft(s) corroborated" in runs[1]
+    assert "0 new draft(s), 1 pending draft(s) corroborated" in runs[2]
 
 
 @pytest.mark.parametrize(

@@ -123,7 +123,8 @@ def test_codex_keeps_the_toml_comments_and_layout(cli: Cli, tmp_path: Path) -> N
 
     first, second = write_twice(cli, tmp_path, "codex")
 
-    assert first == f"{config} updated\n" and second == f"{config} unchanged\n"
+    assert first == f"{config} updated\n.codex/hooks.json created\n"
+    assert second == f"{config} unchanged\n.codex/hooks.json unchanged\n"
     text = config.read_text()
     assert text.startswith(original.split("[profiles.quick]")[0])  # every byte before ours kept
     assert text.endswith('[profiles.quick]\nmodel = "mini"\n')
@@ -134,6 +135,33 @@ def test_codex_keeps_the_toml_comments_and_layout(cli: Cli, tmp_path: Path) -> N
     }
     assert parsed["model"] == "o3" and parsed["profiles"] == {"quick": {"model": "mini"}}
     assert TOKEN not in text
+
+
+def test_codex_gets_its_session_start_and_prompt_hooks_beside_its_own(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / ".codex").mkdir()
+    theirs = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-done", "timeout": 5}]}]}}
+    (tmp_path / ".codex" / "hooks.json").write_text(json.dumps(theirs))
+
+    write_twice(cli, tmp_path, "codex")
+
+    hooks = json.loads((tmp_path / ".codex" / "hooks.json").read_text())["hooks"]
+    assert hooks["Stop"] == theirs["hooks"]["Stop"]
+    assert hooks["SessionStart"] == [
+        {"hooks": [hook(f"{COMMAND} hook codex session-start --url {URL} --team my-team")]}
+    ]
+    assert hooks["UserPromptSubmit"] == [
+        {
+            "hooks": [
+                {
+                    "type": "command",
+                    "command": f"{COMMAND} hook codex user-prompt-submit --url {URL} --team my-team",
+                    "timeout": CAPTURE_CLIENT_TIMEOUT_SECONDS,
+                }
+            ]
+        }
+    ]
+    assert sorted(hooks) == ["SessionStart", "Stop", "UserPromptSubmit"]  # no session end in Codex
+    assert TOKEN not in json.dumps(hooks)
 
 
 def test_files_that_are_not_valid_are_left_alone(cli: Cli, tmp_path: Path) -> None:
@@ -166,7 +194,7 @@ def test_the_readme_shows_exactly_what_connect_prints(cli: Cli) -> None:
 
 
 def test_a_one_file_client_prints_a_snippet_that_is_valid_on_its_own(cli: Cli, tmp_path: Path) -> None:
-    for client, parse in (("cursor", json.loads), ("generic", json.loads), ("codex", tomllib.loads)):
+    for client, parse in (("cursor", json.loads), ("generic", json.loads)):
         printed = cli("connect", client, "--url", URL)
         assert printed.returncode == 0, printed.stderr
         assert "memoryhub" in str(parse(printed.stdout)), client
@@ -180,7 +208,8 @@ def test_the_tool_list_is_the_core_one_unless_asked_and_connect_says_so(cli: Cli
     assert "--tools full connects to /mcp/full/, every tool" in core.stderr
     for asked in (("--url", URL, "--tools", "full"), ("--url", f"{URL}/mcp/full/")):
         full = cli("connect", "codex", *asked)
-        assert tomllib.loads(full.stdout)["mcp_servers"]["memoryhub"]["url"] == f"{URL}/mcp/full/"
+        config_toml = full.stdout.split("# .codex/hooks.json", 1)[0]
+        assert tomllib.loads(config_toml)["mcp_servers"]["memoryhub"]["url"] == f"{URL}/mcp/full/"
         assert f"{URL}/mcp/full/ lists every tool" in full.stderr
     generic = json.loads(cli("connect", "generic", "--url", f"{URL}/mcp/full/").stdout)["mcpServers"][
         "memoryhub"

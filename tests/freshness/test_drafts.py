@@ -23,6 +23,7 @@ from teams.models import Team
 from teams.scope import team_scope
 from teams.services import set_vault_entry, shutdown_team
 from tests.conftest import Agent, operator_view
+from tests.linear_time import assert_linear_time
 
 API_KEY = "sk-draft-llm-test-0123456789abcdef"
 TOKEN = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
@@ -304,3 +305,27 @@ def test_two_extractions_of_one_transcript_at_once_draft_it_once(team: Team) -> 
 
     assert sorted(answers) == [0, 6]
     assert len(team_drafts(team)) == 6
+
+
+def test_a_lessons_fingerprint_ignores_what_differs_between_runs_of_one_failure() -> None:
+    run = drafts.learning_fingerprint
+    assert run("lesson", "`go build` failed: main.go:9:2: undefined: x (in 0.21s)") == run(
+        "lesson", "`go build`  FAILED: main.go:14:7: undefined: x (in 1.3s)"
+    )
+    assert run("lesson", 'File "a.py", line 12, in f: KeyError') == run(
+        "lesson", 'File "a.py", line 40, in f: KeyError'
+    )
+    assert run("lesson", "Never deploy on day 3 of the sprint.") != run(
+        "lesson", "Never deploy on day 5 of the sprint."
+    )
+    assert run("lesson", "Astro needs Node 20.") != run("lesson", "Astro needs Node 18.")
+    assert run("decision", "Ports: api at host:8080, docs at host:8081") != run(
+        "decision", "Ports: api at host:8080, docs at host:9090"
+    )
+
+
+def test_the_fingerprints_pattern_takes_time_linear_in_the_text() -> None:
+    def text(size: int) -> str:
+        return ("line 1: 22s 333333 :4 " * (size // 22 + 1))[:size]
+
+    assert_linear_time(lambda t: drafts._VARYING_NUMBERS.sub("#", t), text, 256 * 1024)

@@ -90,11 +90,54 @@ def test_extract_makes_pending_drafts_scrubbed_and_without_code(member: Agent, d
     assert {d["id"] for d in listed} == {d["id"] for d in drafted}
 
 
-def test_extracting_the_same_transcript_again_drafts_nothing_new(member: Agent, drafted: list[dict]) -> None:
-    again = extract(member, {"transcript": TRANSCRIPT})
-    assert again.status_code == 201 and again.json() == {"drafts": []}
+def test_extracting_the_same_transcript_again_drafts_nothing_new_and_corroborates(
+    member: Agent, drafted: list[dict]
+) -> None:
+    again = extract(member, {"transcript": TRANSCRIPT, "source_session": "sess-43"})
+    assert again.status_code == 201 and again.json()["drafts"] == []
+    seen = again.json()["corroborated"]
+    assert {d["id"] for d in seen} == {d["id"] for d in drafted}
+    assert all(d["corroborated"] == 1 and d["last_corroborated_at"] for d in seen)
+    assert all(d["corroborated"] == 0 and d["last_corroborated_at"] is None for d in drafted)
     with operator_view():
         assert Draft.objects.filter(team=member.team).count() == len(drafted)
+
+
+LESSON = "Lesson learned: `make build` fails at Makefile:{line}: protoc is not installed on the runners."
+
+
+def test_a_lesson_seen_again_with_other_numbers_corroborates_but_the_same_session_is_a_retry(
+    member: Agent,
+) -> None:
+    (first,) = extract(member, {"transcript": LESSON.format(line=12), "source_session": "s1"}).json()[
+        "drafts"
+    ]
+    retry = extract(member, {"transcript": LESSON.format(line=12), "source_session": "s1"}).json()
+    other = extract(member, {"transcript": LESSON.format(line=31), "source_session": "s2"}).json()
+    unnamed = extract(member, {"transcript": LESSON.format(line=40).upper()}).json()
+
+    assert (retry["drafts"], retry["corroborated"]) == ([], [])
+    assert other["drafts"] == [] and [d["id"] for d in other["corroborated"]] == [first["id"]]
+    assert unnamed["drafts"] == [] and unnamed["corroborated"][0]["corroborated"] == 2
+    listed = member.client.get(member.url("drafts/")).json()["results"]
+    assert [(d["id"], d["corroborated"], d["content"]) for d in listed] == [
+        (first["id"], 2, first["content"])  # the first wording is kept
+    ]
+    # Accepted, the count goes into the stored version's provenance.
+    assert review(member, first["id"], "accept").status_code == 200
+    entry = member.client.get(member.url(f"memories/{first['key']}/")).json()
+    assert entry["metadata"]["draft"]["corroborated"] == 2
+    # Reviewed, it is no longer pending: the next sighting is a new draft.
+    (fresh,) = extract(member, {"transcript": LESSON.format(line=12), "source_session": "s3"}).json()[
+        "drafts"
+    ]
+    assert fresh["id"] != first["id"] and fresh["corroborated"] == 0
+
+
+def test_a_fact_with_other_numbers_is_another_draft(member: Agent) -> None:
+    extract(member, {"transcript": "We decided to cap uploads at 10 MB.", "source_session": "s1"})
+    again = extract(member, {"transcript": "We decided to cap uploads at 25 MB.", "source_session": "s2"})
+    assert len(again.json()["drafts"]) == 1 and again.json()["corroborated"] == []
 
 
 def test_accept_edited_stores_a_memory_with_provenance(member: Agent, drafted: list[dict]) -> None:
@@ -121,6 +164,7 @@ def test_accept_edited_stores_a_memory_with_provenance(member: Agent, drafted: l
         "source_session": "sess-42",
         "extractor": "rules",
         "reviewed_by": "writer-bot",
+        "corroborated": 0,
     }
     assert body["memory_entry"]["id"] == entry["id"]
     with operator_view():
@@ -351,4 +395,5 @@ def test_another_teams_token_and_ids_get_404_and_nothing_of_the_team(
     assert bravo_draft["conflict"] == "" and bravo_draft["id"] != draft["id"]
     with operator_view():
         assert Draft.objects.get(id=draft["id"]).state == DraftState.PENDING
+        assert Draft.objects.get(id=draft["id"]).corroborated == 0  # bravo's sighting is not alpha's
         assert Memory.objects.get(key="alpha-secret-thing").is_active
