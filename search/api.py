@@ -35,7 +35,10 @@ class SearchInputSerializer(StrictInputSerializer):
         allow_null=True,
         min_value=0.0,
         max_value=1.0,
-        help_text="Leave out results scoring lower.",
+        help_text=(
+            "Leave out results scoring lower. Left out, a hybrid search drops what matched nothing"
+            " well (a relevance floor); 0 keeps every candidate."
+        ),
     )
     types = serializers.ListField(
         child=StrictCharField(max_length=32),

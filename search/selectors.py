@@ -46,6 +46,11 @@ from teams.models import Team
 
 MAX_QUERY_CHARS = 8000
 MAX_RESULTS = 50
+# A hybrid search that is not given a min_score leaves out candidates whose relevance
+# (w_vec * cosine + w_kw * keyword plus the entity bonus, before age decay and rating)
+# is below this: filler that matched nothing well. Chosen on the quality bench as the highest floor
+# that costs no R@5 on any task (docs/search.md, "Relevance floor").
+RELEVANCE_FLOOR = 0.2
 
 
 def check_search_input(*, query: str, max_results: int) -> str:
@@ -118,6 +123,8 @@ def search_memories(
             decay=decay,
             min_score=min_score,
             entities=query_entities(query) if entity_boost else (),
+            # A caller's min_score replaces the floor: it keeps its meaning as given.
+            relevance_floor=RELEVANCE_FLOOR if min_score is None and search_mode == "hybrid" else None,
         )
         # A head scores at least as high as its versions; the versions kept (when asked)
         # do not compete in diversification, they follow their head.

@@ -14,12 +14,19 @@ functions of the candidates and their memories; no database, no clock of their o
   absolute weighted sum (w_vec * cosine + w_kw * keyword). Evidence is one number per
   query, so it leaves the order alone and keeps `min_score` absolute: a query that
   matches nothing well still scores low everywhere. `fusion="absolute"` is the raw
-  weighted sum, kept for comparison;
+  weighted sum, kept for comparison; `fusion="adaptive"` is relative fusion with the
+  team's weights scaled per query by how well each path separates its best candidate
+  from the next ones (`adaptive_weights`), measured and not the default
+  (docs/search.md, "Levers measured and dropped");
 - entity = ENTITY_BOOST (0.05) per name or short quoted phrase of the query found
   exactly in the entry, at most 3 (search.retrieval.entities), hybrid mode only;
 - decay = 0.5 ** (age_days / half_life), identity and lesson exempt;
 - rating = 1 + 0.05 * clamp(upvotes - downvotes, -5, 5): a version's net rating moves
   it by at most ±25% (0.75..1.25); unrated entries are unchanged;
+- relevance = the absolute weighted sum (w_vec * cosine + w_kw * keyword, the team's
+  weights) + entity: the candidate's own evidence, not stretched by relative fusion;
+  below `relevance_floor` (the search's default floor, search.selectors.RELEVANCE_FLOOR)
+  a candidate is out, whatever its age and rating;
 - score = (merged + entity) * decay * rating, rounded to 6 places; below `min_score` it is out.
 """
 
@@ -41,7 +48,11 @@ DECAY_EXEMPT_TYPES = frozenset({MemoryType.IDENTITY, MemoryType.LESSON})
 RATING_STEP = 0.05
 RATING_CAP = 5
 
-Fusion = Literal["relative", "absolute"]
+Fusion = Literal["relative", "absolute", "adaptive"]
+# Adaptive fusion: a path's separation is how far its best candidate stands above the
+# mean of the next ADAPTIVE_TOP, in standard deviations of the path's scores over the
+# candidates.
+ADAPTIVE_TOP = 5
 # Relative fusion stretches the candidates' cosines to 0..1, but a few candidates a
 # hair apart (near-duplicates, a tiny team) must not become 0 and 1: a band narrower
 # than this is stretched only as if it were this wide. A whole-conversation query over
@@ -81,17 +92,23 @@ def score_candidates(
     min_score: float | None = None,
     entities: Sequence[str] = (),
     fusion: Fusion = "relative",
+    relevance_floor: float | None = None,
 ) -> list[Scored]:
     """The candidates that have a memory in `memories` and reach `min_score`, best
     first (ties by memory id, so the order never depends on how they were found).
     `entities` (the query's, search.retrieval.entities) boost in hybrid mode only;
-    `fusion` is how hybrid mode merges the paths (module docstring)."""
+    `fusion` is how hybrid mode merges the paths; `relevance_floor` drops a candidate
+    whose relevance (its absolute weighted sum plus entity, before decay and rating)
+    is below it (module docstring)."""
     candidates = list(candidates)
     patterns = entity_patterns(entities) if mode == "hybrid" else []
     best_rank = max((c.keyword_rank for c in candidates), default=0.0) or 1.0
+    team_weights = weights
+    if mode == "hybrid" and fusion == "adaptive":
+        weights = adaptive_weights(candidates, best_rank=best_rank, weights=weights)
     scale = (
         RelativeScale.of(candidates, best_rank=best_rank, weights=weights)
-        if mode == "hybrid" and fusion == "relative"
+        if mode == "hybrid" and fusion != "absolute"
         else None
     )
     scored: list[Scored] = []
@@ -111,6 +128,12 @@ def score_candidates(
                 * scale.evidence
             )
         entity = entity_bonus(patterns, memory.content) if patterns else 0.0
+        if (
+            relevance_floor is not None
+            and merge_scores(vector=vector, keyword=keyword, mode=mode, weights=team_weights) + entity
+            < relevance_floor
+        ):
+            continue
         factor = (
             decay_factor(
                 memory_type=memory.type, created_at=memory.created_at, now=now, half_life_days=half_life_days
@@ -169,6 +192,33 @@ class RelativeScale:
         """1 for the query's highest cosine, 0 for its lowest; a band narrower than
         RELATIVE_MIN_BAND is not stretched to the whole 0..1."""
         return 1.0 - (self.highest - similarity) / max(self.highest - self.lowest, RELATIVE_MIN_BAND)
+
+
+def adaptive_weights(candidates: Sequence[Candidate], *, best_rank: float, weights: Weights) -> Weights:
+    """The team's `weights`, each times its path's separation over `candidates`, scaled
+    to sum to what the team's do: a path whose best candidate stands out counts more
+    for this query, one whose scores are flat counts less. The team's weights when
+    neither path separates. Linear, plus two sorts."""
+    vector = weights.vector * separation([c.similarity or 0.0 for c in candidates])
+    keyword = weights.keyword * separation([c.keyword_rank / best_rank for c in candidates])
+    if vector + keyword <= 0:
+        return weights
+    total = weights.vector + weights.keyword
+    return Weights(vector=total * vector / (vector + keyword), keyword=total * keyword / (vector + keyword))
+
+
+def separation(scores: Sequence[float]) -> float:
+    """How far the best of `scores` stands above the mean of the next ADAPTIVE_TOP, in
+    standard deviations of all of them; 0 for fewer than two or all equal."""
+    if len(scores) < 2:
+        return 0.0
+    mean = sum(scores) / len(scores)
+    spread = math.sqrt(sum((s - mean) ** 2 for s in scores) / len(scores))
+    if spread <= 0:
+        return 0.0
+    ordered = sorted(scores, reverse=True)
+    following = ordered[1 : ADAPTIVE_TOP + 1]
+    return max(0.0, (ordered[0] - sum(following) / len(following)) / spread)
 
 
 def merge_scores(*, vector: float, keyword: float, mode: SearchMode, weights: Weights) -> float:

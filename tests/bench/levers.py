@@ -356,6 +356,7 @@ def ranked_keys(
     from search.retrieval.entities import query_entities
     from search.retrieval.mmr import diversify
     from search.retrieval.scoring import Scored, Weights, rating_factor, score_candidates
+    from search.selectors import RELEVANCE_FLOOR
 
     keyword_query = lever.keyword_query(query) if lever.keyword_query else query
     filters = SearchFilters(team_id=team.id, types=None, project=None, include_superseded=True)
@@ -399,7 +400,26 @@ def ranked_keys(
             decay=False,
             entities=query_entities(query) if lever.entity_boost else (),
             fusion="relative" if lever.fusion == "relative" else "absolute",
+            # The product's default floor: it changes no R@5 on MADial (docs/search.md).
+            relevance_floor=RELEVANCE_FLOOR,
         )
     picked = diversify(scored, {m.id: m.content for m in memories.values()}, max_results)
     keys = [memories[item.candidate.memory_id].key for item in picked]
     return [int(key.removeprefix(key_prefix)) for key in keys]
+
+
+# (f) Salience: an entry that agents keep reading ranks a little higher. The bench has
+# no real usage, so usage is simulated: an entry's access count is how often the
+# default ranking put it in the top 5 for the other half's queries of the same task
+# (what search_for would have counted), so a half is never boosted by its own answers.
+# Ratings already move a score by at most ±25% (search.retrieval.scoring) and the bench
+# has neither ratings nor confirmations, so access counts are the lever measured.
+SALIENCE_STEP = 0.05
+SALIENCE_CAP = 0.25
+
+
+def salience_factor(accesses: int) -> float:
+    """1 + 0.05 per doubling of the access count, at most +25% (the rating's cap)."""
+    import math
+
+    return 1.0 + min(SALIENCE_CAP, SALIENCE_STEP * math.log2(1 + max(0, accesses)))

@@ -348,7 +348,8 @@ def _run(config: RunConfig, dialogues: list[Dialogue], teams: dict[int, Any]) ->
 
 
 def run(*, quick: bool = False) -> dict[str, Any]:
-    """The quality section. `quick` changes nothing: 160 dialogues is already quick."""
+    """The quality section. `quick` leaves out the turns-as-memories task (its ingest
+    of about 1,400 lines takes minutes)."""
     ok, got = self_check()
     print("\n== quality: MADial-Bench (en), 160 dialogues ==")
     if not ok:
@@ -410,6 +411,9 @@ def run(*, quick: bool = False) -> dict[str, Any]:
     lever_rows = _lever_report(
         dialogues, ingested["teams"], next(r for r in runs if r["name"] == "hybrid + MMR")
     )
+    from tests.bench.tasks import run_tasks
+
+    task_report = run_tasks(ingested["teams"], quick=quick, max_results=TOP_K)
 
     payload = {
         "section": "quality",
@@ -433,6 +437,7 @@ def run(*, quick: bool = False) -> dict[str, Any]:
             "halves": halves,
         },
         "levers": lever_rows,
+        "tasks": task_report,
     }
     return payload
 

@@ -100,7 +100,9 @@ def test_saved_memory_is_indexed_with_chunks_and_vectors(
 def test_each_result_carries_its_fields_with_real_values(
     corpus: dict[str, dict[str, Any]], member: Agent
 ) -> None:
-    body = search(member, "staging database port", explain=True)
+    # min_score 0 replaces the default relevance floor (tests/search/test_relevance_floor.py),
+    # so the unrelated entries come back too and their fields can be checked.
+    body = search(member, "staging database port", explain=True, min_score=0.0)
 
     assert body["search_mode"] == "hybrid"
     assert body["warnings"] == []
@@ -191,7 +193,8 @@ def test_keyword_and_vector_modes_run_one_path(corpus: dict[str, dict[str, Any]]
 def test_merged_score_is_the_relative_weighted_sum_times_evidence_times_decay(
     corpus: dict[str, dict[str, Any]], member: Agent
 ) -> None:
-    body = search(member, "staging database port", explain=True, max_results=5)
+    # min_score 0 in place of the default floor: every entry of the team comes back.
+    body = search(member, "staging database port", explain=True, max_results=5, min_score=0.0)
 
     assert len(body["results"]) == 5
     parts = [result["explain"] for result in body["results"]]
@@ -423,8 +426,10 @@ def test_queries_with_tsquery_syntax_are_plain_words(
     # "zymu" is too short a part of zymurgy for trigrams to stand in (search.retrieval.trigrams).
     for query in ["zymu:*", "\\", "'''", "a:* <-> b", "&&&"]:
         assert keys(search(member, query, mode="keyword")) == [], query
-        # No word to match: the vector path still ranks the team's entries.
-        assert set(keys(search(member, query))) == CORPUS_KEYS, query
+        # No word to match and nothing near in meaning: the relevance floor leaves
+        # nothing; asked with min_score 0, the vector path still ranks every entry.
+        assert keys(search(member, query)) == [], query
+        assert set(keys(search(member, query, min_score=0.0))) == CORPUS_KEYS, query
 
 
 def test_secret_values_never_come_back_in_search(member: Agent, admin_member: Agent, save) -> None:  # type: ignore[no-untyped-def]
