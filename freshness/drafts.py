@@ -361,6 +361,7 @@ def accept_draft(
                 updated_by=actor,
                 type_name=type_name or draft.type,
                 metadata={"draft": _provenance(draft, actor)},
+                auto_captured=True,
             )
         except MemoryExists:
             raise DraftKeyTaken(
@@ -408,6 +409,7 @@ def merge_draft(
             supersede_reason=f"merged draft {draft.id}",
             metadata=metadata,
             expected_version=existing.id,
+            auto_captured=True,
         )
         return _reviewed(draft, DraftState.MERGED, actor, memory=result.memory, key=into_key)
 

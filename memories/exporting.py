@@ -66,6 +66,8 @@ MEMORY_FIELDS = (
     "pinned",
     "last_confirmed_at",
     "confirmed_by_count",
+    "original_type",
+    "auto_captured",
 )
 
 
@@ -176,6 +178,8 @@ def memory_record(row: dict[str, Any]) -> dict[str, Any]:
         "last_accessed_at": _time(row["last_accessed_at"]),
         "anchor": row["anchor"],
         "pinned": row["pinned"],
+        "original_type": row["original_type"],
+        "auto_captured": row["auto_captured"],
         "last_confirmed_at": _time(row["last_confirmed_at"]),
         "confirmed_by_count": row["confirmed_by_count"],
     }

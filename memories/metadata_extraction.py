@@ -1,5 +1,6 @@
-"""Metadata from a memory's text without an LLM: people (@mentions), tags (#hashtags)
-and action items (sentences that ask for something to be done).
+"""Metadata from a memory's text without an LLM: people (@mentions), tags (#hashtags),
+topics (the names the text is about) and action items (sentences that ask for something
+to be done).
 
 `extract_metadata` is a pure function. `with_extracted_metadata` merges its result
 into the metadata a save stores, and `metadata_filter_q` / `metadata_filter_document`
@@ -18,6 +19,10 @@ Rules, chosen so that ordinary technical text does not produce junk:
   `#ababab`). Words that happen to be hex (`#cafe`, `#feed`, `#decade`) stay tags.
 - Tags and people are lowercased (they are matched case-insensitively by filters),
   deduplicated, and kept in the order they first appear.
+- A topic is a run of capitalised words (`Project Alpha`, `Paddle`, `PostgreSQL`) or an
+  acronym (`CDN`), lowercased: a name the text is about. A word that only starts a
+  sentence is not one (`Never deploy…`), nor a common word that starts a run (`The`,
+  `We`, `Our`…). At most MAX_TOPICS, in order of appearance.
 - An action item is a sentence (or list item, or line) containing "need(s) to",
   "must", "follow up" / "follow-up" / "followup", or "TODO", as whole words, in any
   case. It is kept as written (list markers and extra whitespace removed).
@@ -32,13 +37,14 @@ from typing import Any
 import re2
 from django.db.models import Q
 
-EXTRACTED_KEYS = ("people", "tags", "action_items")
+EXTRACTED_KEYS = ("people", "tags", "topics", "action_items")
 # Where a merged metadata records which keys it got from the text, so that the next
 # version recomputes them instead of carrying stale values over.
 EXTRACTED_MARKER = "extracted"
 
 MAX_PEOPLE = 32
 MAX_TAGS = 32
+MAX_TOPICS = 8
 MAX_NAME_CHARS = 64
 MAX_ACTION_ITEMS = 20
 MAX_ACTION_ITEM_CHARS = 300
@@ -62,6 +68,62 @@ _NOT_AFTER = r"[^\s(\[{<\"'\u201c\u2018,;]"
 _MENTION = re.compile(r"@(?<!" + _NOT_AFTER + r"@)([^\W\d_][\w.-]*)(?![\w/@])")
 _HASHTAG = re.compile(r"#(?<!" + _NOT_AFTER + r"#)([^\W\d_][\w/-]*)(?![\w#])")
 _HEX = re.compile(r"^[0-9a-f]+$")
+# A capitalised word (or an acronym) and the capitalised words right after it.
+_NAME_RUN = re2.compile(r"\p{Lu}[\pL\pN]+(?:[ \t]+\p{Lu}[\pL\pN]+)*")
+_SENTENCE_OPENERS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "this",
+        "that",
+        "these",
+        "those",
+        "we",
+        "our",
+        "us",
+        "i",
+        "it",
+        "its",
+        "my",
+        "you",
+        "your",
+        "they",
+        "their",
+        "he",
+        "she",
+        "there",
+        "here",
+        "when",
+        "if",
+        "then",
+        "also",
+        "and",
+        "but",
+        "or",
+        "so",
+        "for",
+        "to",
+        "in",
+        "on",
+        "at",
+        "by",
+        "of",
+        "as",
+        "after",
+        "before",
+        "while",
+        "never",
+        "always",
+        "do",
+        "don't",
+        "please",
+        "note",
+        "use",
+        "run",
+        "see",
+    ]
+)
 
 # RE2 (linear and fast on text without any of the words); \pZ adds the Unicode spaces
 # RE2's \s leaves out.
@@ -84,6 +146,7 @@ def extract_metadata(content: str) -> dict[str, list[str]]:
     return {
         "people": _unique((_clean_name(m) for m in mentions), MAX_PEOPLE),
         "tags": _unique((name for m in hashtags if not _is_colour(name := _clean_name(m))), MAX_TAGS),
+        "topics": _topics(words),
         "action_items": _action_items(prose),
     }
 
@@ -156,6 +219,31 @@ def _is_colour(name: str) -> bool:
     if len(name) not in (3, 4, 6, 8) or not _HEX.match(name):
         return False
     return any(ch.isdigit() for ch in name) or len(set(name)) <= 2
+
+
+def _topics(text: str) -> list[str]:
+    topics: dict[str, None] = {}
+    for match in _NAME_RUN.finditer(text):
+        if match.start() and text[match.start() - 1] in "@#":
+            continue  # a mention or a tag: people and tags hold it
+        words = match.group(0).split()
+        if _starts_sentence(text, match.start()) or words[0].lower() in _SENTENCE_OPENERS:
+            words = words[1:]  # the sentence's first word, or a common word, is no name
+        while words and words[0].lower() in _SENTENCE_OPENERS:
+            words = words[1:]
+        if words:
+            topics[" ".join(words).lower()[:MAX_NAME_CHARS]] = None
+            if len(topics) == MAX_TOPICS:
+                break
+    return list(topics)
+
+
+def _starts_sentence(text: str, start: int) -> bool:
+    """Whether only whitespace, list markers or quotes stand between `start` and the
+    text's start or the end of the previous sentence or line."""
+    before = text[max(0, start - 8) : start].rstrip(" \t*-•>\"'(\u201c")
+    numbered = before.endswith(")") and before[:-1][-1:].isdigit()  # "1) Use X"
+    return not before or before[-1] in ".!?:\n" or numbered
 
 
 def _action_items(prose: str) -> list[str]:

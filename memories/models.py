@@ -207,6 +207,13 @@ class Memory(models.Model):
     # (agents.injection). Set by a save; a supersede keeps it only when asked to
     # (`inherit_pinned`): a pin vouches for one text, not for whatever replaces it.
     pinned = models.BooleanField(default=False, db_default=False)
+    # The type name the writer gave when it was an alias (an Open Brain client's
+    # "meeting", say), kept so that a client reads back what it wrote; "" for a
+    # canonical name. Carried over, like the type, by a supersede that leaves it out.
+    original_type = models.CharField(max_length=32, blank=True, default="", db_default="")
+    # This version was captured from a session (a draft accepted or merged by a person),
+    # not saved on purpose by a writer. Per version: a correction typed by hand is not.
+    auto_captured = models.BooleanField(default=False, db_default=False)
 
     objects = MemoryQuerySet.as_manager()
 

@@ -74,6 +74,14 @@ class MemoryOutputSerializer(serializers.ModelSerializer):
         read_only=True, help_text="How many distinct agents or people confirmed this version."
     )
     pinned = serializers.BooleanField(read_only=True, help_text="Always injected, right after identity.")
+    original_type = serializers.CharField(
+        read_only=True,
+        help_text='The alias `type` was given as (e.g. "meeting"); empty for a canonical type.',
+    )
+    auto_captured = serializers.BooleanField(
+        read_only=True,
+        help_text="Captured from a session (an accepted or merged draft), not saved on purpose.",
+    )
     freshness = serializers.SerializerMethodField()
 
     class Meta:
@@ -107,6 +115,8 @@ class MemoryOutputSerializer(serializers.ModelSerializer):
             "skill_trigger",
             "anchor",
             "pinned",
+            "original_type",
+            "auto_captured",
             "last_confirmed_at",
             "confirmed_by_count",
             "freshness",
@@ -187,6 +197,12 @@ class ReplacedDuplicateSerializer(serializers.Serializer):
 
 class MemorySavedOutputSerializer(MemoryOutputSerializer):
     hint = TypeHintSerializer(allow_null=True, read_only=True)
+    vault_hint = serializers.CharField(
+        allow_null=True,
+        read_only=True,
+        help_text="Set when the text looks like an operational value (a counter, a timestamp, a "
+        "progress figure) that belongs in the vault. Saved all the same.",
+    )
     redactions = RedactionSerializer(many=True, read_only=True)
     replaced_duplicate = ReplacedDuplicateSerializer(
         allow_null=True,
@@ -196,7 +212,13 @@ class MemorySavedOutputSerializer(MemoryOutputSerializer):
     )
 
     class Meta(MemoryOutputSerializer.Meta):
-        fields = [*MemoryOutputSerializer.Meta.fields, "hint", "redactions", "replaced_duplicate"]
+        fields = [
+            *MemoryOutputSerializer.Meta.fields,
+            "hint",
+            "vault_hint",
+            "redactions",
+            "replaced_duplicate",
+        ]
         read_only_fields = fields
 
 
@@ -327,6 +349,7 @@ def memory_error_extra(name: str, value: Any) -> Any:
 def saved_payload(result: SaveResult) -> dict[str, Any]:
     memory = result.memory
     memory.hint = result.hint.as_dict() if result.hint else None  # type: ignore[attr-defined]
+    memory.vault_hint = result.vault_hint  # type: ignore[attr-defined]
     memory.redactions = result.redactions  # type: ignore[attr-defined]
     duplicate = result.duplicate
     memory.replaced_duplicate = (  # type: ignore[attr-defined]

@@ -34,6 +34,19 @@ ALIASES: dict[str, MemoryType] = {
     "archive": MemoryType.HISTORICAL,
     "past": MemoryType.HISTORICAL,
 }
+# Open Brain's capture types, so that its clients work unchanged (the name they gave is
+# kept as the entry's original_type).
+OPEN_BRAIN_TYPES: dict[str, MemoryType] = {
+    "idea": MemoryType.CONTEXT,
+    "task": MemoryType.CONTEXT,
+    "note": MemoryType.CONTEXT,
+    "meeting": MemoryType.HISTORICAL,
+    "journal": MemoryType.HISTORICAL,
+    "episodic": MemoryType.HISTORICAL,
+    "person": MemoryType.REFERENCE,
+    "procedural": MemoryType.LESSON,
+}
+ALIASES.update(OPEN_BRAIN_TYPES)
 
 ACCEPTED_TYPE_NAMES = sorted([*MemoryType.values, *ALIASES])
 # Django computes an enum's `values` on every access: held once for the hot paths.
@@ -48,6 +61,12 @@ def resolve_type(name: str | None) -> MemoryType | None:
     if lowered in _CANONICAL_NAMES:
         return MemoryType(lowered)
     return ALIASES.get(lowered)
+
+
+def alias_name(name: str | None) -> str:
+    """The alias a type name is (lowercased), or "" for a canonical or empty name."""
+    lowered = (name or "").strip().lower()
+    return lowered if lowered in ALIASES else ""
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,8 @@ ENTRY_FIELDS = (
     "skill_trigger",
     "anchor",
     "pinned",
+    "original_type",
+    "auto_captured",
     "updated_by",
     "created_at",
     "last_confirmed_at",

@@ -334,6 +334,10 @@ class MemoryDetailOutput(TypedDict):
     anchor: Anchor | None
     # Always injected, right after identity.
     pinned: bool
+    # The alias `type` was given as (e.g. "meeting"); empty for a canonical type.
+    original_type: str
+    # Captured from a session (an accepted or merged draft), not saved on purpose.
+    auto_captured: bool
     # When the version was made, or last confirmed as still true since.
     last_confirmed_at: str
     # How many distinct agents or people confirmed this version.
@@ -403,6 +407,10 @@ class MemoryOutput(TypedDict):
     anchor: Anchor | None
     # Always injected, right after identity.
     pinned: bool
+    # The alias `type` was given as (e.g. "meeting"); empty for a canonical type.
+    original_type: str
+    # Captured from a session (an accepted or merged draft), not saved on purpose.
+    auto_captured: bool
     # When the version was made, or last confirmed as still true since.
     last_confirmed_at: str
     # How many distinct agents or people confirmed this version.
@@ -446,6 +454,10 @@ class MemoryReadOutput(TypedDict):
     anchor: Anchor | None
     # Always injected, right after identity.
     pinned: bool
+    # The alias `type` was given as (e.g. "meeting"); empty for a canonical type.
+    original_type: str
+    # Captured from a session (an accepted or merged draft), not saved on purpose.
+    auto_captured: bool
     # When the version was made, or last confirmed as still true since.
     last_confirmed_at: str
     # How many distinct agents or people confirmed this version.
@@ -499,6 +511,10 @@ class MemorySavedOutput(TypedDict):
     anchor: Anchor | None
     # Always injected, right after identity.
     pinned: bool
+    # The alias `type` was given as (e.g. "meeting"); empty for a canonical type.
+    original_type: str
+    # Captured from a session (an accepted or merged draft), not saved on purpose.
+    auto_captured: bool
     # When the version was made, or last confirmed as still true since.
     last_confirmed_at: str
     # How many distinct agents or people confirmed this version.
@@ -507,6 +523,9 @@ class MemorySavedOutput(TypedDict):
     # null for a superseded or deleted version.
     freshness: FreshnessEnum | None
     hint: TypeHint | None
+    # Set when the text looks like an operational value (a counter, a timestamp, a progress figure) that
+    # belongs in the vault. Saved all the same.
+    vault_hint: str | None
     redactions: list[Redaction]
     # Set when the text was a longer version of another key's active entry: that entry was superseded by
     # this one (soft, see `supersedes_id` and `supersede_reason`).

@@ -21,7 +21,14 @@ from django.utils.dateparse import parse_datetime
 from core.errors import InvalidInput
 from memories.exporting import EXPORT_FORMAT, EXPORT_VERSION, READABLE_VERSIONS
 from memories.models import MemoryState, SupersedeKind
-from memories.types import ACCEPTED_TYPE_NAMES, DEFAULT_TYPE, resolve_type, suggest_type
+from memories.types import (
+    ACCEPTED_TYPE_NAMES,
+    DEFAULT_TYPE,
+    OPEN_BRAIN_TYPES,
+    alias_name,
+    resolve_type,
+    suggest_type,
+)
 from memories.writes._pipeline import UNSET, Unset
 from teams.validators import check_key
 
@@ -76,6 +83,8 @@ class MemoryLine:
     skill_trigger: dict[str, Any] | None
     anchor: dict[str, Any] | Unset | None
     pinned: bool  # false when the file leaves it out (a file of before pins, a hand-written one)
+    original_type: str  # the alias `type` was given as; "" when the file leaves it out
+    auto_captured: bool
     state: str | None
     deleted_by: str
     archived_by: str
@@ -303,6 +312,14 @@ def _optional_id(record: dict[str, Any], name: str) -> str | None:
     return value
 
 
+def _original_type(record: dict[str, Any], type_name: str) -> str:
+    """The alias the entry's type was given as: one that names the line's type."""
+    original = _text(record, "original_type", limit=32)
+    if original and (alias_name(original) != original or resolve_type(original) != resolve_type(type_name)):
+        raise BadLine("invalid", f"'original_type' {original[:32]!r} is not an alias of type {type_name!r}")
+    return original
+
+
 def _flag(record: dict[str, Any], name: str) -> bool:
     value = record.get(name, False)
     if not isinstance(value, bool):
@@ -358,6 +375,8 @@ def _memory_line(number: int, record: dict[str, Any], now: dt.datetime) -> Memor
         skill_trigger=_object(record, "skill_trigger"),
         anchor=_object(record, "anchor") if "anchor" in record else UNSET,
         pinned=_flag(record, "pinned"),
+        original_type=_original_type(record, type_name),
+        auto_captured=_flag(record, "auto_captured"),
         state=state,
         deleted_by=_text(record, "deleted_by", limit=MAX_NAME_CHARS),
         archived_by=_text(record, "archived_by", limit=MAX_NAME_CHARS),
@@ -381,10 +400,12 @@ def _memory_line(number: int, record: dict[str, Any], now: dt.datetime) -> Memor
 def inferred_type(heading: str, content: str) -> str:
     """The type of a section without one: a word of its heading that names a type or an
     alias ("## Decisions", "## Lessons learned"), else the save's own type hint on its
-    text (memories.types.suggest_type), else the default."""
+    text (memories.types.suggest_type), else the default. Open Brain's type names are
+    not read in headings: "Project notes" or "Tasks" says where a file keeps its text,
+    not what the text is."""
     for word in re.findall(r"[a-z]+", heading.lower()):
         for name in (word, word.removesuffix("s")):
-            if name in ACCEPTED_TYPE_NAMES:
+            if name in ACCEPTED_TYPE_NAMES and name not in OPEN_BRAIN_TYPES:
                 return str(resolve_type(name))
     hint = suggest_type(content, DEFAULT_TYPE)
     return (hint.suggested_type if hint is not None else DEFAULT_TYPE).value

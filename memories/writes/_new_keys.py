@@ -233,7 +233,7 @@ class NewKeyWriter:
         prepared = prepare(
             key=line.key,
             content=line.content,
-            type_name=line.type,
+            type_name=line.original_type or line.type,
             supersede_reason=line.supersede_reason,
             project=line.project,
             metadata=line.metadata,
@@ -241,6 +241,7 @@ class NewKeyWriter:
             anchor=line.anchor,
             secrets=self.secrets,
             pinned=line.pinned,
+            auto_captured=line.auto_captured,
         )
         # The file's reason and kind as it gives them; a supersede it gives none is "imported".
         reason = prepared.reason or (IMPORTED_REASON if linked else "")

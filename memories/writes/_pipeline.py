@@ -29,13 +29,22 @@ from django.conf import settings
 
 from core.errors import InvalidInput
 from memories.anchors import normalise_anchor
+from memories.cache_hint import vault_hint
 from memories.exceptions import ContentTooLarge, MemoryExists, SkillNameTaken, StaleVersion, UnknownMemoryType
 from memories.hooks import DuplicateMatch
 from memories.locks import lock_active_memory, lock_skill_name, try_lock_key
 from memories.metadata_extraction import with_extracted_metadata
 from memories.models import MAX_CONTENT_BYTES, Memory, SupersedeKind
 from memories.skills import active_skill_holder, normalise_skill_trigger
-from memories.types import ACCEPTED_TYPE_NAMES, DEFAULT_TYPE, MemoryType, TypeHint, resolve_type, suggest_type
+from memories.types import (
+    ACCEPTED_TYPE_NAMES,
+    DEFAULT_TYPE,
+    MemoryType,
+    TypeHint,
+    alias_name,
+    resolve_type,
+    suggest_type,
+)
 from teams.models import Team
 from teams.scrubber import ScrubResult, scrub, scrub_json
 from teams.services import check_quota
@@ -70,6 +79,7 @@ class SaveResult:
     memory: Memory
     superseded: Memory | None = None
     hint: TypeHint | None = None
+    vault_hint: str | None = None
     redactions: list[dict[str, object]] = field(default_factory=list)
     saved: bool = True
     duplicate: DuplicateMatch | None = None
@@ -92,6 +102,9 @@ class Version:
     # of the entry being replaced.
     pinned: bool | None = None
     inherit_pinned: bool = False
+    # The alias the type was given as ("" for a canonical name); None: carried over.
+    original_type: str | None = None
+    auto_captured: bool = False
 
 
 @dataclass
@@ -116,6 +129,7 @@ def prepare(
     secrets: list[str],
     pinned: bool | None = None,
     inherit_pinned: bool = False,
+    auto_captured: bool = False,
 ) -> PreparedSave:
     """Validate and scrub a write (no query); raises the save's domain errors."""
     check_key(key)
@@ -150,6 +164,8 @@ def prepare(
         redactions=redactions,
         pinned=pinned,
         inherit_pinned=inherit_pinned,
+        original_type=alias_name(type_name) if memory_type is not None else None,
+        auto_captured=auto_captured,
     )
     return PreparedSave(key=key, reason=reason, version=version)
 
@@ -243,6 +259,7 @@ def store(
         memory=row,
         superseded=replaced,
         hint=suggest_type(row.content, MemoryType(row.type)),
+        vault_hint=vault_hint(row.content),
         redactions=version.redactions.as_list(),
         duplicate=duplicate,
     )
@@ -279,6 +296,8 @@ def new_row(
         skill_trigger=skill,
         anchor=None if isinstance(version.anchor, Unset) else version.anchor,
         pinned=bool(version.pinned),
+        original_type=version.original_type or "",
+        auto_captured=version.auto_captured,
         supersedes=replaced,
         supersede_reason=prepared.reason if replaced is not None else "",
         supersede_kind=supersede_kind(superseding=replaced is not None, soft=soft),
@@ -337,6 +356,7 @@ def carried_over(version: Version, replaced: Memory) -> Version:
         skill_trigger=replaced.skill_trigger if version.skill_trigger is UNSET else version.skill_trigger,
         anchor=replaced.anchor if version.anchor is UNSET else version.anchor,
         pinned=(replaced.pinned and version.inherit_pinned) if version.pinned is None else version.pinned,
+        original_type=replaced.original_type if version.original_type is None else version.original_type,
     )
 
 

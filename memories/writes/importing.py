@@ -300,7 +300,7 @@ class _ExistingKeys:
         return prepare(
             key=last.key,
             content=last.content,
-            type_name=last.type,
+            type_name=last.original_type or last.type,
             supersede_reason=IMPORTED_REASON if replacing else None,
             project=last.project,
             metadata=last.metadata,
@@ -308,6 +308,7 @@ class _ExistingKeys:
             anchor=last.anchor,
             secrets=self.secrets,
             pinned=last.pinned,
+            auto_captured=last.auto_captured,
         )
 
 

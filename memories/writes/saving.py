@@ -41,6 +41,7 @@ def save_memory(
     anchor: dict[str, Any] | Unset | None = UNSET,
     pinned: bool | None = None,
     inherit_pinned: bool = False,
+    auto_captured: bool = False,
 ) -> SaveResult:
     """Insert a memory, or supersede the active one under the key when a reason is
     given. Raises MemoryExists (409) when an active entry exists and no reason is,
@@ -51,6 +52,7 @@ def save_memory(
     On a supersede, a type, project, metadata, skill_trigger or anchor left out carries
     over from the entry being replaced: a correction of the text keeps what the entry is.
     The pin does not, unless `inherit_pinned` (`pinned` True or False sets it outright).
+    `auto_captured`: the version comes from a session's draft, not from a writer.
 
     A new key whose text an active entry of the team already holds (unless
     `allow_duplicate`): a longer text supersedes that entry (soft, the reason names the
@@ -74,6 +76,7 @@ def save_memory(
         secrets=secrets,
         pinned=pinned,
         inherit_pinned=inherit_pinned,
+        auto_captured=auto_captured,
     )
     duplicate = None
     if wants_duplicate_check(team=team, prepared=prepared, allow_duplicate=allow_duplicate):

@@ -30,11 +30,16 @@ def actions(text: str) -> list[str]:
 
 
 def test_plain_text_yields_every_key_empty() -> None:
-    assert extract_metadata("The staging database is db-3.") == {"people": [], "tags": [], "action_items": []}
+    assert extract_metadata("The staging database is db-3.") == {
+        "people": [],
+        "tags": [],
+        "topics": [],
+        "action_items": [],
+    }
 
 
 def test_empty_text_yields_every_key_empty() -> None:
-    assert extract_metadata("") == {"people": [], "tags": [], "action_items": []}
+    assert extract_metadata("") == {"people": [], "tags": [], "topics": [], "action_items": []}
 
 
 # --- people -------------------------------------------------------------------
@@ -206,6 +211,7 @@ def test_a_mixed_memory() -> None:
     assert extract_metadata(text) == {
         "people": ["alice", "bob"],
         "tags": ["flaky-test", "ci"],
+        "topics": ["retro"],
         "action_items": ["We need to quarantine it; @bob must follow up with @alice."],
     }
 
@@ -335,7 +341,7 @@ def _pathological(shape: str, size: int) -> str:
 
 @pytest.mark.parametrize("shape", sorted(PATHOLOGICAL_FRAGMENTS))
 def test_pathological_inputs_are_extracted_in_linear_time(shape: str) -> None:
-    assert set(extract_metadata(_pathological(shape, SIZE))) == {"people", "tags", "action_items"}
+    assert set(extract_metadata(_pathological(shape, SIZE))) == {"people", "tags", "topics", "action_items"}
     # Quadratic backtracking took 24 s on 64 KiB here.
     assert_linear_time(extract_metadata, lambda size: _pathological(shape, size), SIZE)
 

@@ -126,7 +126,7 @@ def seed_every_field(team: Team) -> None:
     by another), confirmations with and without a note (on an active and on a superseded
     version), reads (access counts), and links across keys: a batch's near duplicate that
     superseded another key's entry, undone (that key gets its entry back, restored from
-    its own version), and a pin kept by a supersede."""
+    its own version), a pin kept by a supersede, an alias type and a captured version."""
     seed_rich_team(team)
     with team_scope(team.id):
         [outcome] = writes.save_batch(
@@ -167,6 +167,18 @@ def seed_every_field(team: Team) -> None:
         writes.confirm_memory(team=team, key="runbook-link", confirmed_by="bob")
         writes.confirm_memory(team=team, key="runbook-link", confirmed_by="cat", note="checked the page")
         writes.confirm_memory(team=team, key="deploy-steps", confirmed_by="dan")
+        # An Open Brain type, kept as the original type, and a version captured from a session.
+        writes.save_memory(
+            team=team, key="standup", content="Standup moved to 9:30.", updated_by="ann", type_name="meeting"
+        )
+        writes.save_memory(
+            team=team,
+            key="flaky-login",
+            content="The login test is flaky under load.",
+            updated_by="ann",
+            type_name="lesson",
+            auto_captured=True,
+        )
         active = Memory.objects.filter(team=team, is_active=True).order_by("key")
         feedback.record_access(team=team, memory_ids=[row.id for row in active[:3]])
         feedback.record_access(team=team, memory_ids=[active[0].id])

@@ -51,6 +51,8 @@ CARRIED = {
     "confirmed_by_count",
     "anchor",
     "pinned",
+    "original_type",
+    "auto_captured",
 }
 # Compared without the provenance the import adds (metadata.imported_from).
 WITH_PROVENANCE = {"metadata"}

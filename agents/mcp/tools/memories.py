@@ -46,7 +46,16 @@ from teams.serializers import StrictBooleanField, StrictInputSerializer, StrictI
 # What a save answers unless the agent asks for the whole entry: enough to name the new
 # version (and what it replaced, a type hint, redactions), a few hundred bytes of a
 # model's context instead of the whole entry it has just written.
-BRIEF_SAVE_FIELDS = ("id", "key", "type", "supersedes_id", "hint", "redactions", "replaced_duplicate")
+BRIEF_SAVE_FIELDS = (
+    "id",
+    "key",
+    "type",
+    "supersedes_id",
+    "hint",
+    "vault_hint",
+    "redactions",
+    "replaced_duplicate",
+)
 
 
 class SaveToolArguments(KeylessSaveInputSerializer):
