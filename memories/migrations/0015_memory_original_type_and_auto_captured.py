@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("memories", "0013_memory_pinned"),
+        ("memories", "0014_facts"),
     ]
 
     operations = [
