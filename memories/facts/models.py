@@ -4,32 +4,17 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
 
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.db.models import Exists, OuterRef, Q
 
+from memories.models import CreatedAtField
 from teams.models import Team
 from teams.validators import validate_key
 
 MAX_FACT_VALUE_CHARS = 4000
-
-
-class FactCreatedAtField(models.DateTimeField):  # type: ignore[type-arg]
-    """Now on insert, unless the row was given a time: an import keeps the time each
-    version was made (history and `as_of` read it)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("auto_now_add", True)
-        super().__init__(*args, **kwargs)
-
-    def pre_save(self, model_instance: models.Model, add: bool) -> Any:
-        given = getattr(model_instance, self.attname)
-        if add and given is not None:
-            return given
-        return super().pre_save(model_instance, add)
 
 
 class Sensitivity(models.TextChoices):
@@ -96,7 +81,7 @@ class Fact(models.Model):
     # An imported version: what the file said of it (its team, author, session and time);
     # the version itself is the importer's (memories.facts.transfer).
     imported_from = models.JSONField(null=True, blank=True)
-    created_at = FactCreatedAtField(db_index=True)
+    created_at = CreatedAtField(db_index=True)
 
     objects = FactQuerySet.as_manager()
 

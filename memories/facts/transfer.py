@@ -317,7 +317,7 @@ def _write_history(team: Team, lines: list[FactLine], *, actor: str) -> None:
             source_draft=line.source_draft,
             imported_from=line.provenance or None,
         )
-        # None: now (FactCreatedAtField), for a line that gives no time.
+        # None: now (CreatedAtField), for a line that gives no time.
         row.created_at = line.created  # type: ignore[assignment]
         rows.append(row)
     Fact.objects.bulk_create(rows)

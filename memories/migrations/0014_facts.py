@@ -9,7 +9,7 @@ import django.core.validators
 import django.db.models.deletion
 from django.db import migrations, models
 
-import memories.facts.models
+import memories.models
 from teams.rls import enable_team_isolation
 
 
@@ -76,7 +76,7 @@ class Migration(migrations.Migration):
                 ("session", models.CharField(blank=True, default="", max_length=64)),
                 ("source_draft", models.UUIDField(blank=True, null=True)),
                 ("imported_from", models.JSONField(blank=True, null=True)),
-                ("created_at", memories.facts.models.FactCreatedAtField(auto_now_add=True, db_index=True)),
+                ("created_at", memories.models.CreatedAtField(auto_now_add=True, db_index=True)),
                 (
                     "supersedes",
                     models.ForeignKey(
