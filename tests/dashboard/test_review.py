@@ -637,6 +637,18 @@ def test_pending_drafts_are_in_the_queue_with_a_form_for_members_only(cast: Cast
     assert nav is not None and nav.group(1) == "1"
 
 
+def test_a_draft_found_again_says_how_often(cast: Cast, team: Team) -> None:
+    once = make_draft(team, "redis-flake", "Turns out the CI Redis starts after the tests do.")
+    again = make_draft(
+        team, "npm-ci", "npm ci needs the lock file.", corroborated=3, last_corroborated_at=timezone.now()
+    )
+
+    body = cast.client("viewer").get(url("review")).content.decode()
+
+    assert f'id="draft-{once.id}"' in body and f'id="draft-{again.id}"' in body
+    assert body.count("Found again") == 1 and "Found again 3 times since" in body
+
+
 def test_a_member_accepts_an_edited_draft_with_its_provenance(cast: Cast, team: Team) -> None:
     draft = make_draft(team, "redis-flake", "Turns out the CI Redis starts after the tests do.")
 
