@@ -27,6 +27,7 @@ from freshness.models import Draft, DraftConflict, DraftState
 from memories.inputs import TYPE_HELP, key_field
 from memories.models import MAX_CONTENT_BYTES
 from teams.authentication import agent_actor
+from teams.models import Team
 from teams.serializers import StrictCharField, StrictInputSerializer, StrictRegexField
 from teams.validators import KEY_PATTERN
 from teams.viewsets import TEAM_PATH_PARAMETER, TeamScopedViewSet
@@ -256,20 +257,10 @@ class DraftViewSet(TeamScopedViewSet):
     def extract(self, request: Request, team: str) -> Response:
         payload = DraftExtractInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        made = drafts.extract(
-            team=self.get_team(),
-            transcript=payload.validated_data["transcript"],
-            actor=agent_actor(request),
-            source_session=payload.validated_data.get("source_session", ""),
+        body = extraction_payload(
+            team=self.get_team(), arguments=payload.validated_data, actor=agent_actor(request)
         )
-        context = {"team_slug": self.get_team().slug}
-        return Response(
-            {
-                "drafts": DraftOutputSerializer(made.drafts, many=True, context=context).data,
-                "corroborated": DraftOutputSerializer(made.corroborated, many=True, context=context).data,
-            },
-            status=status.HTTP_201_CREATED,
-        )
+        return Response(body, status=status.HTTP_201_CREATED)
 
     @action(detail=True, methods=["post"])
     def accept(self, request: Request, team: str, id: str) -> Response:
@@ -303,3 +294,19 @@ class DraftViewSet(TeamScopedViewSet):
             content=payload.validated_data.get("content"),
         )
         return Response(self._render(draft))
+
+
+def extraction_payload(*, team: Team, arguments: dict[str, Any], actor: str) -> dict[str, Any]:
+    """Extract drafts from a transcript (DraftExtractInputSerializer's fields, validated)
+    and the answer every door gives: the drafts made and the pending ones found again."""
+    made = drafts.extract(
+        team=team,
+        transcript=arguments["transcript"],
+        actor=actor,
+        source_session=arguments.get("source_session", ""),
+    )
+    context = {"team_slug": team.slug}
+    return {
+        "drafts": DraftOutputSerializer(made.drafts, many=True, context=context).data,
+        "corroborated": DraftOutputSerializer(made.corroborated, many=True, context=context).data,
+    }

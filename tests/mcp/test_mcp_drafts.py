@@ -89,3 +89,25 @@ def test_draft_review_merges_and_rejects_and_checks_its_arguments(
         assert entry.supersede_reason == f"merged draft {first['id']}"
         assert entry.content.startswith("Releases are tagged from main.\n\n")
         assert {d.state for d in Draft.objects.filter(team=team)} == {DraftState.MERGED, DraftState.REJECTED}
+
+
+def test_a_draft_found_again_is_answered_as_corroborated_as_rest_answers_it(
+    mcp_server: Server,  # noqa: F811
+    team: Team,
+) -> None:
+    token = make_agent(team, "capturer", ["read", "write"]).token
+    transcript = "user: We decided to ship releases on Tuesdays only."
+
+    [(_, first), (_, second)] = call_all(
+        mcp_server,
+        token,
+        [
+            ("drafts_extract", {"transcript": transcript, "source_session": "sess-1"}),
+            ("drafts_extract", {"transcript": transcript, "source_session": "sess-2"}),
+        ],
+    )
+
+    (made,) = first["drafts"]
+    assert first["corroborated"] == []
+    assert second["drafts"] == [] and [d["id"] for d in second["corroborated"]] == [made["id"]]
+    assert second["corroborated"][0]["corroborated"] == 1

@@ -24,6 +24,7 @@ from freshness.api_drafts import (
     DraftMergeInputSerializer,
     DraftOutputSerializer,
     DraftPagination,
+    extraction_payload,
 )
 from memories.inputs import StrictUUIDField, key_field
 from teams.serializers import StrictInputSerializer
@@ -94,14 +95,7 @@ RESOLVE = Tool(
 
 
 def drafts_extract(call: ToolCall, payload: DraftExtractInputSerializer) -> dict[str, Any]:
-    data = payload.validated_data
-    made = drafts.extract_drafts(
-        team=call.team,
-        transcript=data["transcript"],
-        actor=call.actor,
-        source_session=data.get("source_session", ""),
-    )
-    return {"drafts": DraftOutputSerializer(made, many=True, context={"team_slug": call.team.slug}).data}
+    return extraction_payload(team=call.team, arguments=payload.validated_data, actor=call.actor)
 
 
 DRAFTS_EXTRACT = Tool(
@@ -112,7 +106,8 @@ DRAFTS_EXTRACT = Tool(
         "always/never rules, switches, TODOs) come back as pending drafts for a person to review. "
         "Credentials, the team's secrets, PII and code blocks are removed before any extractor reads "
         "it. Each draft says whether it duplicates or contradicts an entry. Text already pending is "
-        "not drafted again. Errors: invalid, extractor_unavailable, extractor_bad_answer."
+        "not drafted again: a pending draft found again is listed in `corroborated`. Errors: invalid, "
+        "extractor_unavailable, extractor_bad_answer."
     ),
     arguments=DraftExtractInputSerializer,
     scope="write",
