@@ -25,7 +25,6 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +37,7 @@ from memoryhub_client.claude_code_hooks import (
     read_hook_input,
 )
 from memoryhub_client.config import ConfigError, config_dir, load_config
-from memoryhub_client.drafts import MAX_LINE_CHARS, MAX_READ_BYTES
+from memoryhub_client.drafts import transcript_records
 from memoryhub_client.operations import MAX_SOURCE_SESSION_CHARS
 from memoryhub_client.section import write_atomically
 
@@ -110,26 +109,6 @@ def run_pre_compact(arguments: argparse.Namespace) -> int:
             print(f"memoryhub: the transcript could not be read: {exc.strerror or exc}", file=sys.stderr)
             return 0
     return _send(arguments, event, learnings, seconds=SERVER_SECONDS)
-
-
-def transcript_records(path: Path) -> Iterator[Any]:
-    """A Claude Code transcript's records, bounded as drafts.transcript_text reads it:
-    its last MAX_READ_BYTES, lines over MAX_LINE_CHARS and broken lines skipped."""
-    with path.open("rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
-        start = max(0, size - MAX_READ_BYTES)
-        handle.seek(start)
-        raw = handle.read(MAX_READ_BYTES)
-    lines = raw.split(b"\n")
-    if start > 0:
-        lines = lines[1:]
-    for line in lines:
-        if not line.strip() or len(line) > MAX_LINE_CHARS:
-            continue
-        try:
-            yield json.loads(line)
-        except ValueError:
-            continue
 
 
 def _enabled() -> bool:

@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +110,13 @@ def send_session_transcript(
 def transcript_text(path: Path) -> str:
     """The user and assistant text of a Claude Code JSON Lines transcript, bounded (the
     module docstring)."""
+    turns = (_turn(record) for record in transcript_records(path))
+    return _tail("\n\n".join(turn for turn in turns if turn))
+
+
+def transcript_records(path: Path) -> Iterator[Any]:
+    """A Claude Code transcript's records, bounded: its last MAX_READ_BYTES, lines over
+    MAX_LINE_CHARS and broken lines skipped."""
     with path.open("rb") as handle:
         size = os.fstat(handle.fileno()).st_size
         start = max(0, size - MAX_READ_BYTES)
@@ -117,18 +125,13 @@ def transcript_text(path: Path) -> str:
     lines = raw.split(b"\n")
     if start > 0:
         lines = lines[1:]  # the first line was cut by the seek
-    turns: list[str] = []
     for line in lines:
         if not line.strip() or len(line) > MAX_LINE_CHARS:
             continue
         try:
-            record = json.loads(line)
+            yield json.loads(line)
         except ValueError:
             continue
-        turn = _turn(record)
-        if turn:
-            turns.append(turn)
-    return _tail("\n\n".join(turns))
 
 
 def _turn(record: Any) -> str:
