@@ -32,7 +32,7 @@ from django.shortcuts import render
 from core.errors import NotFound
 from dashboard.page_redaction import redact_page
 from teams.models import Membership, Team
-from teams.scope import team_scope
+from teams.scope import team_scope, viewer_of
 from teams.selectors import find_membership, find_team
 from teams.validators import is_key, is_team_slug
 from teams.vault_matcher import team_secret_matcher
@@ -89,7 +89,7 @@ def team_page(
             team = find_team(slug=slug)
             if team is None:
                 return not_found(request)
-            with team_scope(team.id):
+            with team_scope(team.id, viewer=viewer_of(signed_in_user_id(request))):
                 membership = find_membership(team=team, user_id=signed_in_user_id(request))
                 if membership is None:
                     return not_found(request)

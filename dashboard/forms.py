@@ -256,6 +256,12 @@ class TokenCreateForm(AccessibleForm):
         initial=["read", "write"],
         help_text="admin includes write, write includes read.",
     )
+    personal = forms.BooleanField(
+        label="Mine only",
+        required=False,
+        help_text="Issued to you: it also reads and writes your personal entries (keys starting "
+        "with @your-username), and can do no more than your role.",
+    )
 
 
 class MemberAddForm(AccessibleForm):

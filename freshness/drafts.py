@@ -248,7 +248,8 @@ def _excerpt(text: str, span: tuple[int, int]) -> str:
 def _conflict(team: Team, content: str) -> tuple[str, Memory | None]:
     """The draft's conflict with the team's active entries: a duplicate first (the save's
     own check, search.duplicates_on_save), else the nearest entry that disagrees with it."""
-    duplicate = find_duplicate(team=team, text=content)
+    # Drafts become the team's entries: only the team's entries are compared.
+    duplicate = find_duplicate(team=team, text=content, key="")
     if duplicate is not None:
         return DraftConflict.DUPLICATE, duplicate.memory
     contradicted = _contradicted(team, content)
@@ -276,7 +277,9 @@ def _contradicted(team: Team, content: str) -> Memory | None:
     query = QueryVector(
         values=vectors[pieces[0].content_hash], model=provider.model, dimensions=provider.dimensions
     )
-    filters = SearchFilters(team_id=team.id, types=None, project=None, include_superseded=False)
+    filters = SearchFilters(
+        team_id=team.id, types=None, project=None, include_superseded=False, same_owner_as=""
+    )
     matches = vector_matches(query, filters, limit=contradictions.MAX_CANDIDATES)
     near = {memory_id: similarity for memory_id, similarity, _chunk in matches}
     others = {m.id: m for m in Memory.objects.for_team(team.id).active().filter(id__in=list(near))}

@@ -22,6 +22,7 @@ from core.errors import InvalidInput
 from memories import exporting, writes
 from teams.authentication import agent_actor
 from teams.models import AuditEvent
+from teams.scope import viewer_of
 from teams.services import record_event
 from teams.streaming import JSON_LINES_MEDIA_TYPE, TeamScopedStream, team_json_lines
 from teams.vault_crypto import PassphraseSeal
@@ -113,7 +114,9 @@ class ExportViewSet(TeamScopedViewSet):
             target="with the vault, sealed" if seal is not None else "",
         )
         return team_json_lines(
-            team_id=owner.id, produce=lambda: exporting.export_records(team=owner, vault_seal=seal)
+            team_id=owner.id,
+            viewer=viewer_of(getattr(request.auth, "user_id", None)),
+            produce=lambda: exporting.export_records(team=owner, vault_seal=seal),
         )
 
 

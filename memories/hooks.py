@@ -41,8 +41,9 @@ memories_written: Hook[None] = Hook(
 
 find_duplicate: Hook[DuplicateMatch | None] = Hook(
     "memories.find_duplicate",
-    """Which active entry of the team already holds `text` (scrubbed):
-    `receiver(team=Team, text=str) -> DuplicateMatch | None`; the first answer counts.
+    """Which active entry of the team, of the same owner as `key` (memories.personal),
+    already holds `text` (scrubbed): `receiver(team=Team, text=str, key=str) ->
+    DuplicateMatch | None`; the first answer counts.
     Called before the save takes any lock (it may embed). search registers the
     content-hash and embedding checks.""",
 )
@@ -50,7 +51,8 @@ find_duplicate: Hook[DuplicateMatch | None] = Hook(
 find_duplicates: Hook[list[DuplicateMatch | None]] = Hook(
     "memories.find_duplicates",
     """The exact (content-hash) check of many texts at once (the batch save,
-    memories.writes.save_batch): `receiver(team=Team, texts=list[str]) -> list[DuplicateMatch | None]`,
+    memories.writes.save_batch): `receiver(team=Team, texts=list[str], keys=list[str]) ->
+    list[DuplicateMatch | None]`,
     one answer per text in order; the first receiver's answer counts. Called before the
     batch takes any lock; it embeds nothing: the batch's near check runs after indexing
     (Memory.near_check_pending, memories.writes.settle_near_check).""",

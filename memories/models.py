@@ -5,6 +5,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.db.models import Exists, F, OuterRef, Q
@@ -129,6 +130,16 @@ class Memory(models.Model):
     type = models.CharField(max_length=16, choices=MemoryType.choices, default=DEFAULT_TYPE)
     project = models.CharField(max_length=200, blank=True, default="")
     metadata = models.JSONField(default=dict, blank=True)
+    # The person a personal entry belongs to: set by the database from the key's
+    # `@<username>` prefix (memories.personal); row-level security shows it to them only.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        editable=False,
+        on_delete=models.CASCADE,
+        related_name="+",
+    )
     is_active = models.BooleanField(default=True)
     deleted_at = models.DateTimeField(null=True, blank=True)
     deleted_by = models.CharField(max_length=200, blank=True, default="")

@@ -19,6 +19,7 @@ from memories.entry_read import NOTES_ATTRIBUTE
 from memories.freshness import Freshness, FreshnessWindows, freshness_of
 from memories.inputs import AnchorExpectField
 from memories.models import Annotation, Memory, MemoryState, SupersedeKind
+from memories.personal import entry_scope
 from memories.types import MemoryType
 from memories.writes import SaveResult
 from teams.models import Team
@@ -83,6 +84,10 @@ class MemoryOutputSerializer(serializers.ModelSerializer):
         help_text="Captured from a session (an accepted or merged draft), not saved on purpose.",
     )
     freshness = serializers.SerializerMethodField()
+    scope = serializers.SerializerMethodField(
+        help_text="`team`, `project:<name>`, or `user:<username>` for a personal entry "
+        "(its key starts with `@<username>`; only that person sees it)."
+    )
 
     class Meta:
         model = Memory
@@ -92,6 +97,7 @@ class MemoryOutputSerializer(serializers.ModelSerializer):
             "content",
             "type",
             "project",
+            "scope",
             "metadata",
             "is_active",
             "state",
@@ -122,6 +128,9 @@ class MemoryOutputSerializer(serializers.ModelSerializer):
             "freshness",
         ]
         read_only_fields = fields
+
+    def get_scope(self, memory: Memory) -> str:
+        return entry_scope(name=memory.key, project=memory.project)
 
     @extend_schema_field(SupersededBySerializer(allow_null=True))
     def get_superseded_by(self, memory: Memory) -> dict[str, Any] | None:

@@ -306,6 +306,9 @@ class MemoryDetailOutput(TypedDict):
     content: str
     type: MemoryTypeEnum
     project: str
+    # `team`, `project:<name>`, or `user:<username>` for a personal entry (its key starts with
+    # `@<username>`; only that person sees it).
+    scope: str
     metadata: dict[str, Any]
     is_active: bool
     state: MemoryStateEnum
@@ -379,6 +382,9 @@ class MemoryOutput(TypedDict):
     content: str
     type: MemoryTypeEnum
     project: str
+    # `team`, `project:<name>`, or `user:<username>` for a personal entry (its key starts with
+    # `@<username>`; only that person sees it).
+    scope: str
     metadata: dict[str, Any]
     is_active: bool
     state: MemoryStateEnum
@@ -426,6 +432,9 @@ class MemoryReadOutput(TypedDict):
     content: str
     type: MemoryTypeEnum
     project: str
+    # `team`, `project:<name>`, or `user:<username>` for a personal entry (its key starts with
+    # `@<username>`; only that person sees it).
+    scope: str
     metadata: dict[str, Any]
     is_active: bool
     state: MemoryStateEnum
@@ -483,6 +492,9 @@ class MemorySavedOutput(TypedDict):
     content: str
     type: MemoryTypeEnum
     project: str
+    # `team`, `project:<name>`, or `user:<username>` for a personal entry (its key starts with
+    # `@<username>`; only that person sees it).
+    scope: str
     metadata: dict[str, Any]
     is_active: bool
     state: MemoryStateEnum

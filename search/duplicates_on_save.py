@@ -37,6 +37,7 @@ from django.conf import settings
 from core.request_transaction import outside_request_transaction
 from memories.hooks import DuplicateMatch
 from memories.models import Memory
+from memories.personal import personal_owner_name
 from search.chunking import chunk_text
 from search.duplicates_after_indexing import duplicate_of_nearest
 from search.embeddings.base import EmbeddingProvider, EmbeddingUnavailable
@@ -51,33 +52,34 @@ logger = logging.getLogger(__name__)
 CHARACTERS_PER_CHUNK = 400 * 6
 
 
-def find_duplicate(*, team: Team, text: str) -> DuplicateMatch | None:
-    """The active entry of the team that holds `text` (already scrubbed) already, or
-    None. The caller is inside the team's scope."""
-    match = find_exact_duplicates(team=team, texts=[text])[0]
-    return match if match is not None else _near_duplicates(team, [text])[0]
+def find_duplicate(*, team: Team, text: str, key: str) -> DuplicateMatch | None:
+    """The active entry of the team, of the same owner as `key` (memories.personal), that
+    holds `text` (already scrubbed) already, or None. The caller is inside the team's scope."""
+    match = find_exact_duplicates(team=team, texts=[text], keys=[key])[0]
+    return match if match is not None else _near_duplicates(team, [text], [key])[0]
 
 
-def find_exact_duplicates(*, team: Team, texts: list[str]) -> list[DuplicateMatch | None]:
-    """The exact check of each of `texts`, in order, in one query (the receiver of
-    memories.hooks.find_duplicates, for the batch save): no embedding, no provider."""
+def find_exact_duplicates(*, team: Team, texts: list[str], keys: list[str]) -> list[DuplicateMatch | None]:
+    """The exact check of each of `texts` (to be saved under `keys`), in order, in one
+    query (the receiver of memories.hooks.find_duplicates, for the batch save): no
+    embedding, no provider. Only an entry of the same owner as the key counts."""
     active = Memory.objects.for_team(team.id).active()
     hashes = [Memory.hash_content(text) for text in texts]
-    holders: dict[str, Memory] = {}
+    holders: dict[tuple[str, str | None], Memory] = {}
     for memory in active.filter(content_hash__in=set(hashes)).order_by("created_at", "id"):
-        holders.setdefault(memory.content_hash, memory)
-    matches: list[DuplicateMatch | None] = [
+        holders.setdefault((memory.content_hash, personal_owner_name(memory.key)), memory)
+    found = [holders.get((h, personal_owner_name(key))) for h, key in zip(hashes, keys, strict=True)]
+    return [
         None
-        if h not in holders
+        if holder is None
         else DuplicateMatch(
-            memory=holders[h], similarity=1.0, matched_by="content_hash", threshold=team.dedup_threshold
+            memory=holder, similarity=1.0, matched_by="content_hash", threshold=team.dedup_threshold
         )
-        for h in hashes
+        for holder in found
     ]
-    return matches
 
 
-def _near_duplicates(team: Team, texts: list[str]) -> list[DuplicateMatch | None]:
+def _near_duplicates(team: Team, texts: list[str], keys: list[str]) -> list[DuplicateMatch | None]:
     """The embedding check of each text; all None when it cannot run (fails open)."""
     try:
         provider = team_provider(team)
@@ -105,15 +107,15 @@ def _near_duplicates(team: Team, texts: list[str]) -> list[DuplicateMatch | None
         logger.warning("team %s: duplicate check by similarity skipped: %s", team.slug, exc)
         return [None] * len(texts)
     return [
-        _near_duplicate(team, provider, text, [vectors[p.content_hash] for p in pieces])
-        for text, pieces in zip(texts, openings, strict=True)
+        _near_duplicate(team, provider, text, key, [vectors[p.content_hash] for p in pieces])
+        for text, key, pieces in zip(texts, keys, openings, strict=True)
     ]
 
 
 def _near_duplicate(
-    team: Team, provider: EmbeddingProvider, text: str, vectors: list[list[float]]
+    team: Team, provider: EmbeddingProvider, text: str, key: str, vectors: list[list[float]]
 ) -> DuplicateMatch | None:
     nearest = nearest_active_memory(
-        team_id=team.id, model=provider.model, dimensions=provider.dimensions, vectors=vectors
+        team_id=team.id, model=provider.model, dimensions=provider.dimensions, vectors=vectors, key=key
     )
     return duplicate_of_nearest(team, text, nearest)

@@ -243,13 +243,16 @@ def has_active_vectors(*, team_id: int, model: str) -> bool:
 
 
 def nearest_active_memory(
-    *, team_id: int, model: str, dimensions: int, vectors: list[list[float]]
+    *, team_id: int, model: str, dimensions: int, vectors: list[list[float]], key: str
 ) -> tuple[uuid.UUID, float] | None:
-    """The active entry of the team whose nearest chunk is closest to any of `vectors`
-    (the chunks of a text about to be saved, embedded with `model`), with that cosine
-    similarity: the similarity of two entries is the best over all pairs of their
-    chunks. Only vectors of `model` count; entries not indexed yet are not seen."""
-    filters = SearchFilters(team_id=team_id, types=None, project=None, include_superseded=False)
+    """The active entry of the team, of the same owner as `key` (the key about to be
+    saved), whose nearest chunk is closest to any of `vectors` (the chunks of its text,
+    embedded with `model`), with that cosine similarity: the similarity of two entries
+    is the best over all pairs of their chunks. Only vectors of `model` count; entries
+    not indexed yet are not seen."""
+    filters = SearchFilters(
+        team_id=team_id, types=None, project=None, include_superseded=False, same_owner_as=key
+    )
     best: tuple[uuid.UUID, float] | None = None
     for values in vectors:
         query = QueryVector(values=values, model=model, dimensions=dimensions)
@@ -270,13 +273,19 @@ def nearest_other_active_entries(
     """The team's other active entries nearest to the entry `memory_id` (its vectors of
     `model`, as indexing stored them), with their cosine similarity (the best over
     pairs of chunks), closest first, at most `limit`. Archived, superseded and deleted
-    entries are not compared; another team's never (the team filter, and the scope)."""
+    entries are not compared; another team's never (the team filter, and the scope), nor
+    another owner's (SearchFilters.same_owner_as)."""
     vectors = list(
         ChunkEmbedding.objects.filter(team_id=team_id, chunk__memory_id=memory_id, model=model)
         .order_by("chunk__chunk_index")
         .values_list("embedding", flat=True)[:MAX_COMPARED_CHUNKS]
     )
-    filters = SearchFilters(team_id=team_id, types=None, project=None, include_superseded=False)
+    key = Memory.objects.filter(team_id=team_id, id=memory_id).values_list("key", flat=True).first()
+    if key is None:
+        return []
+    filters = SearchFilters(
+        team_id=team_id, types=None, project=None, include_superseded=False, same_owner_as=key
+    )
     best: dict[uuid.UUID, float] = {}
     for values in vectors:
         query = QueryVector(values=[float(v) for v in values], model=model, dimensions=dimensions)

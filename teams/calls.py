@@ -46,7 +46,7 @@ from teams.models import AgentToken, Team
 from teams.permissions import HasTokenScope
 from teams.renderers import redact_answer
 from teams.replicas import replica_reads
-from teams.scope import TeamBoundTransaction
+from teams.scope import TeamBoundTransaction, viewer_of
 from teams.throttling import AgentReadThrottle, AgentWriteThrottle, request_kind, write_slot
 
 
@@ -107,7 +107,7 @@ class AgentCall:
         # A read writes no vault entry, so the version its token's lookup read with the
         # team's row is still the vault's when the answer is redacted: no second query.
         self.vault_version = team.vault_version if kind == "read" else None
-        self.transaction.bind(team.id)
+        self.transaction.bind(team.id, viewer=viewer_of(token.user_id))
         if kind == "write":
             # A token's writes run one at a time; waiting for the slot holds no transaction.
             with self.transaction.outside():
@@ -116,7 +116,7 @@ class AgentCall:
         if replica:
             # After the heartbeat's write (a session's last contact, which no routed read
             # reads), so that it does not pin the call to the primary.
-            self._action.enter_context(replica_reads(team_id=team.id))
+            self._action.enter_context(replica_reads(team_id=team.id, viewer=self.transaction.viewer))
 
     def error_answer(self, exc: Exception, view: Any) -> dict[str, Any] | None:
         """The one error shape of `exc`, or None for a bug (the door answers 500)."""

@@ -11,7 +11,7 @@ from django.db import IntegrityError, transaction
 
 from core.errors import Conflict, InvalidInput, NotFound
 from teams.models import AuditEvent, Membership, Team
-from teams.services import NotAllowed, record_event
+from teams.services import NotAllowed, record_event, revoke_personal_tokens
 
 Role = Membership.Role
 
@@ -88,6 +88,10 @@ def change_member_role(*, team: Team, membership_id: int, role: str, by: Members
             action=AuditEvent.Action.MEMBER_ROLE,
             target=f"{membership.user.get_username()} -> {role}",
         )
+        # A token of theirs that could do more than the new role allows goes.
+        revoke_personal_tokens(
+            team=team, user_id=membership.user_id, actor=_membership_actor(by), beyond_role=role
+        )
     return membership
 
 
@@ -105,6 +109,8 @@ def remove_member(*, team: Team, membership_id: int, by: Membership | None) -> M
             action=AuditEvent.Action.MEMBER_REMOVE,
             target=membership.user.get_username(),
         )
+        # Their own tokens would still read their personal entries: they go with them.
+        revoke_personal_tokens(team=team, user_id=membership.user_id, actor=_membership_actor(by))
     return membership
 
 

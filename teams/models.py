@@ -146,6 +146,11 @@ class AgentToken(models.Model):
     last_used_at = models.DateTimeField(null=True, blank=True)
     # Null: never expires. Past it, the token answers 401 like a revoked one.
     expires_at = models.DateTimeField(null=True, blank=True)
+    # A person's token (sees the team's entries and that person's personal ones), or,
+    # null, the team's (sees no personal entry): docs/tenancy.md, "Personal entries".
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="agent_tokens"
+    )
 
     class Meta:
         constraints = [

@@ -23,7 +23,7 @@ from django.db import DatabaseError, connections, transaction
 
 from core import db_router
 from teams.roles import APP_ROLE
-from teams.scope import ROLE_SETTING, TEAM_SETTING
+from teams.scope import ROLE_SETTING, TEAM_ONLY, TEAM_SETTING, VIEWER_SETTING
 
 logger = logging.getLogger(__name__)
 
@@ -36,17 +36,20 @@ _REPLAY_LAG = """
     ELSE EXTRACT(EPOCH FROM clock_timestamp() - pg_last_xact_replay_timestamp())
   END
 """
-_SCOPE_AND_LAG = f"SELECT set_config(%s, %s, true), set_config(%s, %s, true), {_REPLAY_LAG}"
+_SCOPE_AND_LAG = (
+    f"SELECT set_config(%s, %s, true), set_config(%s, %s, true), set_config(%s, %s, true), {_REPLAY_LAG}"
+)
 
 
 @contextmanager
-def replica_reads(*, team_id: int) -> Iterator[str]:
-    """Route the block's reads to a healthy replica, bound to `team_id`; yields the
-    alias they go to (`default` when no replica is configured or usable)."""
+def replica_reads(*, team_id: int, viewer: str = TEAM_ONLY) -> Iterator[str]:
+    """Route the block's reads to a healthy replica, bound to `team_id` and seeing what
+    `viewer` may see (teams.scope.viewer_of); yields the alias they go to (`default`
+    when no replica is configured or usable)."""
     with ExitStack() as stack:
         alias = db_router.PRIMARY
         for candidate in db_router.healthy_replicas():  # bounded: the configured replicas
-            if _open_scoped(stack, candidate, team_id):
+            if _open_scoped(stack, candidate, team_id, viewer):
                 alias = candidate
                 stack.enter_context(db_router.routing_reads_to(alias))
                 break
@@ -63,7 +66,7 @@ def replay_lag(alias: str) -> float | None:
     return None if row is None or row[0] is None else float(row[0])
 
 
-def _open_scoped(stack: ExitStack, alias: str, team_id: int) -> bool:
+def _open_scoped(stack: ExitStack, alias: str, team_id: int, viewer: str) -> bool:
     """Open a transaction on `alias` bound to the team; False (and nothing left open)
     when the replica is dead or too far behind."""
     atomic = transaction.atomic(using=alias)
@@ -74,8 +77,9 @@ def _open_scoped(stack: ExitStack, alias: str, team_id: int) -> bool:
         return False
     try:
         with connections[alias].cursor() as cursor:
-            cursor.execute(_SCOPE_AND_LAG, [TEAM_SETTING, str(int(team_id)), ROLE_SETTING, APP_ROLE])
-            lag = cursor.fetchone()[2]
+            scope = [TEAM_SETTING, str(int(team_id)), VIEWER_SETTING, viewer, ROLE_SETTING, APP_ROLE]
+            cursor.execute(_SCOPE_AND_LAG, scope)
+            lag = cursor.fetchone()[3]
     except DatabaseError as error:
         _end_read_only(alias, atomic)
         _give_up(alias, f"unreachable: {error}")

@@ -85,3 +85,58 @@ def adopt_team_table(old_table: str, *, app_label: str, model_name: str) -> migr
         schema_editor.alter_db_table(model, model._meta.db_table, old_table)
 
     return migrations.RunPython(forwards, backwards)
+
+
+# Personal entries (docs/tenancy.md, "Personal entries"): a row with an owner passes only
+# when the transaction's `memoryhub.viewer` (teams.scope.VIEWER_SETTING) is that person's
+# id, or `*` (the team's own jobs). A team's token binds `team`, and an unset viewer
+# sees none: a path that forgets to say who is asking sees nothing personal.
+PERSONAL_FUNCTIONS = """
+-- The owner of a name that starts with `@`: the team member whose username runs from the
+-- `@` to the first `:` (or the end). A name whose prefix names no member is refused, so
+-- a personal row is never stored without its owner.
+CREATE OR REPLACE FUNCTION memoryhub_personal_owner() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    personal_name text := to_jsonb(NEW) ->> TG_ARGV[0];
+    wanted text;
+BEGIN
+    IF left(personal_name, 1) <> '@' THEN
+        NEW.owner_id := NULL;
+        RETURN NEW;
+    END IF;
+    wanted := split_part(substr(personal_name, 2), ':', 1);
+    SELECT u.id INTO NEW.owner_id FROM auth_user u
+        JOIN teams_membership m ON m.user_id = u.id AND m.team_id = NEW.team_id
+        WHERE u.username = wanted;
+    IF NEW.owner_id IS NULL THEN
+        RAISE EXCEPTION 'no member % owns %', wanted, personal_name USING ERRCODE = 'check_violation';
+    END IF;
+    RETURN NEW;
+END $$;
+"""
+PERSONAL_FUNCTIONS_REVERSE = "DROP FUNCTION IF EXISTS memoryhub_personal_owner();"
+# Written out, not as a function: `owner_id IS NULL` on the column itself is what the
+# planner estimates from the column's statistics (through a cast to a function's
+# argument type it guessed 1% of the team's rows and gave up the vector index).
+PERSONAL_CONDITION = (
+    "owner_id IS NULL OR current_setting('memoryhub.viewer', true) = '*'"
+    " OR owner_id::text = current_setting('memoryhub.viewer', true)"
+)
+
+
+def enable_personal_rows(table: str, *, name_column: str) -> migrations.RunSQL:
+    """A restrictive policy (ANDed with the team's) hiding other people's personal rows,
+    and the trigger that sets a row's owner from `name_column`."""
+    return migrations.RunSQL(
+        f"""
+        CREATE POLICY personal_rows ON {table} AS RESTRICTIVE
+            USING ({PERSONAL_CONDITION}) WITH CHECK ({PERSONAL_CONDITION});
+        CREATE TRIGGER {table}_personal_owner BEFORE INSERT OR UPDATE OF {name_column}, team_id ON {table}
+            FOR EACH ROW EXECUTE FUNCTION memoryhub_personal_owner('{name_column}');
+        """,
+        reverse_sql=f"""
+        DROP TRIGGER IF EXISTS {table}_personal_owner ON {table};
+        DROP POLICY IF EXISTS personal_rows ON {table};
+        """,
+    )

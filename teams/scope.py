@@ -38,6 +38,11 @@ logger = logging.getLogger("memoryhub.audit")
 TEAM_SETTING = "memoryhub.team_id"
 TOKEN_HASH_SETTING = "memoryhub.token_hash"  # noqa: S105 (a setting name)
 USER_SETTING = "memoryhub.user_id"
+# Whose personal entries the transaction sees (teams.rls.PERSONAL_CONDITION): a user's
+# id, TEAM_ONLY, or EVERY_OWNER for the team's own jobs. Unset sees none of them.
+VIEWER_SETTING = "memoryhub.viewer"
+TEAM_ONLY = "team"
+EVERY_OWNER = "*"
 ROLE_SETTING = "role"
 # How "not set" is written back when a scope restores a setting: `SET ROLE NONE`, back to
 # the role the connection logged in as.
@@ -84,27 +89,37 @@ def _already_atomic() -> Iterator[None]:
     yield
 
 
-def set_request_team(team_id: int) -> str:
-    """Bind the current transaction to one team; returns the previous binding, which
-    the caller restores with `reset_request_team` when the request ends.
+def viewer_of(user_id: int | None) -> str:
+    """The viewer setting of a caller: a person's id, or TEAM_ONLY for a team's token."""
+    return TEAM_ONLY if user_id is None else str(int(user_id))
+
+
+def set_request_team(team_id: int, *, viewer: str) -> dict[str, str]:
+    """Bind the current transaction to one team, seen as `viewer` (viewer_of); returns
+    the previous binding, which the caller restores with `reset_request_team` when the
+    request ends.
 
     Used by the API once per request, inside the request's transaction."""
     if not connection.in_atomic_block:
         raise RuntimeError("team scope must be set inside transaction.atomic()")
-    return _set_local({TEAM_SETTING: str(int(team_id))})[TEAM_SETTING]
+    return _set_local({TEAM_SETTING: str(int(team_id)), VIEWER_SETTING: viewer})
 
 
-def reset_request_team(previous: str) -> None:
-    _restore({TEAM_SETTING: previous})
+def reset_request_team(previous: dict[str, str]) -> None:
+    _restore(previous)
 
 
-def team_scope(team_id: int) -> AbstractContextManager[None]:
-    """Run a block in a transaction that sees only `team_id`'s rows.
+def team_scope(team_id: int, *, viewer: str = EVERY_OWNER) -> AbstractContextManager[None]:
+    """Run a block in a transaction that sees only `team_id`'s rows, and the personal
+    entries `viewer` may see: by default every member's, for the team's own jobs and
+    commands; a dashboard page passes the signed-in person (viewer_of).
 
-    For tasks, commands and dashboard pages; restores the previous scope on exit.
-    Inside the operator bypass it takes the application role for the block, so it never
-    sees more than the team."""
-    return _local_settings({TEAM_SETTING: str(int(team_id)), ROLE_SETTING: APP_ROLE}, own_transaction=True)
+    Restores the previous scope on exit. Inside the operator bypass it takes the
+    application role for the block, so it never sees more than the team."""
+    return _local_settings(
+        {TEAM_SETTING: str(int(team_id)), VIEWER_SETTING: viewer, ROLE_SETTING: APP_ROLE},
+        own_transaction=True,
+    )
 
 
 @contextmanager
@@ -162,7 +177,8 @@ class TeamBoundTransaction:
 
     def __init__(self) -> None:
         self.team_id: int | None = None
-        self._previous_binding = ""
+        self.viewer = TEAM_ONLY
+        self._previous_binding: dict[str, str] = {}
 
     def __enter__(self) -> TeamBoundTransaction:
         self._atomic = transaction.atomic()
@@ -173,9 +189,9 @@ class TeamBoundTransaction:
     def __exit__(self, *exc_info: Any) -> None:
         self._atomic.__exit__(*exc_info)
 
-    def bind(self, team_id: int) -> None:
-        self.team_id = team_id
-        self._previous_binding = set_request_team(team_id)
+    def bind(self, team_id: int, *, viewer: str) -> None:
+        self.team_id, self.viewer = team_id, viewer
+        self._previous_binding = set_request_team(team_id, viewer=viewer)
         # Workers indexing other teams' entries wait while this team is being served.
         note_team_request(team_id)
 
@@ -200,4 +216,4 @@ class TeamBoundTransaction:
         finally:
             self._atomic = transaction.atomic()
             self._atomic.__enter__()
-            self.bind(team_id)
+            self.bind(team_id, viewer=self.viewer)

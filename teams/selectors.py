@@ -16,8 +16,10 @@ def get_team_by_slug(*, slug: str) -> Team:
         raise NotFound(f"no team '{slug}'") from None
 
 
-def list_tokens(*, team: Team) -> QuerySet[AgentToken]:
-    return AgentToken.objects.filter(team=team).order_by("-created_at")
+def list_tokens(*, team: Team, user_id: int | None = None) -> QuerySet[AgentToken]:
+    """The team's tokens, or with `user_id` only that person's own."""
+    tokens = AgentToken.objects.filter(team=team).select_related("user").order_by("-created_at")
+    return tokens if user_id is None else tokens.filter(user_id=user_id)
 
 
 def get_token(*, team: Team, token_id: int) -> AgentToken:

@@ -101,10 +101,27 @@ def parse_expiry(text: str) -> timedelta:
     return int(match.group(1)) * _DURATION_UNITS[match.group(2)]
 
 
+# What a person's own token may do, by their role: never more than they may.
+PERSONAL_TOKEN_SCOPES: dict[str, set[str]] = {
+    Membership.Role.VIEWER: {AgentToken.Scope.READ},
+    Membership.Role.MEMBER: {AgentToken.Scope.READ, AgentToken.Scope.WRITE},
+    Membership.Role.ADMIN: set(AgentToken.Scope.values),
+    Membership.Role.OWNER: set(AgentToken.Scope.values),
+}
+
+
 def create_token(
-    *, team: Team, name: str, scopes: list[str], actor: str, expires_in: timedelta | None = None
+    *,
+    team: Team,
+    name: str,
+    scopes: list[str],
+    actor: str,
+    expires_in: timedelta | None = None,
+    user_id: int | None = None,
 ) -> IssuedToken:
-    """A new token, shown once. With `expires_in`, it answers 401 after that long."""
+    """A new token, shown once. With `expires_in`, it answers 401 after that long. With
+    `user_id`, it is that member's own token: it also sees their personal entries, and
+    its scopes may not exceed their role (docs/tenancy.md, "Personal entries")."""
     name = name.strip()
     if not name or len(name) > 100 or "\x00" in name:
         raise InvalidInput("a token name is 1-100 characters", field="name")
@@ -113,6 +130,7 @@ def create_token(
     raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
     taken = Conflict(f"team '{team.slug}' already has a live token named '{name}'", field="name")
     with team_scope(team.id):
+        owner = _personal_token_owner(team, user_id, scopes)
         if AgentToken.objects.filter(team=team, name=name, revoked_at__isnull=True).exists():
             raise taken
         try:
@@ -125,18 +143,47 @@ def create_token(
                     prefix=raw[: len(TOKEN_PREFIX) + 6],
                     scopes=scopes,
                     expires_at=timezone.now() + expires_in if expires_in is not None else None,
+                    user_id=user_id,
                 )
         except IntegrityError:
             raise taken from None
         expiry = f", expires {token.expires_at:%Y-%m-%d %H:%M} UTC" if token.expires_at else ""
+        personal = f", personal to {owner}" if owner else ""
         record_event(
             team=team,
             actor=actor,
             action=AuditEvent.Action.TOKEN_CREATE,
-            target=f"{name} ({','.join(scopes)}){expiry}",
+            target=f"{name} ({','.join(scopes)}){expiry}{personal}",
         )
     logger.info("token %s (%s) created for team %s", token.name, token.prefix, team.slug)
     return IssuedToken(token=token, raw=raw)
+
+
+def _personal_token_owner(team: Team, user_id: int | None, scopes: list[str]) -> str:
+    """The username a personal token is issued to ("" for a team's token), checked."""
+    if user_id is None:
+        return ""
+    membership = Membership.objects.filter(team=team, user_id=user_id).select_related("user").first()
+    if membership is None:
+        raise NotFound("no such member")
+    beyond = set(scopes) - PERSONAL_TOKEN_SCOPES[membership.role]
+    if beyond:
+        raise InvalidInput(
+            f"a {membership.role}'s own token cannot have {', '.join(sorted(beyond))}", field="scopes"
+        )
+    return membership.user.get_username()
+
+
+def revoke_personal_tokens(*, team: Team, user_id: int, actor: str, beyond_role: str | None = None) -> int:
+    """Revoke a person's own tokens for the team: all of them (they left it), or with
+    `beyond_role` those whose scopes that role no longer allows; returns how many."""
+    with team_scope(team.id):
+        live = AgentToken.objects.filter(team=team, user_id=user_id, revoked_at__isnull=True)
+        allowed = PERSONAL_TOKEN_SCOPES[beyond_role] if beyond_role is not None else set()
+        names = [token.name for token in live.only("name", "scopes") if not set(token.scopes) <= allowed]
+        for name in names:
+            revoke_token(team=team, name=name, actor=actor)
+    return len(names)
 
 
 def revoke_token(*, team: Team, name: str, actor: str) -> AgentToken:

@@ -35,24 +35,27 @@ class TeamScopedStream(StreamingHttpResponse):
     body comes only from `team_json_lines`, which scopes and redacts it."""
 
 
-def team_json_lines(*, team_id: int, produce: Callable[[], Iterable[dict[str, Any]]]) -> TeamScopedStream:
-    """Stream the records `produce()` yields (it runs inside the stream's own team-bound
-    transaction) as one JSON object per line."""
-    response = TeamScopedStream(_lines(team_id, produce), content_type=JSON_LINES_MEDIA_TYPE)
+def team_json_lines(
+    *, team_id: int, viewer: str, produce: Callable[[], Iterable[dict[str, Any]]]
+) -> TeamScopedStream:
+    """Stream the records `produce()` yields (it runs inside the stream's own transaction,
+    bound to the team and seeing what `viewer` may see, as the request did) as one JSON
+    object per line."""
+    response = TeamScopedStream(_lines(team_id, viewer, produce), content_type=JSON_LINES_MEDIA_TYPE)
     # Proxies (nginx) would otherwise buffer the whole body before sending any of it.
     response["X-Accel-Buffering"] = "no"
     response["Cache-Control"] = "no-store"
     return response
 
 
-def _lines(team_id: int, produce: Callable[[], Iterable[dict[str, Any]]]) -> Iterator[bytes]:
+def _lines(team_id: int, viewer: str, produce: Callable[[], Iterable[dict[str, Any]]]) -> Iterator[bytes]:
     with transaction.atomic():
         if len(connection.atomic_blocks) == 1:
             # Only as the transaction's first statement; inside an outer transaction
             # (a test's) the stream reads what that one sees.
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        with team_scope(team_id):
+        with team_scope(team_id, viewer=viewer):
             matcher = team_secret_matcher(team_id=team_id)
             chunk: list[str] = []
             for record in produce():

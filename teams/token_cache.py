@@ -40,6 +40,7 @@ class CachedToken:
     created_at: datetime
     last_used_at: datetime | None
     expires_at: datetime | None
+    user_id: int | None
     token_version: int
     cached_at: float
 
@@ -56,6 +57,7 @@ class CachedToken:
             revoked_at=None,
             last_used_at=self.last_used_at,
             expires_at=self.expires_at,
+            user_id=self.user_id,
         )
         token.team = team
         token._state.adding = False
@@ -94,6 +96,7 @@ def remember_token(token: AgentToken, *, token_version: int) -> None:
         created_at=token.created_at,
         last_used_at=token.last_used_at,
         expires_at=token.expires_at,
+        user_id=token.user_id,
         token_version=token_version,
         cached_at=time.monotonic(),
     )

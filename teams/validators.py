@@ -10,7 +10,8 @@ from django.core.validators import RegexValidator
 from core.errors import InvalidInput
 
 TEAM_SLUG_PATTERN = r"^[a-z0-9][a-z0-9-]{0,62}$"
-KEY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$"
+# A key may start with `@`: `@<username>...` names a person's own entry (memories.personal).
+KEY_PATTERN = r"^(@[A-Za-z0-9][A-Za-z0-9._:@-]{0,198}|[A-Za-z0-9][A-Za-z0-9._:@-]{0,199})$"
 
 # Team settings' limits (teams.models.Team, the settings page). The injection ones are
 # agents.injection's hard limits: a team setting never lifts them.
@@ -29,7 +30,7 @@ validate_team_slug = RegexValidator(
 )
 validate_key = RegexValidator(
     _key_re,
-    "A key is 1-200 characters: letters, digits and . _ : @ -, starting with a letter or digit.",
+    "A key is 1-200 characters: letters, digits and . _ : @ -, starting with a letter, a digit or @.",
     code="invalid_key",
 )
 

@@ -3,8 +3,9 @@ right after identity (docs/facts.md, "Injection").
 
 Only `normal` facts go in (a `high` one never does), and only those of the team or of
 the project asked for, as memories are filtered: `project` None takes every project's,
-blank the team's alone. A personal fact (`user:<name>`) is never injected while
-sessions do not say whose they are: it could reach someone else's prompt.
+blank the team's alone, and the reader's personal ones (`user:<name>`): row-level
+security shows a personal fact to its owner's tokens only (docs/tenancy.md, "Personal
+entries"), so it reaches no one else's prompt.
 
 Facts have the budget right after identity, but at most a quarter of it
 (FACT_BUDGET_SHARE) and MAX_INJECTED_FACTS lines: they never crowd out the team's
@@ -45,11 +46,12 @@ def _line(fact: Fact, secrets: SecretMatcher) -> str:
 
 
 def _scope_filter(project: str | None) -> Q:
+    own = Q(scope="team") | Q(owner__isnull=False)
     if project is None:
-        return Q(scope="team") | Q(scope__startswith="project:")
+        return own | Q(scope__startswith="project:")
     if not project:
-        return Q(scope="team")
-    return Q(scope="team") | Q(scope=f"project:{project}")
+        return own
+    return own | Q(scope=f"project:{project}")
 
 
 def injectable_facts(*, team: Team, project: str | None, secrets: SecretMatcher) -> list[InjectedFact]:

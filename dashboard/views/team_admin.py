@@ -14,7 +14,16 @@ from django.views.decorators.http import require_POST
 
 from core.errors import DomainError, NotFound
 from dashboard import selectors
-from dashboard.access import Role, TeamAccess, forbidden, page_context, path_key, person_actor, team_page
+from dashboard.access import (
+    Role,
+    TeamAccess,
+    forbidden,
+    page_context,
+    path_key,
+    person_actor,
+    signed_in_user_id,
+    team_page,
+)
 from dashboard.forms import (
     MemberAddForm,
     MemberRoleForm,
@@ -138,32 +147,38 @@ def vault_reveal(request: HttpRequest, access: TeamAccess, key: str) -> HttpResp
 # --- tokens ------------------------------------------------------------------------------
 
 
-@team_page(Role.ADMIN)
+@team_page(Role.VIEWER)
 @never_cache
 def tokens(request: HttpRequest, access: TeamAccess) -> HttpResponse:
+    """Admins manage the team's tokens and their own; everyone else only their own."""
     form, status, issued = TokenCreateForm(), 200, None
     if request.method == "POST":
         form, status = TokenCreateForm(request.POST), 400
         if form.is_valid():
+            personal = form.cleaned_data["personal"] or not access.can_admin
             try:
                 issued = services.create_token(
                     team=access.team,
                     name=form.cleaned_data["name"],
                     scopes=sorted(form.cleaned_data["scopes"]),
                     actor=person_actor(request),
+                    user_id=signed_in_user_id(request) if personal else None,
                 )
             except DomainError as error:
                 form.add_domain_error(error, default_field="name")
             else:
                 # Rendered, not redirected: the raw token exists only in this response.
                 form, status = TokenCreateForm(), 201
-    context = page_context(access, tokens=list_tokens(team=access.team), form=form, issued=issued)
+    shown = list_tokens(team=access.team, user_id=None if access.can_admin else signed_in_user_id(request))
+    context = page_context(access, tokens=shown, form=form, issued=issued)
     return render(request, "dashboard/tokens.html", context, status=status)
 
 
-@team_page(Role.ADMIN)
+@team_page(Role.VIEWER)
 def token_revoke(request: HttpRequest, access: TeamAccess, token_id: int) -> HttpResponse:
     token = get_token(team=access.team, token_id=token_id)
+    if not access.can_admin and token.user_id != signed_in_user_id(request):
+        return forbidden(request, access, Role.ADMIN)
     if request.method == "POST":
         try:
             services.revoke_token_by_id(team=access.team, token_id=token_id, actor=person_actor(request))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
+from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
@@ -63,6 +64,16 @@ class Fact(models.Model):
     value = models.TextField()
     # "team", "project:<name>" or "user:<username>" (memories.facts.inputs.parse_scope).
     scope = models.CharField(max_length=200, default="team")
+    # The person a personal entry belongs to: set by the database from the entity's
+    # `@<username>` prefix (memories.personal); row-level security shows it to them only.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        editable=False,
+        on_delete=models.CASCADE,
+        related_name="+",
+    )
     domains = ArrayField(models.CharField(max_length=50), default=list, blank=True)
     sensitivity = models.CharField(max_length=8, choices=Sensitivity.choices, default=Sensitivity.NORMAL)
     confidence = models.FloatField(default=1.0)

@@ -15,6 +15,7 @@ from core.errors import InvalidInput
 from core.locks import advisory_xact_lock
 from memories.facts.exceptions import FactConflict, FactNotFound
 from memories.facts.models import MAX_FACT_VALUE_CHARS, Fact, Sensitivity
+from memories.personal import check_personal_names, personal_owner_name
 from teams.models import AuditEvent, Team
 from teams.scrubber import scrub
 from teams.services import record_event
@@ -60,11 +61,25 @@ def check_entity_and_key(entity: str, key: str) -> None:
         if not is_key(text):
             raise InvalidInput(
                 f"the {name} is 1-200 characters: letters, digits and . _ : @ -, starting with a "
-                "letter or digit",
+                "letter, a digit or @",
                 field=name,
             )
         if scrub(text).redactions:
             raise InvalidInput(f"the {name} looks like a credential; name what the fact is about", field=name)
+
+
+def _personal_scope(entity: str, scope: str | None) -> str | None:
+    """A personal entity's fact is scoped to its owner; `user:` scope is only theirs."""
+    owner = personal_owner_name(entity)
+    if owner is None:
+        if scope is not None and scope.startswith("user:"):
+            raise InvalidInput(
+                f"a personal fact's entity starts with @{scope[5:]} (e.g. @{scope[5:]}:editor)", field="scope"
+            )
+        return scope
+    if scope is not None and scope != f"user:{owner}":
+        raise InvalidInput(f"a fact of @{owner} is personal: its scope is user:{owner}", field="scope")
+    return f"user:{owner}"
 
 
 def set_fact(
@@ -91,6 +106,8 @@ def set_fact(
     over from the active version. The value is scrubbed of credentials and of the
     team's vault secrets before anything is compared or stored."""
     check_entity_and_key(entity, key)
+    check_personal_names([entity], field="entity")
+    scope = _personal_scope(entity, scope)
     reason = (reason or "").strip()
     if len(reason) > MAX_FACT_REASON_CHARS:
         raise InvalidInput(f"reason is limited to {MAX_FACT_REASON_CHARS} characters", field="reason")

@@ -37,6 +37,7 @@ from core.errors import DomainError
 from memories.facts.inputs import FactSetInputSerializer
 from memories.facts.models import Fact
 from memories.facts.services import check_entity_and_key, lock_fact, set_fact
+from memories.personal import check_personal_names
 from teams.models import Team
 from teams.scrubber import scrub
 from teams.vault_matcher import team_secret_matcher
@@ -240,6 +241,7 @@ def import_facts(
 
 def _apply(team: Team, lines: list[FactLine], *, actor: str, skip_existing: bool, report: FactImport) -> None:
     entity, key = lines[0].entity, lines[0].key
+    check_personal_names([entity], field="entity")
     lock_fact(team.id, entity, key)
     versions = Fact.objects.for_team(team.id).filter(entity=entity, key=key)
     if not versions.exists():

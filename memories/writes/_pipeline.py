@@ -35,6 +35,7 @@ from memories.hooks import DuplicateMatch
 from memories.locks import lock_active_memory, lock_skill_name, try_lock_key
 from memories.metadata_extraction import with_extracted_metadata
 from memories.models import MAX_CONTENT_BYTES, Memory, SupersedeKind
+from memories.personal import check_personal_names
 from memories.skills import active_skill_holder, normalise_skill_trigger
 from memories.types import (
     ACCEPTED_TYPE_NAMES,
@@ -131,9 +132,11 @@ def prepare(
     inherit_pinned: bool = False,
     auto_captured: bool = False,
 ) -> PreparedSave:
-    """Validate and scrub a write (no query); raises the save's domain errors."""
+    """Validate and scrub a write (no query, but for a personal key's writer); raises the
+    save's domain errors."""
     check_key(key)
     _refuse_credential_key(key)
+    check_personal_names([key], field="key")
     reason = clean_reason(supersede_reason, field="supersede_reason", required=False)
     memory_type = None
     if type_name and type_name.strip():

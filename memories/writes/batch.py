@@ -205,7 +205,8 @@ def _find_duplicates(
     if not checked:
         return {}
     texts = [prepared[i].version.content for i in checked]
-    matches = hooks.find_duplicates.first(team=team, texts=texts) or [None] * len(texts)
+    keys = [prepared[i].key for i in checked]
+    matches = hooks.find_duplicates.first(team=team, texts=texts, keys=keys) or [None] * len(texts)
     return dict(zip(checked, matches, strict=True))
 
 

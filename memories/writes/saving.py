@@ -80,7 +80,7 @@ def save_memory(
     )
     duplicate = None
     if wants_duplicate_check(team=team, prepared=prepared, allow_duplicate=allow_duplicate):
-        duplicate = hooks.find_duplicate.first(team=team, text=prepared.version.content)
+        duplicate = hooks.find_duplicate.first(team=team, text=prepared.version.content, key=prepared.key)
         if duplicate is not None and refuses_as_duplicate(prepared, duplicate):
             return refused_duplicate(team=team, prepared=prepared, duplicate=duplicate)
 

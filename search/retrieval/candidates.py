@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from core.db_router import read_connection
 from core.metric_definitions import timed
+from memories.personal import personal_owner_name
 from search.models import SEARCH_CONFIG
 from search.retrieval import trigrams
 
@@ -70,6 +71,10 @@ class SearchFilters:
     metadata: dict[str, list[str]] | None = None
     # Archived entries (memories.writes.archive_memory) are found only when asked.
     include_archived: bool = False
+    # Only entries of the same owner as this key (team keys: the team's; a personal key:
+    # its owner's): what compares entries with each other (duplicates, contradictions)
+    # never links a personal entry with another owner's, which the team would then see.
+    same_owner_as: str | None = None
 
     def sql(self) -> tuple[str, list[Any]]:
         # A deleted key takes its earlier versions out of search with it.
@@ -90,6 +95,13 @@ class SearchFilters:
         if self.project is not None:
             clauses.append("m.project = %s")
             params.append(self.project)
+        if self.same_owner_as is not None:
+            owner = personal_owner_name(self.same_owner_as)
+            if owner is None:
+                clauses.append("m.owner_id IS NULL")
+            else:
+                clauses.append("m.owner_id IS NOT NULL AND split_part(substr(m.key, 2), ':', 1) = %s")
+                params.append(owner)
         if self.metadata:
             clauses.append("m.metadata @> %s::jsonb")
             params.append(json.dumps(self.metadata))

@@ -9,7 +9,7 @@ from agents.injection import build_injection
 from agents.injection.facts import FACT_BUDGET_SHARE, FACTS_HEADING
 from memories.facts.services import set_fact
 from search.tokens import count_tokens
-from teams.models import Team
+from teams.models import Membership, Team
 from teams.scope import team_scope
 from tests.agents.test_injection import inject, remember
 from tests.conftest import Agent
@@ -36,9 +36,14 @@ def test_facts_have_their_own_section_right_after_identity(team: Team, member: A
     assert body["tokens"]["used"] == count_tokens(text)
 
 
-def test_high_and_personal_facts_are_never_injected(team: Team, member: Agent) -> None:
+def test_high_and_personal_facts_are_never_injected(
+    team: Team, member: Agent, django_user_model: Any
+) -> None:
+    ann = django_user_model.objects.create_user("ann")
+    with team_scope(team.id):
+        Membership.objects.create(team=team, user=ann, role=Membership.Role.MEMBER)
     fact(team, "acme", "iban", "DE89-3704-0044", sensitivity="high")
-    fact(team, "ann", "editor", "vim", scope="user:ann")
+    fact(team, "@ann", "editor", "vim")
     fact(team, "acme", "provider", "Paddle")
 
     text = inject(member)["text"]

@@ -57,13 +57,13 @@ def test_set_read_supersede_and_history(member: Agent) -> None:
 def test_lists_by_entity_domain_and_scope(member: Agent) -> None:
     put(member, FACT, {"value": "Paddle", "domains": ["payments"], "scope": "project:alpha"})
     put(member, "facts/project-alpha/region/", {"value": "eu-west-1"})
-    put(member, "facts/ann/editor/", {"value": "vim", "scope": "user:ann"})
+    put(member, "facts/ann/editor/", {"value": "vim", "scope": "project:tools"})
 
     entity = member.client.get(member.url("facts/project-alpha/")).json()["results"]
     assert [f["key"] for f in entity] == ["payments.provider", "region"]
     by_domain = member.client.get(member.url("facts/"), {"domain": "payments"}).json()["results"]
     assert [f["value"] for f in by_domain] == ["Paddle"]
-    by_scope = member.client.get(member.url("facts/"), {"scope": "user:ann"}).json()["results"]
+    by_scope = member.client.get(member.url("facts/"), {"scope": "project:tools"}).json()["results"]
     assert [f["value"] for f in by_scope] == ["vim"]
     by_entity = member.client.get(member.url("facts/"), {"entity": "ann"}).json()["results"]
     assert [f["key"] for f in by_entity] == ["editor"]

@@ -79,8 +79,9 @@ ENDPOINTS = [
     Endpoint("vault_delete", "GET", "admin"),
     Endpoint("vault_delete", "POST", "admin", {}),
     Endpoint("vault_reveal", "POST", "admin", {}),
-    Endpoint("tokens", "GET", "admin"),
-    Endpoint("tokens", "POST", "admin", {"name": "intruder-token", "scopes": ["admin"]}),
+    # Everyone manages their own tokens there; a team's token needs an admin.
+    Endpoint("tokens", "GET", "viewer"),
+    Endpoint("tokens", "POST", "viewer", {"name": "intruder-token", "scopes": ["admin"]}),
     Endpoint("token_revoke", "GET", "admin"),
     Endpoint("token_revoke", "POST", "admin", {}),
     Endpoint("members", "GET", "viewer"),

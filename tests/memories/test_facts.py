@@ -117,9 +117,9 @@ def test_high_facts_are_hidden_from_readers_that_may_not_see_them(team: Team) ->
 def test_lists_filter_by_domain_and_scope(team: Team) -> None:
     with team_scope(team.id):
         set_fact(team=team, entity="alpha", key="provider", value="Paddle", actor="a", domains=["payments"])
-        set_fact(team=team, entity="alpha", key="editor", value="vim", actor="a", scope="user:ann")
+        set_fact(team=team, entity="alpha", key="editor", value="vim", actor="a", scope="project:tools")
         by_domain = selectors.list_facts(team_id=team.id, may_see_high=True, domain="payments")
-        by_scope = selectors.list_facts(team_id=team.id, may_see_high=True, scope="user:ann")
+        by_scope = selectors.list_facts(team_id=team.id, may_see_high=True, scope="project:tools")
         assert [f.key for f in by_domain] == ["provider"]
         assert [f.key for f in by_scope] == ["editor"]
 

@@ -61,7 +61,7 @@ def test_the_duplicate_finder_hook_decides_whether_a_new_key_is_saved(
     match = hooks.DuplicateMatch(memory=holder, similarity=0.97, matched_by="embedding", threshold=0.92)
     asked: list[str] = []
 
-    def finder(*, team: Team, text: str) -> hooks.DuplicateMatch:
+    def finder(*, team: Team, text: str, key: str) -> hooks.DuplicateMatch:
         asked.append(text)
         return match
 

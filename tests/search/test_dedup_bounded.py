@@ -40,7 +40,7 @@ def test_only_the_opening_of_a_long_text_is_chunked_and_embedded_on_save(
         cached_before = EmbeddingCache.objects.filter(team=team).count()
 
     with team_scope(team.id):
-        assert duplicates_on_save.find_duplicate(team=team, text=LONG_TEXT) is None
+        assert duplicates_on_save.find_duplicate(team=team, text=LONG_TEXT, key="a-key") is None
 
     with operator_view():
         assert EmbeddingCache.objects.filter(team=team).count() - cached_before == (
@@ -58,6 +58,6 @@ def test_a_long_text_whose_opening_repeats_an_entry_is_still_a_duplicate(team: T
     search_services.index_memory(team_id=team.id, memory_id=saved.id)
 
     with team_scope(team.id):
-        match = duplicates_on_save.find_duplicate(team=team, text=LONG_TEXT)
+        match = duplicates_on_save.find_duplicate(team=team, text=LONG_TEXT, key="a-key")
 
     assert match is not None and match.memory.id == saved.id and match.matched_by == "embedding"

@@ -144,10 +144,22 @@ def test_every_team_scoped_table_forces_row_level_security_with_a_team_policy(
         assert cursor.fetchone() == (True, True), f"{table} needs ENABLE and FORCE ROW LEVEL SECURITY"
         cursor.execute(
             "SELECT policyname, cmd, qual, with_check FROM pg_policies"
-            " WHERE schemaname = current_schema() AND tablename = %s",
+            " WHERE schemaname = current_schema() AND tablename = %s AND permissive = 'PERMISSIVE'",
             [table],
         )
         policies = cursor.fetchall()
+        cursor.execute(
+            "SELECT policyname, cmd, qual FROM pg_policies"
+            " WHERE schemaname = current_schema() AND tablename = %s AND permissive = 'RESTRICTIVE'",
+            [table],
+        )
+        restrictive = cursor.fetchall()
+    # Only personal entries' tables narrow the team's policy, and only by their owner.
+    has_owner = any(field.name == "owner" for field in model._meta.fields)
+    assert [(name, command) for name, command, _ in restrictive] == (
+        [("personal_rows", "ALL")] if has_owner else []
+    )
+    assert all("owner_id IS NULL" in using for _, _, using in restrictive)
     assert len(policies) == 1, f"{table} needs exactly one policy, has {policies}"
     [(name, command, using, with_check)] = policies
     # One policy for every command, keyed on the team of the row for reads and writes.

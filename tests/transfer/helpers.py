@@ -196,6 +196,6 @@ def seed_facts(team: Team) -> None:
              domains=["billing", "payments"], confidence=0.95)  # fmt: skip
     set_fact(team=team, entity="acme", key="iban", value="DE89-3704", actor="cat", sensitivity="high",
              source_draft=uuid.UUID("00000000-0000-4000-8000-00000000000a"))  # fmt: skip
-    set_fact(team=team, entity="ann", key="editor", value="vim", actor="ann", scope="user:ann")
+    set_fact(team=team, entity="ann", key="editor", value="vim", actor="ann", scope="project:tools")
     set_fact(team=team, entity="old", key="host", value="box-1", actor="ann")
     delete_fact(team=team, entity="old", key="host", actor="dan")

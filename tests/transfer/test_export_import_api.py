@@ -13,7 +13,7 @@ from django.db import close_old_connections, connection
 from memories.exporting import EXPORT_FORMAT, EXPORT_VERSION, export_records
 from memories.models import Annotation, Memory
 from teams.models import Team
-from teams.scope import team_scope
+from teams.scope import TEAM_ONLY, team_scope
 from teams.services import set_vault_entry
 from teams.streaming import team_json_lines
 from tests.conftest import Agent, make_agent, operator_view
@@ -518,7 +518,7 @@ def test_a_client_that_goes_away_mid_stream_leaves_no_cursor_or_team_binding_beh
         )
     # The response the export view answers with, taken straight (the test client would
     # wrap it and close the test's own connection at the end of the request).
-    stream = team_json_lines(team_id=team.id, produce=lambda: export_records(team=team))
+    stream = team_json_lines(team_id=team.id, viewer=TEAM_ONLY, produce=lambda: export_records(team=team))
     next(iter(stream.streaming_content))
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*), current_setting('memoryhub.team_id', true) FROM pg_cursors")

@@ -15,7 +15,7 @@ from agents.injection import build_injection
 from core.errors import DomainError
 from memoryhub_client.section import SectionError, write_section
 from teams.management.commands._base import TeamCommand
-from teams.scope import team_scope
+from teams.scope import TEAM_ONLY, team_scope
 from teams.scrubber import scrub
 from teams.selectors import team_secret_values
 
@@ -44,7 +44,7 @@ class Command(TeamCommand):
         if not path.parent.is_dir():
             raise CommandError(f"no folder {path.parent}")
         try:
-            with team_scope(team.id):
+            with team_scope(team.id, viewer=TEAM_ONLY):
                 result = build_injection(team=team, project=project, max_tokens=max_tokens)
                 secrets = team_secret_values(team_id=team.id)
         except DomainError as exc:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError, CommandParser
 
 from core.errors import DomainError
@@ -24,11 +25,29 @@ class Command(TeamCommand):
             default=None,
             help="the token answers 401 after this long: 12h, 90d or 4w (default: never expires)",
         )
+        parser.add_argument(
+            "--user",
+            default=None,
+            help="the member's username for a personal token: it also sees their personal entries "
+            "(default: the team's token)",
+        )
 
     def handle(
-        self, *args: Any, slug: str, name: str, scopes: str, expires_in: str | None, **options: Any
+        self,
+        *args: Any,
+        slug: str,
+        name: str,
+        scopes: str,
+        expires_in: str | None,
+        user: str | None,
+        **options: Any,
     ) -> None:
         team = self.team(slug)
+        user_id = None
+        if user is not None:
+            user_id = get_user_model().objects.filter(username=user).values_list("pk", flat=True).first()
+            if user_id is None:
+                raise CommandError(f"no user named '{user}'")
         try:
             issued = services.create_token(
                 team=team,
@@ -36,6 +55,7 @@ class Command(TeamCommand):
                 scopes=services.parse_scopes(scopes),
                 actor="manage.py",
                 expires_in=services.parse_expiry(expires_in) if expires_in is not None else None,
+                user_id=user_id,
             )
         except DomainError as exc:
             raise CommandError(exc.detail) from None

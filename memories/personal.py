@@ -1,0 +1,65 @@
+"""Personal entries: a memory whose key, or a fact whose entity, starts with
+`@<username>` belongs to that team member. The database sets the row's owner from the
+name and its row-level security shows the row to that person only (teams.rls,
+`personal_rows`); this module is the write side's check, which refuses with a clear
+answer what the database would refuse with an error (docs/tenancy.md, "Personal entries")."""
+
+from __future__ import annotations
+
+from django.db import connection
+
+from core.errors import DomainError
+from teams.scope import EVERY_OWNER, VIEWER_SETTING
+
+
+class PersonalNameRefused(DomainError):
+    code = "personal_entry"
+    status = 403
+
+
+def personal_owner_name(name: str) -> str | None:
+    """The username a personal name belongs to, or None for a team's name."""
+    if not name.startswith("@"):
+        return None
+    return name[1:].split(":", 1)[0]
+
+
+def entry_scope(*, name: str, project: str = "") -> str:
+    """`user:<username>`, `project:<name>` or `team`, as answers and pages show it."""
+    owner = personal_owner_name(name)
+    if owner is not None:
+        return f"user:{owner}"
+    return f"project:{project}" if project else "team"
+
+
+def check_personal_names(names: list[str], *, field: str) -> None:
+    """Refuse a write of a personal name by anyone but its owner (403 `personal_entry`).
+    One query, and only when a name is personal."""
+    owners = {owner for name in names if (owner := personal_owner_name(name)) is not None}
+    if not owners:
+        return
+    viewer, username = _viewer()
+    if viewer == EVERY_OWNER:
+        return  # the team's own jobs and commands; the database checks membership
+    if username is None:
+        raise PersonalNameRefused(
+            "names starting with @ are personal; a team's token cannot write them "
+            "(use a token issued to a person)",
+            field=field,
+        )
+    if owners != {username}:
+        raise PersonalNameRefused(
+            f"names starting with @ are personal: yours start with @{username}", field=field
+        )
+
+
+def _viewer() -> tuple[str, str | None]:
+    """The transaction's viewer setting and, for a person, their username."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT v.viewer, u.username FROM (SELECT current_setting(%s, true) AS viewer) v"
+            " LEFT JOIN auth_user u ON u.id = CASE WHEN v.viewer ~ '^[0-9]+$' THEN v.viewer::bigint END",
+            [VIEWER_SETTING],
+        )
+        viewer, username = cursor.fetchone()
+    return viewer or "", username
