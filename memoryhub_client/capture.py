@@ -1,7 +1,11 @@
 """The capture rules: which tool failures and user prompts of a coding agent's session are
 learnings worth a person's review (docs/agents.md, "Capture"). Pure functions, no I/O: the
-hooks (memoryhub_client.capture_hooks) feed them one event at a time, or a whole
-transcript before Claude Code compacts it, and send what they find as drafts.
+hooks (memoryhub_client.capture_hooks, and Cursor's and Windsurf's in cursor_hooks) feed
+them one event at a time, or a whole transcript before Claude Code compacts it, and send
+what they find as drafts. A result reported as a success that shows a failure (Claude
+Code's PostToolUse, Cursor's postToolUse) is found by result_failure and then read by the
+same failure rules. Cursor's tool names: `Shell` is the shell (`Bash` below), `Delete`
+the agent's own bookkeeping.
 
 Rules (RULES_VERSION says which ones a figure was measured with; docs/agents.md,
 "Capture figures"). Version 1 was frozen before the bench's first set was written;

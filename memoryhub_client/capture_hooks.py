@@ -1,21 +1,25 @@
-"""`memoryhub hook claude-code pre-compact | post-tool-use-failure | user-prompt-submit`:
-Claude Code's capture hooks (docs/agents.md, "Capture").
+"""`memoryhub hook claude-code pre-compact | post-tool-use-failure | post-tool-use |
+user-prompt-submit`: Claude Code's capture hooks (docs/agents.md, "Capture").
 
 - post-tool-use-failure: a failed tool call that the rules (memoryhub_client.capture)
   call a learning is sent as a draft;
+- post-tool-use: a call reported as done whose `tool_response` shows a failure (a
+  non-zero exit, `is_error`, an error on the shell's stderr) goes through the same rules;
 - user-prompt-submit: a prompt that corrects the agent is sent as a draft;
 - pre-compact: before Claude Code compacts the conversation, the transcript's learnings
   (where the calls after a failure show a flake or a fix) not sent already.
 
-What is sent goes to POST drafts/extract/ as `Learning: …` paragraphs: a pending draft a
-person reviews, never an active memory; the server scrubs credentials, the team's
-secrets and PII first, and drafts a text already pending for the team only once. Each
+What is sent goes to POST drafts/extract/ as `Learning: …` paragraphs marked `captured`:
+a pending draft a person reviews, or, for a team with `capture_to_memory` on, a lesson
+entry (the server decides; docs/freshness.md, "Captures straight to memory"); the server
+scrubs credentials, the team's secrets and PII first, and drafts a text already pending
+for the team only once. Each
 hook remembers, per Claude Code session, the fingerprints it sent (a failure seen again
 is not sent again). Nothing goes to stdout (UserPromptSubmit's stdout would enter the
 model's context); what happened is one line on stderr, and every hook exits 0, server
 or no server. A prompt or a failure that is no learning never reaches the network.
 Bounds: stdin as claude_code_hooks reads it; the server's answer within
-CAPTURE_SERVER_SECONDS for the two hooks that run in the agent's loop (the user waits
+CAPTURE_SERVER_SECONDS for the hooks that run in the agent's loop (the user waits
 for UserPromptSubmit), SERVER_SECONDS for pre-compact."""
 
 from __future__ import annotations

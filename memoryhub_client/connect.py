@@ -1,5 +1,5 @@
-"""`memoryhub connect claude-code | cursor | codex | generic [--write]`: the client's MCP
-configuration (and Claude Code's hook settings) for this server.
+"""`memoryhub connect claude-code | cursor | codex | windsurf | generic [--write]`: the
+client's MCP configuration and hooks for this server.
 
 Without --write it prints each file's snippet; with --write it merges them into the files,
 keeping everything else in them (JSON is loaded, merged and written back; TOML goes
@@ -9,10 +9,14 @@ The token itself is never written: each client reads it from an environment vari
 Formats (checked against each client's documentation, docs/agents.md, "connect"):
 - Claude Code, `.mcp.json` (project scope): `"type": "http"`, `${VAR}` expanded in headers;
   hooks in `.claude/settings.json` (SessionStart's stdout is added to the context).
-- Cursor, `.cursor/mcp.json`: `url` and `headers`, `${env:VAR}` expanded.
+- Cursor, `.cursor/mcp.json`: `url` and `headers`, `${env:VAR}` expanded; its hooks in
+  `.cursor/hooks.json` (`{"version": 1, "hooks": {event: [{"command", "timeout",
+  "matcher"}]}}`; sessionStart answers `additional_context` as JSON).
 - Codex, `~/.codex/config.toml` (`$CODEX_HOME`): `[mcp_servers.memoryhub]` with `url` and
   `bearer_token_env_var` (Codex refuses an inline token in this file); its SessionStart and
   UserPromptSubmit hooks in the project's `.codex/hooks.json` (Claude Code's shape).
+- Windsurf, `.windsurf/hooks.json`: `{"hooks": {"pre_user_prompt": [{"command",
+  "show_output"}]}}` (its hooks take no timeout and give the model no context).
 - generic: any client that launches a command: `memoryhub mcp` over stdio.
 
 The MCP URL is the core tool list (`/mcp/`) unless `--tools full` (or a `--url` naming
@@ -88,8 +92,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     connect = commands.add_parser(
         "connect",
         help="print (or --write) an agent client's MCP configuration for this server",
-        description="Print the MCP configuration (and, for Claude Code, the session hooks) that connect "
-        "a client to this server; --write merges it into the files, keeping everything else.",
+        description="Print the MCP configuration and the hooks that connect a client to this server; "
+        "--write merges them into the files, keeping everything else.",
     )
     connect.add_argument("client", choices=CLIENTS)
     connect.add_argument("--write", action="store_true", help="merge into the client's files")
@@ -100,7 +104,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         default=None,
         help="the core tools (/mcp/, the default) or every tool (/mcp/full/)",
     )
-    connect.add_argument("--team", help="the team's slug, for the Claude Code hooks (or MEMORYHUB_TEAM)")
+    connect.add_argument("--team", help="the team's slug, for the hooks (or MEMORYHUB_TEAM)")
     connect.add_argument(
         "--token-env",
         default=TOKEN_ENV,

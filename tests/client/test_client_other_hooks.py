@@ -328,3 +328,24 @@ def test_the_team_setting_decides_between_a_draft_and_a_lesson_entry(
     assert "1 saved to memory" in runs[0] and "draft" not in runs[0]
     assert "1 saved entry(ies) confirmed" not in runs[1]
     assert "1 saved entry(ies) confirmed" in runs[2] and "1 saved entry(ies) confirmed" in runs[3]
+
+
+def test_cursor_session_end_sends_a_plain_text_transcript_for_drafts(
+    mcp_server: Server, team: Team, cli: Cli, tmp_path: Path
+) -> None:
+    env = server_env(mcp_server, "alpha", make_agent(team, "cursor", ["read", "write"]).token)
+    transcript = tmp_path / "agent-transcript.txt"
+    transcript.write_text(
+        "user:\nWhich payment provider do we use for the EU shop?\n\n"
+        f"assistant:\nWe decided to use Paddle for the EU storefront. The key is {TOKEN}.\n"
+    )
+    end = {"session_id": "s-9", "reason": "completed", "duration_ms": 1000, "is_background_agent": False,
+           "final_status": "completed"}  # fmt: skip
+    event = json.loads(cursor("sessionEnd", tmp_path, **end))
+    ended = cli("hook", "cursor", "session-end", input=json.dumps({**event, "transcript_path": str(transcript)}),
+                **env)  # fmt: skip
+
+    assert answer(ended) == {}
+    [draft] = drafts_of(team)
+    assert "Paddle" in draft.content and TOKEN not in draft.content + draft.source_excerpt
+    assert draft.source_session == "s-9"
