@@ -28,7 +28,7 @@ from memories.inputs import TYPE_HELP, key_field
 from memories.models import MAX_CONTENT_BYTES
 from teams.authentication import agent_actor
 from teams.models import Team
-from teams.serializers import StrictCharField, StrictInputSerializer, StrictRegexField
+from teams.serializers import StrictBooleanField, StrictCharField, StrictInputSerializer, StrictRegexField
 from teams.validators import KEY_PATTERN
 from teams.viewsets import TEAM_PATH_PARAMETER, TeamScopedViewSet
 
@@ -64,6 +64,12 @@ class DraftExtractInputSerializer(StrictInputSerializer):
         allow_blank=True,
         max_length=drafts.MAX_SOURCE_SESSION_CHARS,
         help_text="Where it came from: the session's id or a label.",
+    )
+    captured = StrictBooleanField(
+        default=False,
+        help_text="The text is what a capture hook captured (`Learning: …` paragraphs). With the team's "
+        "`capture_to_memory` on, a learning that would have been a draft with no conflict is saved as a "
+        "lesson entry instead, and one saved before is confirmed.",
     )
 
 
@@ -157,14 +163,7 @@ class DraftOutputSerializer(serializers.ModelSerializer):  # type: ignore[type-a
         return self._entry(draft.memory)
 
     def _entry(self, memory: Any) -> dict[str, Any] | None:
-        if memory is None:
-            return None
-        return {
-            "id": memory.id,
-            "key": memory.key,
-            "is_active": memory.is_active,
-            "url": _version_path(self.context.get("team_slug", ""), memory),
-        }
+        return None if memory is None else _entry_link(self.context.get("team_slug", ""), memory)
 
 
 class DraftExtractOutputSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -175,6 +174,16 @@ class DraftExtractOutputSerializer(serializers.Serializer):  # type: ignore[type
         many=True,
         help_text="Pending drafts this extraction found again (their count went up); not the ones this "
         "same session sent before.",
+    )
+    memories = DraftEntrySerializer(
+        many=True,
+        help_text="A capture with the team's `capture_to_memory` on: the lesson entries saved instead of "
+        "drafts.",
+    )
+    confirmed = DraftEntrySerializer(
+        many=True,
+        help_text="A capture with the team's `capture_to_memory` on: entries saved from the same learning "
+        "before, confirmed by this capture (one confirmer per session).",
     )
 
 
@@ -304,9 +313,22 @@ def extraction_payload(*, team: Team, arguments: dict[str, Any], actor: str) -> 
         transcript=arguments["transcript"],
         actor=actor,
         source_session=arguments.get("source_session", ""),
+        captured=arguments.get("captured", False),
     )
     context = {"team_slug": team.slug}
     return {
         "drafts": DraftOutputSerializer(made.drafts, many=True, context=context).data,
         "corroborated": DraftOutputSerializer(made.corroborated, many=True, context=context).data,
+        "memories": [_entry_link(team.slug, memory) for memory in made.saved],
+        "confirmed": [_entry_link(team.slug, memory) for memory in made.confirmed],
+    }
+
+
+def _entry_link(team_slug: str, memory: Any) -> dict[str, Any]:
+    """An entry as a draft's answer links it: id, key, whether active, its API path."""
+    return {
+        "id": memory.id,
+        "key": memory.key,
+        "is_active": memory.is_active,
+        "url": _version_path(team_slug, memory),
     }

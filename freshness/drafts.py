@@ -40,6 +40,7 @@ from core.errors import Conflict, InvalidInput, NotFound
 from core.locks import advisory_xact_lock
 from core.request_transaction import outside_request_transaction
 from freshness import contradictions
+from freshness.captures import CaptureOutcome, save_captures
 from freshness.draft_extraction import Candidate, PreparedTranscript, extract_candidates, prepare_transcript
 from freshness.draft_extraction.llm import ChatExtractor, ExtractorUnavailable, extractor_name
 from freshness.models import Draft, DraftConflict, DraftState
@@ -96,6 +97,10 @@ class DraftIsDuplicate(Conflict):
 class Extraction:
     drafts: list[Draft] = field(default_factory=list)  # the drafts made
     corroborated: list[Draft] = field(default_factory=list)  # pending ones seen again
+    # A capture for a team with capture_to_memory on (freshness.captures): entries
+    # saved instead of drafts, and entries saved before that this capture confirmed.
+    saved: list[Memory] = field(default_factory=list)
+    confirmed: list[Memory] = field(default_factory=list)
 
 
 # What differs between runs of one failure: a file's line and column (`main.go:9:2:`,
@@ -118,12 +123,19 @@ def extract_drafts(*, team: Team, transcript: str, actor: str, source_session: s
     return extract(team=team, transcript=transcript, actor=actor, source_session=source_session).drafts
 
 
-def extract(*, team: Team, transcript: str, actor: str, source_session: str = "") -> Extraction:
+def extract(
+    *, team: Team, transcript: str, actor: str, source_session: str = "", captured: bool = False
+) -> Extraction:
     """Pending drafts from a transcript or notes, newest candidates in text order. A
     candidate already pending for the team (the same learning_fingerprint) is not drafted
     again: it corroborates the pending draft, whose `corroborated` count goes up and
     `last_corroborated_at` is now; not when the draft came from this very session (the
-    same session sending a learning again is a retry, not a second witness)."""
+    same session sending a learning again is a retry, not a second witness).
+
+    `captured`: the text is what the client's capture hooks captured. For a team with
+    `capture_to_memory` on, the learnings not pending as drafts go to
+    freshness.captures.save_captures (saved as entries, or confirming the entry saved
+    before); what it does not take is drafted as ever."""
     if not isinstance(transcript, str) or "\x00" in transcript:
         raise InvalidInput("transcript must be text without NUL characters", field="transcript")
     if not transcript.strip():
@@ -140,6 +152,17 @@ def extract(*, team: Team, transcript: str, actor: str, source_session: str = ""
         advisory_xact_lock(f"freshness.drafts:{team.id}")
         pending = _pending_by_fingerprint(team, by_print)
         corroborated = _corroborate([pending[f] for f in by_print if f in pending], session)
+        captures = CaptureOutcome()
+        if captured and team.capture_to_memory:
+            captures = save_captures(
+                team=team,
+                candidates={f: c for f, c in by_print.items() if f not in pending},
+                conflicts={text: conflict for text, (conflict, _entry) in conflicts.items()},
+                actor=actor,
+                session=session,
+                extractor=extractor,
+            )
+        taken = {*captures.saved, *captures.confirmed, *captures.retried}
         drafts = [
             Draft(
                 team=team,
@@ -158,7 +181,7 @@ def extract(*, team: Team, transcript: str, actor: str, source_session: str = ""
                 fingerprint=f,
             )
             for f, c in by_print.items()
-            if f not in pending and c.content in conflicts
+            if f not in pending and f not in taken and c.content in conflicts
         ]
         Draft.objects.bulk_create(drafts)
     logger.info(
@@ -169,7 +192,7 @@ def extract(*, team: Team, transcript: str, actor: str, source_session: str = ""
         session or "a transcript",
         extractor,
     )
-    return Extraction(drafts, corroborated)
+    return Extraction(drafts, corroborated, list(captures.saved.values()), list(captures.confirmed.values()))
 
 
 def _clean_session(value: str, matcher: SecretMatcher) -> str:

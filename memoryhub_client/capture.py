@@ -1,7 +1,11 @@
 """The capture rules: which tool failures and user prompts of a coding agent's session are
 learnings worth a person's review (docs/agents.md, "Capture"). Pure functions, no I/O: the
-hooks (memoryhub_client.capture_hooks) feed them one event at a time, or a whole
-transcript before Claude Code compacts it, and send what they find as drafts.
+hooks (memoryhub_client.capture_hooks, and Cursor's and Windsurf's in cursor_hooks) feed
+them one event at a time, or a whole transcript before Claude Code compacts it, and send
+what they find as drafts. A result reported as a success that shows a failure (Claude
+Code's PostToolUse, Cursor's postToolUse) is found by result_failure and then read by the
+same failure rules. Cursor's tool names: `Shell` is the shell (`Bash` below), `Delete`
+the agent's own bookkeeping.
 
 Rules (RULES_VERSION says which ones a figure was measured with; docs/agents.md,
 "Capture figures"). Version 1 was frozen before the bench's first set was written;
@@ -77,7 +81,12 @@ MIN_CORRECTION_WORDS = 3
 FIX_LOOKAHEAD_CALLS = 5
 
 LOOKUP_TOOLS = frozenset({"Read", "Glob", "Grep", "LS", "WebFetch", "WebSearch", "TodoRead", "TodoWrite"})
-BOOKKEEPING_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
+# Cursor's `Delete` is its agent's own file bookkeeping, as Edit and Write are.
+BOOKKEEPING_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit", "Delete"})
+# The shell tool: Claude Code's and Codex's `Bash`, Cursor's `Shell`.
+SHELL_TOOLS = frozenset({"Bash", "Shell"})
+# Exit-status fields a tool's result may carry (Cursor's Shell result: `exitCode`).
+EXIT_CODE_FIELDS = ("exitCode", "exit_code", "returncode", "returnCode")
 PROBE_PROGRAMS = frozenset(
     {"grep", "egrep", "rg", "ag", "find", "ls", "test", "[", "which", "command", "type", "diff", "cmp",
      "pgrep", "stat", "file", "git-grep", "cat", "head", "tail", "less", "more", "wc", "cd"}
@@ -118,6 +127,12 @@ _ENVIRONMENT_FAILURE = re.compile(
 _EXIT_STATUS = re.compile(
     r"(?i)^(?:error: )?(?:exit code \d+|command (?:failed|exited) with (?:non-zero )?(?:status|exit)"
     r"(?: code)? ?\d*|process exited with code \d+)\.?$"
+)
+
+# A line of a shell's stderr that reports an error (not a warning or progress).
+_STDERR_ERROR = re.compile(
+    r"(?im)^[ \t]*(?:error\b|fatal\b|traceback \(most recent call last\)|[\w.]{0,80}(?:error|exception):"
+    r"|npm err!|panic:|e: )"
 )
 
 _INTERJECTION = re.compile(
@@ -171,7 +186,8 @@ class Learning:
 def failure_learning(
     tool_name: Any, tool_input: Any, error: Any, *, is_interrupt: Any = False, source: str = ""
 ) -> Learning | None:
-    """The learning of one failed tool call (Claude Code's PostToolUseFailure), or None."""
+    """The learning of one failed tool call (Claude Code's PostToolUseFailure, a failed
+    result of its PostToolUse, Cursor's postToolUseFailure), or None."""
     name = str(tool_name or "")
     text = _error_text(error)
     if is_interrupt is True or _DECLINED.search(text):
@@ -182,16 +198,45 @@ def failure_learning(
     if not lines:
         return None
     command = _command_of(name, tool_input)
-    if name == "Bash" and (
+    if name in SHELL_TOOLS and (
         _program(command) in PROBE_PROGRAMS or _program_and_subcommand(command) in PROBE_SUBCOMMANDS
     ):
         return None
-    if name == "Bash" and _is_red_test(command, text):
+    if name in SHELL_TOOLS and _is_red_test(command, text):
         return None
     shown = _shorten(command, MAX_COMMAND_CHARS) if command else name
     body = f"`{shown}` failed: " + " / ".join(lines)
     fingerprint = _fingerprint(ERROR, name, _normalise(command), _normalise(lines[0]))
     return Learning(ERROR, body, source, fingerprint)
+
+
+def result_failure(tool_name: Any, result: Any) -> tuple[str, bool] | None:
+    """The error a tool call's result shows although it was reported as a success (Claude
+    Code's PostToolUse `tool_response`, Cursor's postToolUse `tool_output` parsed), and
+    whether the user interrupted it; None when the result shows no failure. Failure:
+    `is_error`, `interrupted`, a non-zero exit status, an `error` text, or, for the shell,
+    a stderr line that reports an error. The error is then read by failure_learning, the
+    one rule set."""
+    if not isinstance(result, dict):
+        return None
+    stderr, stdout = _text_field(result, "stderr"), _text_field(result, "stdout")
+    output = "\n".join(part for part in (stderr, stdout, _text_field(result, "output")) if part.strip())
+    if result.get("interrupted") is True:
+        return output or "interrupted", True
+    exit_codes = [result.get(name) for name in EXIT_CODE_FIELDS if isinstance(result.get(name), int)]
+    error = _text_field(result, "error")
+    if result.get("is_error") is True or any(code != 0 for code in exit_codes):
+        return (error or output or _error_text(result.get("content"))), False
+    if error.strip():
+        return error, False
+    if str(tool_name or "") in SHELL_TOOLS and _STDERR_ERROR.search(stderr):
+        return stderr, False
+    return None
+
+
+def _text_field(result: dict[str, Any], name: str) -> str:
+    value = result.get(name)
+    return value[:MAX_SCAN_CHARS] if isinstance(value, str) else ""
 
 
 def _error_text(error: Any) -> str:

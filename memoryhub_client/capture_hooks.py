@@ -1,21 +1,25 @@
-"""`memoryhub hook claude-code pre-compact | post-tool-use-failure | user-prompt-submit`:
-Claude Code's capture hooks (docs/agents.md, "Capture").
+"""`memoryhub hook claude-code pre-compact | post-tool-use-failure | post-tool-use |
+user-prompt-submit`: Claude Code's capture hooks (docs/agents.md, "Capture").
 
 - post-tool-use-failure: a failed tool call that the rules (memoryhub_client.capture)
   call a learning is sent as a draft;
+- post-tool-use: a call reported as done whose `tool_response` shows a failure (a
+  non-zero exit, `is_error`, an error on the shell's stderr) goes through the same rules;
 - user-prompt-submit: a prompt that corrects the agent is sent as a draft;
 - pre-compact: before Claude Code compacts the conversation, the transcript's learnings
   (where the calls after a failure show a flake or a fix) not sent already.
 
-What is sent goes to POST drafts/extract/ as `Learning: …` paragraphs: a pending draft a
-person reviews, never an active memory; the server scrubs credentials, the team's
-secrets and PII first, and drafts a text already pending for the team only once. Each
+What is sent goes to POST drafts/extract/ as `Learning: …` paragraphs marked `captured`:
+a pending draft a person reviews, or, for a team with `capture_to_memory` on, a lesson
+entry (the server decides; docs/freshness.md, "Captures straight to memory"); the server
+scrubs credentials, the team's secrets and PII first, and drafts a text already pending
+for the team only once. Each
 hook remembers, per Claude Code session, the fingerprints it sent (a failure seen again
 is not sent again). Nothing goes to stdout (UserPromptSubmit's stdout would enter the
 model's context); what happened is one line on stderr, and every hook exits 0, server
 or no server. A prompt or a failure that is no learning never reaches the network.
 Bounds: stdin as claude_code_hooks reads it; the server's answer within
-CAPTURE_SERVER_SECONDS for the two hooks that run in the agent's loop (the user waits
+CAPTURE_SERVER_SECONDS for the hooks that run in the agent's loop (the user waits
 for UserPromptSubmit), SERVER_SECONDS for pre-compact."""
 
 from __future__ import annotations
@@ -29,7 +33,13 @@ from pathlib import Path
 from typing import Any
 
 from memoryhub_client.api import ApiError, MemoryHubApi
-from memoryhub_client.capture import Learning, correction_learning, failure_learning, transcript_learnings
+from memoryhub_client.capture import (
+    Learning,
+    correction_learning,
+    failure_learning,
+    result_failure,
+    transcript_learnings,
+)
 from memoryhub_client.claude_code_hooks import (
     SAFE_SESSION_ID,
     SERVER_SECONDS,
@@ -64,6 +74,11 @@ def add_events(
             run_tool_failure,
             "send a failed tool call as a draft when it is a learning",
         ),
+        (
+            "post-tool-use",
+            run_tool_use,
+            "send a tool call whose result shows a failure as a draft when it is a learning",
+        ),
         ("user-prompt-submit", run_prompt_submit, "send a prompt that corrects the agent as a draft"),
     ):
         if only is not None and event not in only:
@@ -76,8 +91,31 @@ def add_events(
 
 def run_tool_failure(arguments: argparse.Namespace) -> int:
     event = read_hook_input()
-    if not _enabled():
-        return 0
+    if enabled():
+        capture_tool_failure(arguments, event)
+    return 0
+
+
+def run_tool_use(arguments: argparse.Namespace) -> int:
+    event = read_hook_input()
+    if enabled():
+        capture_tool_result(arguments, event)
+    return 0
+
+
+def run_prompt_submit(arguments: argparse.Namespace) -> int:
+    event = read_hook_input()
+    if enabled():
+        capture_prompt(arguments, event)
+    return 0
+
+
+# The captures, on an event in Claude Code's shape (session_id, tool_name, tool_input,
+# tool_use_id, ...): Cursor's and Windsurf's hooks translate theirs to it first.
+
+
+def capture_tool_failure(arguments: argparse.Namespace, event: dict[str, Any]) -> None:
+    """A failed tool call (`error`, `is_interrupt`), when the rules call it a learning."""
     learning = failure_learning(
         event.get("tool_name"),
         event.get("tool_input"),
@@ -85,20 +123,27 @@ def run_tool_failure(arguments: argparse.Namespace) -> int:
         is_interrupt=event.get("is_interrupt"),
         source=str(event.get("tool_use_id") or ""),
     )
-    return _send(arguments, event, [learning] if learning else [], seconds=CAPTURE_SERVER_SECONDS)
+    _send(arguments, event, [learning] if learning else [], seconds=CAPTURE_SERVER_SECONDS)
 
 
-def run_prompt_submit(arguments: argparse.Namespace) -> int:
-    event = read_hook_input()
-    if not _enabled():
-        return 0
+def capture_tool_result(arguments: argparse.Namespace, event: dict[str, Any]) -> None:
+    """A tool call reported as done whose `tool_response` shows a failure: the same rules."""
+    failed = result_failure(event.get("tool_name"), event.get("tool_response"))
+    if failed is None:
+        return
+    error, interrupted = failed
+    capture_tool_failure(arguments, {**event, "error": error, "is_interrupt": interrupted})
+
+
+def capture_prompt(arguments: argparse.Namespace, event: dict[str, Any]) -> None:
+    """A user prompt (`prompt`), when it corrects the agent."""
     learning = correction_learning(event.get("prompt"))
-    return _send(arguments, event, [learning] if learning else [], seconds=CAPTURE_SERVER_SECONDS)
+    _send(arguments, event, [learning] if learning else [], seconds=CAPTURE_SERVER_SECONDS)
 
 
 def run_pre_compact(arguments: argparse.Namespace) -> int:
     event = read_hook_input()
-    if not _enabled():
+    if not enabled():
         return 0
     path = event.get("transcript_path")
     learnings: list[Learning] = []
@@ -111,7 +156,8 @@ def run_pre_compact(arguments: argparse.Namespace) -> int:
     return _send(arguments, event, learnings, seconds=SERVER_SECONDS)
 
 
-def _enabled() -> bool:
+def enabled() -> bool:
+    """False when MEMORYHUB_CAPTURE turns the capture hooks off."""
     return os.environ.get(CAPTURE_ENV, "1").strip().lower() not in ("0", "false", "no")
 
 
@@ -132,7 +178,9 @@ def _send(
     text = "\n\n".join(learning.as_draft_text() for learning in fresh)
     try:
         with MemoryHubApi(load_config(arguments), deadline=time.monotonic() + seconds) as api:
-            answer = api.post("drafts/extract/", {"transcript": text, "source_session": source})
+            answer = api.post(
+                "drafts/extract/", {"transcript": text, "source_session": source, "captured": True}
+            )
     except (ApiError, ConfigError) as exc:
         print(f"memoryhub: {_count(fresh)} not sent for review ({exc})", file=sys.stderr)
         return 0
@@ -140,11 +188,28 @@ def _send(
         print(f"memoryhub: {_count(fresh)} not sent for review ({type(exc).__name__})", file=sys.stderr)
         return 0
     _remember(state, sent, [learning.fingerprint for learning in fresh])
-    made = len(answer.get("drafts") or []) if isinstance(answer, dict) else 0
-    seen = len(answer.get("corroborated") or []) if isinstance(answer, dict) else 0
-    again = f", {seen} pending draft(s) corroborated" if seen else ""
-    print(f"memoryhub: {_count(fresh)} sent for review; {made} new draft(s){again}", file=sys.stderr)
+    print(f"memoryhub: {_count(fresh)} sent for review; {_outcome(answer)}", file=sys.stderr)
     return 0
+
+
+def _outcome(answer: Any) -> str:
+    """What the server made of it: drafts, and for a team that saves captures straight to
+    memory, entries saved and confirmed (the server decides; the hook only reports)."""
+    counts = {name: len(answer.get(name) or []) if isinstance(answer, dict) else 0 for name in ANSWER_PARTS}
+    to_memory = counts["memories"] or counts["confirmed"]
+    return ", ".join(
+        text.format(counts[name])
+        for name, text in ANSWER_PARTS.items()
+        if counts[name] or (name == "drafts" and not to_memory)
+    )
+
+
+ANSWER_PARTS = {
+    "drafts": "{} new draft(s)",
+    "corroborated": "{} pending draft(s) corroborated",
+    "memories": "{} saved to memory",
+    "confirmed": "{} saved entry(ies) confirmed",
+}
 
 
 def _count(learnings: list[Learning]) -> str:

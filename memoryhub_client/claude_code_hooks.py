@@ -68,7 +68,7 @@ The block above is what the team already knows. While you work:
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     hook = commands.add_parser(
         "hook",
-        help="coding-agent hooks (Claude Code's SessionStart, SessionEnd and the capture hooks)",
+        help="coding-agent hooks (Claude Code's, Codex's, Cursor's and Windsurf's)",
     )
     clients = hook.add_subparsers(dest="client", required=True)
     claude = clients.add_parser("claude-code", help="Claude Code hooks")
@@ -103,10 +103,19 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         )
         add_connection_flags(parser)
     codex.set_defaults(source=CODEX)
+    from memoryhub_client import cursor_hooks
+
+    cursor_hooks.register(clients)
 
 
 def run_session_start(arguments: argparse.Namespace) -> int:
-    event = read_hook_input()
+    print(session_start_text(arguments, read_hook_input()), end="")
+    return 0
+
+
+def session_start_text(arguments: argparse.Namespace, event: dict[str, Any]) -> str:
+    """What session-start adds to the model's context (`session_id`, `cwd` of the event):
+    the memory block and the guide, or one line saying why the block is missing."""
     cwd = str(event.get("cwd") or os.getcwd())
     source = getattr(arguments, "source", SOURCE)
     state = state_file(event.get("session_id"), cwd, source)
@@ -117,14 +126,8 @@ def run_session_start(arguments: argparse.Namespace) -> int:
             block = _start(api, config, state, project=project, cwd=cwd, source=source)
             _report_file_anchors(api, Path(cwd))
     except (ApiError, ConfigError) as exc:
-        print(f"MemoryHub: the team's memory could not be loaded ({exc}).")
-        print(GUIDE, end="")
-        return 0
-    if block:
-        print(block.rstrip("\n"))
-        print()
-    print(GUIDE, end="")
-    return 0
+        return f"MemoryHub: the team's memory could not be loaded ({exc}).\n" + GUIDE
+    return (block.rstrip("\n") + "\n\n" + GUIDE) if block else GUIDE
 
 
 def _report_file_anchors(api: MemoryHubApi, cwd: Path) -> None:
@@ -139,23 +142,32 @@ def _report_file_anchors(api: MemoryHubApi, cwd: Path) -> None:
 
 
 def run_session_end(arguments: argparse.Namespace) -> int:
-    event = read_hook_input()
+    end_session(arguments, read_hook_input())
+    return 0
+
+
+def end_session(arguments: argparse.Namespace, event: dict[str, Any]) -> None:
+    """Send the transcript for drafts, then end the session session-start registered
+    (`session_id`, `cwd`, `transcript_path` of the event). Never raises."""
     deadline = time.monotonic() + SERVER_SECONDS
     # The session's transcript goes to drafts/extract/ first, best effort (memoryhub_client.drafts).
     send_session_transcript(arguments, event, deadline=deadline)
-    state = state_file(event.get("session_id"), str(event.get("cwd") or os.getcwd()))
+    source = getattr(arguments, "source", SOURCE)
+    state = state_file(event.get("session_id"), str(event.get("cwd") or os.getcwd()), source)
     saved = _read_state(state)
     if saved is None:
-        return 0
+        return
     try:
         with MemoryHubApi(load_config(arguments), deadline=deadline) as api:
             api.delete(f"sessions/{quote_key(saved['session_id'])}/")
     except (ApiError, ConfigError) as exc:
         print(f"memoryhub: could not end the session: {exc}", file=sys.stderr)
         if getattr(exc, "status", None) != 404:
-            return 0  # keep the state: a later session-end may succeed
+            return  # keep the state: a later session-end may succeed
+    except Exception as exc:  # a hook never fails the agent
+        print(f"memoryhub: could not end the session: {type(exc).__name__}", file=sys.stderr)
+        return
     state.unlink(missing_ok=True)
-    return 0
 
 
 def _start(

@@ -1,5 +1,5 @@
-"""`memoryhub connect claude-code | cursor | codex | generic [--write]`: the client's MCP
-configuration (and Claude Code's hook settings) for this server.
+"""`memoryhub connect claude-code | cursor | codex | windsurf | generic [--write]`: the
+client's MCP configuration and hooks for this server.
 
 Without --write it prints each file's snippet; with --write it merges them into the files,
 keeping everything else in them (JSON is loaded, merged and written back; TOML goes
@@ -9,10 +9,14 @@ The token itself is never written: each client reads it from an environment vari
 Formats (checked against each client's documentation, docs/agents.md, "connect"):
 - Claude Code, `.mcp.json` (project scope): `"type": "http"`, `${VAR}` expanded in headers;
   hooks in `.claude/settings.json` (SessionStart's stdout is added to the context).
-- Cursor, `.cursor/mcp.json`: `url` and `headers`, `${env:VAR}` expanded.
+- Cursor, `.cursor/mcp.json`: `url` and `headers`, `${env:VAR}` expanded; its hooks in
+  `.cursor/hooks.json` (`{"version": 1, "hooks": {event: [{"command", "timeout",
+  "matcher"}]}}`; sessionStart answers `additional_context` as JSON).
 - Codex, `~/.codex/config.toml` (`$CODEX_HOME`): `[mcp_servers.memoryhub]` with `url` and
   `bearer_token_env_var` (Codex refuses an inline token in this file); its SessionStart and
   UserPromptSubmit hooks in the project's `.codex/hooks.json` (Claude Code's shape).
+- Windsurf, `.windsurf/hooks.json`: `{"hooks": {"pre_user_prompt": [{"command",
+  "show_output"}]}}` (its hooks take no timeout and give the model no context).
 - generic: any client that launches a command: `memoryhub mcp` over stdio.
 
 The MCP URL is the core tool list (`/mcp/`) unless `--tools full` (or a `--url` naming
@@ -42,7 +46,10 @@ from memoryhub_client.section import write_atomically
 SERVER_NAME = "memoryhub"
 HOOK_WORDS = ["hook", "claude-code"]
 CODEX_HOOK_WORDS = ["hook", "codex"]
-CLIENTS = ("claude-code", "cursor", "codex", "generic")
+CURSOR_HOOK_WORDS = ["hook", "cursor"]
+WINDSURF_HOOK_WORDS = ["hook", "windsurf"]
+OUR_HOOK_WORDS = (HOOK_WORDS, CODEX_HOOK_WORDS, CURSOR_HOOK_WORDS, WINDSURF_HOOK_WORDS)
+CLIENTS = ("claude-code", "cursor", "codex", "windsurf", "generic")
 # What `connect` says of the tool lists (agents.mcp.tools.CORE_TOOLS; a test compares).
 CORE_TOOL_NAMES = (
     "memory_context",
@@ -59,7 +66,11 @@ TOOLS_NOTES = {
 }
 HOOKS_NOTE = (
     "# Hooks: {command} (an absolute path: no PATH needed), each with a timeout: "
-    "{timeout} s, {capture_timeout} s for PostToolUseFailure and UserPromptSubmit."
+    "{timeout} s, {capture_timeout} s for the capture hooks in the agent's loop."
+)
+WINDSURF_NOTE = (
+    "# Hooks: {command} (an absolute path: no PATH needed). Windsurf's hooks take no timeout; "
+    "the hook bounds its own time. For the memory block, run `memoryhub inject --into AGENTS.md`."
 )
 
 
@@ -73,7 +84,7 @@ class Target:
 
     shown_path: str  # as the user writes it (~ and relative paths kept)
     path: Path
-    kind: str  # "mcp-json", "claude-settings" or "codex-toml"
+    kind: str  # "mcp-json", "claude-settings", "codex-toml" or "flat-hooks" (Cursor's, Windsurf's)
     snippet: dict[str, Any]
 
 
@@ -81,8 +92,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     connect = commands.add_parser(
         "connect",
         help="print (or --write) an agent client's MCP configuration for this server",
-        description="Print the MCP configuration (and, for Claude Code, the session hooks) that connect "
-        "a client to this server; --write merges it into the files, keeping everything else.",
+        description="Print the MCP configuration and the hooks that connect a client to this server; "
+        "--write merges them into the files, keeping everything else.",
     )
     connect.add_argument("client", choices=CLIENTS)
     connect.add_argument("--write", action="store_true", help="merge into the client's files")
@@ -93,7 +104,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         default=None,
         help="the core tools (/mcp/, the default) or every tool (/mcp/full/)",
     )
-    connect.add_argument("--team", help="the team's slug, for the Claude Code hooks (or MEMORYHUB_TEAM)")
+    connect.add_argument("--team", help="the team's slug, for the hooks (or MEMORYHUB_TEAM)")
     connect.add_argument(
         "--token-env",
         default=TOKEN_ENV,
@@ -115,11 +126,13 @@ def run_connect(arguments: argparse.Namespace) -> int:
         tools=tools,
     )
     note = TOOLS_NOTES[tools].format(url=mcp_endpoint(config.url, tools), names=", ".join(CORE_TOOL_NAMES))
-    if arguments.client in ("claude-code", "codex"):
-        command = shlex.join(memoryhub_command())
+    command = shlex.join(memoryhub_command())
+    if arguments.client in ("claude-code", "codex", "cursor"):
         note += "\n" + HOOKS_NOTE.format(
             command=command, timeout=CLIENT_TIMEOUT_SECONDS, capture_timeout=CAPTURE_CLIENT_TIMEOUT_SECONDS
         )
+    elif arguments.client == "windsurf":
+        note = WINDSURF_NOTE.format(command=command)
     if not arguments.write:
         if len(targets) == 1:
             # One file: its name on stderr, so that `connect cursor > .cursor/mcp.json` is valid.
@@ -164,15 +177,25 @@ def client_targets(
                 "claude-settings",
                 {
                     "hooks": {
-                        event: [{"hooks": [_hook(event, url, team, token_env)]}] for event in HOOK_EVENTS
+                        event: [_group(event, _hook(event, url, team, token_env))] for event in HOOK_EVENTS
                     }
                 },
             ),
         ]
     if client == "cursor":
         server = {"url": mcp_url, "headers": {"Authorization": f"Bearer ${{env:{token_env}}}"}}
+        hooks = {event: [_cursor_hook(event, url, team, token_env)] for event in CURSOR_HOOK_EVENTS}
         return [
-            _json_target(".cursor/mcp.json", project_dir, "mcp-json", {"mcpServers": {SERVER_NAME: server}})
+            _json_target(".cursor/mcp.json", project_dir, "mcp-json", {"mcpServers": {SERVER_NAME: server}}),
+            _json_target(".cursor/hooks.json", project_dir, "flat-hooks", {"version": 1, "hooks": hooks}),
+        ]
+    if client == "windsurf":
+        command = _command(WINDSURF_HOOK_WORDS, "pre-user-prompt", url, team, token_env)
+        hook = {"command": command, "show_output": False}
+        return [
+            _json_target(
+                ".windsurf/hooks.json", project_dir, "flat-hooks", {"hooks": {"pre_user_prompt": [hook]}}
+            )
         ]
     if client == "codex":
         codex_home = os.environ.get("CODEX_HOME", "").strip()
@@ -199,31 +222,71 @@ HOOK_EVENTS = {
     "SessionEnd": "session-end",
     "PreCompact": "pre-compact",
     "PostToolUseFailure": "post-tool-use-failure",
+    "PostToolUse": "post-tool-use",
     "UserPromptSubmit": "user-prompt-submit",
 }
+# PostToolUse runs after every call of the tools it matches: only the shell, whose
+# result can show a failure the call did not report (a non-zero exit, an error on stderr).
+HOOK_MATCHERS = {"PostToolUse": "Bash"}
+# Cursor (docs/agents.md, "Other clients' hooks"): its events, our handlers, and the
+# matcher that keeps postToolUse to its Shell tool. Not installed: afterShellExecution
+# (its input has the output but no exit status), preCompact (its transcript is not the
+# format the capture rules read), stop (every turn, not the session's end).
+CURSOR_HOOK_EVENTS = {
+    "sessionStart": "session-start",
+    "sessionEnd": "session-end",
+    "beforeSubmitPrompt": "before-submit-prompt",
+    "postToolUse": "post-tool-use",
+    "postToolUseFailure": "post-tool-use-failure",
+}
+CURSOR_MATCHERS = {"postToolUse": "Shell"}
+CURSOR_CAPTURE_EVENTS = ("beforeSubmitPrompt", "postToolUse", "postToolUseFailure")
 # Codex CLI has no session end, and its transcript is not Claude Code's (docs/agents.md,
 # "Other clients' hooks"): the context at start and the corrections.
 CODEX_HOOK_EVENTS = {"SessionStart": "session-start", "UserPromptSubmit": "user-prompt-submit"}
 # The two hooks in the agent's loop (the user waits for UserPromptSubmit) get a shorter one.
 HOOK_TIMEOUTS = {
     event: CAPTURE_CLIENT_TIMEOUT_SECONDS
-    if event in ("PostToolUseFailure", "UserPromptSubmit")
+    if event in ("PostToolUseFailure", "PostToolUse", "UserPromptSubmit")
     else CLIENT_TIMEOUT_SECONDS
     for event in HOOK_EVENTS
 }
 
 
-def _hook(
-    event: str, url: str, team: str | None, token_env: str, words: list[str] = HOOK_WORDS
-) -> dict[str, Any]:
-    command = [*memoryhub_command(), *words, HOOK_EVENTS[event], "--url", url]
+def _command(words: list[str], handler: str, url: str, team: str | None, token_env: str) -> str:
+    command = [*memoryhub_command(), *words, handler, "--url", url]
     if team:
         command += ["--team", team]
     if token_env != TOKEN_ENV:
         command += ["--token-env", token_env]
+    return shlex.join(command)
+
+
+def _hook(
+    event: str, url: str, team: str | None, token_env: str, words: list[str] = HOOK_WORDS
+) -> dict[str, Any]:
     # Claude Code's and Codex's `timeout` is in seconds; past it the client stops the hook
     # and goes on.
-    return {"type": "command", "command": shlex.join(command), "timeout": HOOK_TIMEOUTS[event]}
+    command = _command(words, HOOK_EVENTS[event], url, team, token_env)
+    return {"type": "command", "command": command, "timeout": HOOK_TIMEOUTS[event]}
+
+
+def _group(event: str, hook: dict[str, Any]) -> dict[str, Any]:
+    """A matcher group of Claude Code's settings holding our one hook."""
+    matcher = HOOK_MATCHERS.get(event)
+    return {"matcher": matcher, "hooks": [hook]} if matcher else {"hooks": [hook]}
+
+
+def _cursor_hook(event: str, url: str, team: str | None, token_env: str) -> dict[str, Any]:
+    # Cursor's `timeout` is in seconds too (its hooks reference, "Hook definition").
+    timeout = CAPTURE_CLIENT_TIMEOUT_SECONDS if event in CURSOR_CAPTURE_EVENTS else CLIENT_TIMEOUT_SECONDS
+    hook: dict[str, Any] = {
+        "command": _command(CURSOR_HOOK_WORDS, CURSOR_HOOK_EVENTS[event], url, team, token_env),
+        "timeout": timeout,
+    }
+    if event in CURSOR_MATCHERS:
+        hook["matcher"] = CURSOR_MATCHERS[event]
+    return hook
 
 
 def _json_target(relative: str, project_dir: Path, kind: str, snippet: dict[str, Any]) -> Target:
@@ -255,11 +318,10 @@ def merge_into_file(target: Target) -> str:
         new = merge_toml(old or "", target.snippet)
     else:
         data = _load_json_object(old, target.shown_path)
-        merged = (
-            merge_settings(data, target.snippet)
-            if target.kind == "claude-settings"
-            else merge_mcp(data, target.snippet)
+        merge = {"claude-settings": merge_settings, "flat-hooks": merge_flat_hooks}.get(
+            target.kind, merge_mcp
         )
+        merged = merge(data, target.snippet)
         new = old if (old is not None and old.strip() and merged == json.loads(old)) else json_text(merged)
     if new == old:
         return "unchanged"
@@ -286,11 +348,11 @@ def merge_settings(data: dict[str, Any], snippet: dict[str, Any]) -> dict[str, A
     if not isinstance(hooks, dict):
         raise ConnectError("`hooks` is not an object: fix the file by hand")
     for event, groups in snippet["hooks"].items():
-        ours = groups[0]["hooks"][0]
+        our_group = groups[0]
         existing = hooks.setdefault(event, [])
         if not isinstance(existing, list):
             raise ConnectError(f"`hooks.{event}` is not a list: fix the file by hand")
-        if any(isinstance(group, dict) and group.get("hooks") == [ours] for group in existing):
+        if our_group in existing:
             continue
         kept = []
         for group in existing:
@@ -300,7 +362,28 @@ def merge_settings(data: dict[str, Any], snippet: dict[str, Any]) -> dict[str, A
                     continue  # a group of ours only: replaced below
                 group = {**group, "hooks": others}
             kept.append(group)
-        hooks[event] = [*kept, {"hooks": [ours]}]
+        hooks[event] = [*kept, our_group]
+    return merged
+
+
+def merge_flat_hooks(data: dict[str, Any], snippet: dict[str, Any]) -> dict[str, Any]:
+    """Cursor's and Windsurf's hooks.json: each event a list of hooks, no matcher groups.
+    Each event gets our hook once; an older memoryhub hook of that event is replaced;
+    every other hook, event and key stays (Cursor's `version` is set only when absent)."""
+    merged = json.loads(json.dumps(data))
+    for name, value in snippet.items():
+        if name != "hooks":
+            merged.setdefault(name, value)
+    hooks = merged.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise ConnectError("`hooks` is not an object: fix the file by hand")
+    for event, (ours,) in snippet["hooks"].items():
+        existing = hooks.setdefault(event, [])
+        if not isinstance(existing, list):
+            raise ConnectError(f"`hooks.{event}` is not a list: fix the file by hand")
+        if ours in existing:
+            continue
+        hooks[event] = [*(hook for hook in existing if not _is_ours(hook)), ours]
     return merged
 
 
@@ -314,8 +397,8 @@ def _is_ours(hook: Any) -> bool:
     except ValueError:
         return False
     if words[:1] and Path(words[0]).name in ("memoryhub", "memoryhub.exe"):
-        return words[1:3] in (HOOK_WORDS, CODEX_HOOK_WORDS)
-    return words[1:3] == ["-m", "memoryhub_client.cli"] and words[3:5] in (HOOK_WORDS, CODEX_HOOK_WORDS)
+        return words[1:3] in OUR_HOOK_WORDS
+    return words[1:3] == ["-m", "memoryhub_client.cli"] and words[3:5] in OUR_HOOK_WORDS
 
 
 def merge_toml(text: str, snippet: dict[str, Any]) -> str:

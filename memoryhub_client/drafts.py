@@ -68,7 +68,12 @@ def run_extract(arguments: argparse.Namespace) -> int:
 def _read_input(name: str) -> str:
     if name == "-":
         return sys.stdin.read(MAX_READ_BYTES)
-    path = Path(name)
+    return session_text(Path(name))
+
+
+def session_text(path: Path) -> str:
+    """A session's text: a JSON Lines transcript's turns (transcript_text), or, for any
+    other file (a transcript in another client's format), its last MAX_READ_BYTES as they are."""
     if path.suffix == ".jsonl":
         return transcript_text(path)
     with path.open("rb") as handle:
@@ -91,7 +96,7 @@ def send_session_transcript(
     if not isinstance(path, str) or not path:
         return
     try:
-        text = transcript_text(Path(path))
+        text = session_text(Path(path))
         if not text.strip():
             return
         session = event.get("session_id")
@@ -138,7 +143,7 @@ def _turn(record: Any) -> str:
     if not isinstance(record, dict) or record.get("isMeta"):
         return ""
     message = record.get("message")
-    role = record.get("type")
+    role = record.get("type") or record.get("role")  # Claude Code's `type`; others' `role`
     if isinstance(message, dict):
         role = message.get("role", role)
         content = message.get("content")

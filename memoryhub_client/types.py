@@ -111,6 +111,11 @@ class DraftExtractOutput(TypedDict):
     # Pending drafts this extraction found again (their count went up); not the ones this same session
     # sent before.
     corroborated: list[DraftOutput]
+    # A capture with the team's `capture_to_memory` on: the lesson entries saved instead of drafts.
+    memories: list[DraftEntry]
+    # A capture with the team's `capture_to_memory` on: entries saved from the same learning before,
+    # confirmed by this capture (one confirmer per session).
+    confirmed: list[DraftEntry]
 
 
 class DraftOutput(TypedDict):

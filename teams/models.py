@@ -75,6 +75,10 @@ class Team(models.Model):
     freshness_confirmed_days = models.PositiveIntegerField(
         null=True, blank=True, default=90, db_default=90, validators=_FRESHNESS_LIMITS
     )
+    # Captured learnings (the client's capture hooks) become lesson entries at once
+    # instead of pending drafts, when the capture would have been a draft with no
+    # conflict (freshness.drafts.extract). Off: every capture waits for a person.
+    capture_to_memory = models.BooleanField(default=False, db_default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     # Moved by database triggers (teams.0015) on every change of the team's tokens
     # (revoke, expiry, scopes, delete) and vault entries: what a process's caches of them

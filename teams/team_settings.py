@@ -1,6 +1,7 @@
 """A team's own settings (injection cap and budget, decay, hybrid weights, duplicate
-threshold, freshness windows, name): checked with the model's own limits, written
-field by field under the row's lock, each change recorded in the audit trail.
+threshold, freshness windows, captures straight to memory, name): checked with the
+model's own limits, written field by field under the row's lock, each change recorded
+in the audit trail.
 
 The embedding profile is not here: switching it means re-embedding every entry, so it
 goes through the re-index (search.services.request_profile_switch), which switches
@@ -34,6 +35,7 @@ EDITABLE_SETTINGS = (
     "freshness_historical_days",
     "freshness_identity_days",
     "freshness_confirmed_days",
+    "capture_to_memory",
 )
 
 
@@ -107,6 +109,8 @@ def _check_names(changes: dict[str, Any]) -> None:
 
 def _validate(team: Team) -> None:
     """The model's validators and check constraints, plus what they cannot say."""
+    if not isinstance(team.capture_to_memory, bool):
+        raise InvalidInput("must be true or false", field="capture_to_memory")
     for name in ("decay_half_life_days", "hybrid_vector_weight", "hybrid_keyword_weight", "dedup_threshold"):
         value = getattr(team, name)
         # NaN passes every range comparison; infinity is no setting either.

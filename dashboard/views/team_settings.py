@@ -70,6 +70,12 @@ MEANINGS = {
         "Freshness: confirmed (days)",
         "A memory confirmed by two or more people or agents is due no sooner than this; empty: no minimum.",
     ),
+    "capture_to_memory": (
+        "Captures straight to memory",
+        "Off (the default): what the coding-agent hooks capture (failed commands, the user's corrections) "
+        "waits on the Review page as a draft. On: a capture that would have been a draft with no conflict "
+        "is saved at once as a lesson marked auto-captured; a capture seen again confirms that entry.",
+    ),
 }
 
 

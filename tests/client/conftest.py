@@ -26,7 +26,8 @@ class Cli:
             **{
                 name: value
                 for name, value in os.environ.items()
-                if name in {"PATH", "LANG", "LC_ALL", "TMPDIR"}
+                # PYTHONPATH: a worktree's checkout runs instead of the installed package.
+                if name in {"PATH", "LANG", "LC_ALL", "TMPDIR", "PYTHONPATH"}
             },
             "HOME": str(home),
             "XDG_CONFIG_HOME": str(home / ".config"),

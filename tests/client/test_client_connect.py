@@ -5,6 +5,7 @@ the README shows exactly what the command prints."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import tomllib
@@ -27,6 +28,11 @@ TOKEN = "mh_must-never-be-written-0123456789"
 # The installed command by its absolute path (the README shows it as README_COMMAND).
 HOOK = f"{COMMAND} hook claude-code session-start --url http://127.0.0.1:8000 --team my-team"
 README_COMMAND = "/path/to/.venv/bin/memoryhub"
+
+
+def checkout() -> dict[str, str]:
+    """PYTHONPATH when the tests run a worktree's checkout rather than the installed package."""
+    return {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}
 
 
 def hook(command: str) -> dict[str, Any]:
@@ -96,7 +102,10 @@ def test_cursor_creates_its_file_and_keeps_other_servers(cli: Cli, tmp_path: Pat
     project = tmp_path / "project"
     project.mkdir()
     first, second = write_twice(cli, project, "cursor")
-    assert (first, second) == (".cursor/mcp.json created\n", ".cursor/mcp.json unchanged\n")
+    assert (first, second) == (
+        ".cursor/mcp.json created\n.cursor/hooks.json created\n",
+        ".cursor/mcp.json unchanged\n.cursor/hooks.json unchanged\n",
+    )
     created = json.loads((project / ".cursor" / "mcp.json").read_text())
     assert created == {
         "mcpServers": {
@@ -164,6 +173,84 @@ def test_codex_gets_its_session_start_and_prompt_hooks_beside_its_own(cli: Cli, 
     assert TOKEN not in json.dumps(hooks)
 
 
+def cursor_hook(handler: str, timeout: int, **extra: Any) -> dict[str, Any]:
+    return {
+        "command": f"{COMMAND} hook cursor {handler} --url {URL} --team my-team",
+        "timeout": timeout,
+        **extra,
+    }
+
+
+def test_cursor_gets_its_hooks_merged_beside_its_own_once(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / ".cursor").mkdir()
+    older = f"memoryhub hook cursor before-submit-prompt --url {URL}"  # an older connect's, bare name
+    theirs = {
+        "version": 1,
+        "hooks": {
+            "afterFileEdit": [{"command": "./hooks/format.sh"}],
+            "beforeSubmitPrompt": [{"command": "./hooks/audit.sh"}, {"command": older}],
+        },
+    }
+    (tmp_path / ".cursor" / "hooks.json").write_text(json.dumps(theirs))
+
+    first, second = write_twice(cli, tmp_path, "cursor")
+
+    assert ".cursor/hooks.json updated" in first and ".cursor/hooks.json unchanged" in second
+    written = json.loads((tmp_path / ".cursor" / "hooks.json").read_text())
+    assert written["version"] == 1
+    hooks = written["hooks"]
+    assert hooks["afterFileEdit"] == [{"command": "./hooks/format.sh"}]
+    assert hooks["beforeSubmitPrompt"] == [
+        {"command": "./hooks/audit.sh"},
+        cursor_hook("before-submit-prompt", CAPTURE_CLIENT_TIMEOUT_SECONDS),
+    ]
+    assert hooks["sessionStart"] == [cursor_hook("session-start", CLIENT_TIMEOUT_SECONDS)]
+    assert hooks["sessionEnd"] == [cursor_hook("session-end", CLIENT_TIMEOUT_SECONDS)]
+    assert hooks["postToolUse"] == [
+        cursor_hook("post-tool-use", CAPTURE_CLIENT_TIMEOUT_SECONDS, matcher="Shell")
+    ]
+    assert hooks["postToolUseFailure"] == [
+        cursor_hook("post-tool-use-failure", CAPTURE_CLIENT_TIMEOUT_SECONDS)
+    ]
+    # Cursor's afterShellExecution carries no exit status, its preCompact no transcript the
+    # rules read, and stop ends a turn, not the session: none of them is installed.
+    assert sorted(hooks) == [
+        "afterFileEdit", "beforeSubmitPrompt", "postToolUse", "postToolUseFailure", "sessionEnd", "sessionStart"
+    ]  # fmt: skip
+    assert TOKEN not in json.dumps(written)
+
+
+def test_windsurf_gets_its_prompt_hook_beside_its_own(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / ".windsurf").mkdir()
+    theirs = {"hooks": {"pre_user_prompt": [{"command": "python3 /hooks/block.py"}]}}
+    (tmp_path / ".windsurf" / "hooks.json").write_text(json.dumps(theirs))
+
+    first, second = write_twice(cli, tmp_path, "windsurf")
+
+    assert (first, second) == (".windsurf/hooks.json updated\n", ".windsurf/hooks.json unchanged\n")
+    hooks = json.loads((tmp_path / ".windsurf" / "hooks.json").read_text())
+    assert hooks == {
+        "hooks": {
+            "pre_user_prompt": [
+                {"command": "python3 /hooks/block.py"},
+                {
+                    "command": f"{COMMAND} hook windsurf pre-user-prompt --url {URL} --team my-team",
+                    "show_output": False,
+                },
+            ]
+        }
+    }
+
+
+def test_claude_code_runs_post_tool_use_after_the_shell_only(cli: Cli, tmp_path: Path) -> None:
+    write_twice(cli, tmp_path, "claude-code")
+    hooks = json.loads((tmp_path / ".claude" / "settings.json").read_text())["hooks"]
+    command = f"{COMMAND} hook claude-code post-tool-use --url {URL} --team my-team"
+    assert hooks["PostToolUse"] == [
+        {"matcher": "Bash", "hooks": [{"type": "command", "command": command, "timeout": CAPTURE_CLIENT_TIMEOUT_SECONDS}]}
+    ]  # fmt: skip
+
+
 def test_files_that_are_not_valid_are_left_alone(cli: Cli, tmp_path: Path) -> None:
     (tmp_path / ".cursor").mkdir()
     (tmp_path / ".cursor" / "mcp.json").write_text("{not json")
@@ -179,7 +266,7 @@ def test_the_readme_shows_exactly_what_connect_prints(cli: Cli) -> None:
     readme = (REPO / "README.md").read_text()
     section = readme.split("## Connect your agents", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```(?:json|toml)\n(.*?)```", section, flags=re.DOTALL)
-    for client in ("claude-code", "cursor", "codex", "generic"):
+    for client in ("claude-code", "cursor", "codex", "windsurf", "generic"):
         printed = cli("connect", client, "--url", URL, "--team", "my-team")
         assert printed.returncode == 0, printed.stderr
         assert f"memoryhub connect {client}" in section
@@ -194,7 +281,7 @@ def test_the_readme_shows_exactly_what_connect_prints(cli: Cli) -> None:
 
 
 def test_a_one_file_client_prints_a_snippet_that_is_valid_on_its_own(cli: Cli, tmp_path: Path) -> None:
-    for client, parse in (("cursor", json.loads), ("generic", json.loads)):
+    for client, parse in (("windsurf", json.loads), ("generic", json.loads)):
         printed = cli("connect", client, "--url", URL)
         assert printed.returncode == 0, printed.stderr
         assert "memoryhub" in str(parse(printed.stdout)), client
@@ -202,7 +289,8 @@ def test_a_one_file_client_prints_a_snippet_that_is_valid_on_its_own(cli: Cli, t
 
 def test_the_tool_list_is_the_core_one_unless_asked_and_connect_says_so(cli: Cli) -> None:
     core = cli("connect", "cursor", "--url", URL)
-    assert json.loads(core.stdout)["mcpServers"]["memoryhub"]["url"] == f"{URL}/mcp/"
+    mcp_json = core.stdout.split("\n", 1)[1].split("# .cursor/hooks.json", 1)[0]
+    assert json.loads(mcp_json)["mcpServers"]["memoryhub"]["url"] == f"{URL}/mcp/"
     names = core.stderr.split("lists the core tools (", 1)[1].split(")", 1)[0].split(", ")
     assert set(names) == set(CORE_TOOLS)
     assert "--tools full connects to /mcp/full/, every tool" in core.stderr
@@ -246,14 +334,14 @@ def test_the_hooks_run_without_memoryhub_on_the_path(cli: Cli, tmp_path: Path) -
         [group] = settings["hooks"][event]
         [written] = group["hooks"]
         # The hooks in the agent's loop (the user waits for UserPromptSubmit) get the shorter one.
-        in_the_loop = event in ("PostToolUseFailure", "UserPromptSubmit")
+        in_the_loop = event in ("PostToolUseFailure", "PostToolUse", "UserPromptSubmit")
         assert written["timeout"] == (
             CAPTURE_CLIENT_TIMEOUT_SECONDS if in_the_loop else CLIENT_TIMEOUT_SECONDS
         )
         # As Claude Code runs a command hook: through the shell, here with an empty PATH.
         ran = subprocess.run(  # noqa: S603
             ["/bin/sh", "-c", written["command"]],
-            env={"PATH": "", "HOME": str(cli.home), "MEMORYHUB_TOKEN": "mh_any-token-0123"},
+            env={"PATH": "", "HOME": str(cli.home), "MEMORYHUB_TOKEN": "mh_any-token-0123", **checkout()},
             input="{}", capture_output=True, text=True, timeout=60, cwd=tmp_path,
         )  # fmt: skip
         assert ran.returncode == 0, (event, ran.stderr)

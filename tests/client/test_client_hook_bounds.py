@@ -5,6 +5,7 @@ server share one deadline."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 import subprocess
@@ -62,14 +63,25 @@ def closed_port() -> int:
         return int(probe.getsockname()[1])
 
 
+HOOKS = [
+    ("claude-code", event)
+    for event in (
+        "session-start", "session-end", "pre-compact", "post-tool-use-failure", "post-tool-use", "user-prompt-submit"
+    )
+] + [
+    ("cursor", event)
+    for event in ("session-start", "session-end", "before-submit-prompt", "post-tool-use", "post-tool-use-failure")
+] + [("windsurf", "pre-user-prompt")]  # fmt: skip
+# What Cursor reads on stdout: JSON, whatever happened.
+CURSOR_ANSWERS = {"before-submit-prompt": '{"continue": true}\n'}
+
+
 @pytest.mark.slow  # runs the `memoryhub` command
-@pytest.mark.parametrize(
-    "event", ["session-start", "session-end", "pre-compact", "post-tool-use-failure", "user-prompt-submit"]
-)
-def test_a_hook_whose_stdin_stays_open_still_ends_and_exits_0(cli: Cli, event: str) -> None:
+@pytest.mark.parametrize(("client", "event"), HOOKS)
+def test_a_hook_whose_stdin_stays_open_still_ends_and_exits_0(cli: Cli, client: str, event: str) -> None:
     url = f"http://127.0.0.1:{closed_port()}"
     hook = subprocess.Popen(  # noqa: S603
-        [COMMAND, "hook", "claude-code", event, "--url", url, "--team", "alpha"],
+        [COMMAND, "hook", client, event, "--url", url, "--team", "alpha"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -90,7 +102,12 @@ def test_a_hook_whose_stdin_stays_open_still_ends_and_exits_0(cli: Cli, event: s
         for stream in (hook.stdin, hook.stdout, hook.stderr):
             if stream is not None:
                 stream.close()
-    if event == "session-start":
+    if client == "cursor" and event == "session-start":
+        context = json.loads(output)["additional_context"]
+        assert context.startswith("MemoryHub: the team's memory could not be loaded (cannot reach")
+    elif client == "cursor":
+        assert output == CURSOR_ANSWERS.get(event, "{}\n")
+    elif event == "session-start":
         assert output.startswith("MemoryHub: the team's memory could not be loaded (cannot reach")
         assert "## Using MemoryHub" in output
     else:

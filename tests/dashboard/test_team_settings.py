@@ -305,3 +305,22 @@ def test_profile_switch_refuses_an_unknown_profile_in_the_service(team: Team) ->
 
     with team_scope(team.id), pytest.raises(InvalidInput, match="unknown embedding profile"):
         search_services.request_profile_switch(team=team, profile="no-such-model", actor="test")
+
+
+def test_admin_turns_captures_straight_to_memory_on_and_off(cast: Cast, team: Team) -> None:
+    admin = cast.client("admin")
+    page = admin.get(url(team)).content.decode()
+    assert "Captures straight to memory" in page and 'name="capture_to_memory"' in page
+
+    form = shown(team)
+    on = post(admin, team, {**form, "capture_to_memory": "on"})
+    assert on.status_code == 302 and fresh(team).capture_to_memory is True
+
+    checked = {**shown(fresh(team))}
+    checked.pop("capture_to_memory")  # an unticked checkbox posts nothing
+    off = admin.post(url(team), checked)
+    assert off.status_code == 302 and fresh(team).capture_to_memory is False
+    assert [event.target for event in settings_events(team)] == [
+        "capture_to_memory: False → True",
+        "capture_to_memory: True → False",
+    ]
