@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("teams", "0015_team_cache_versions"),
+        ("teams", "0017_keys_may_start_with_at"),
     ]
 
     operations = [
