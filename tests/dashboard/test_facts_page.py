@@ -17,7 +17,7 @@ def seed(team: Team) -> None:
     with team_scope(team.id):
         set_fact(team=team, entity="acme", key="provider", value="Paddle", actor="bot", domains=["payments"])
         set_fact(team=team, entity="acme", key="iban", value=IBAN, actor="bot", sensitivity="high")
-        set_fact(team=team, entity="ann", key="editor", value="vim", actor="bot", scope="user:ann")
+        set_fact(team=team, entity="ann", key="editor", value="vim", actor="bot", scope="project:tools")
 
 
 def test_every_member_sees_the_facts_with_high_values_masked(team: Team, cast: Cast) -> None:
@@ -36,7 +36,7 @@ def test_filters_narrow_the_list_and_bad_ones_are_400(team: Team, cast: Cast) ->
     client = cast.client("member")
     by_domain = client.get(f"/teams/{team.slug}/facts/", {"domain": "payments"}).content.decode()
     assert "Paddle" in by_domain and "vim" not in by_domain
-    by_scope = client.get(f"/teams/{team.slug}/facts/", {"scope": "user:ann"}).content.decode()
+    by_scope = client.get(f"/teams/{team.slug}/facts/", {"scope": "project:tools"}).content.decode()
     assert "vim" in by_scope and "Paddle" not in by_scope
     assert client.get(f"/teams/{team.slug}/facts/", {"scope": "everyone"}).status_code == 400
 
