@@ -39,12 +39,17 @@ from django.utils import timezone
 from core.errors import Conflict, InvalidInput, NotFound
 from core.locks import advisory_xact_lock
 from core.request_transaction import outside_request_transaction
-from freshness import contradictions
+from freshness import contradictions, fact_contradictions
 from freshness.draft_extraction import Candidate, PreparedTranscript, extract_candidates, prepare_transcript
+from freshness.draft_extraction.fact_rules import extract_fact_candidates
 from freshness.draft_extraction.llm import ChatExtractor, ExtractorUnavailable, extractor_name
-from freshness.models import Draft, DraftConflict, DraftState
+from freshness.draft_extraction.transcript import FactCandidate
+from freshness.models import Draft, DraftConflict, DraftKind, DraftState, Nudge
 from memories import writes
 from memories.exceptions import MemoryExists, MemoryNotFound, UnknownMemoryType
+from memories.facts import services as fact_services
+from memories.facts.exceptions import FactConflict
+from memories.facts.models import Fact
 from memories.models import Memory
 from memories.types import ACCEPTED_TYPE_NAMES, resolve_type
 from search.chunking import chunk_text
@@ -83,6 +88,12 @@ class DraftKeyTaken(Conflict):
     code = "draft_key_exists"
 
 
+class DraftFactTaken(Conflict):
+    """Accepting the fact draft would replace another active value: that takes a reason."""
+
+    code = "draft_fact_exists"
+
+
 class DraftIsDuplicate(Conflict):
     """Another key's active entry already holds the draft's text."""
 
@@ -96,6 +107,10 @@ class DraftIsDuplicate(Conflict):
 class Extraction:
     drafts: list[Draft] = field(default_factory=list)  # the drafts made
     corroborated: list[Draft] = field(default_factory=list)  # pending ones seen again
+    # Active facts the transcript stated again with the same value: no draft.
+    confirmed_facts: list[Fact] = field(default_factory=list)
+    # fact_contradiction nudges opened: the transcript stated another value.
+    fact_nudges: list[Nudge] = field(default_factory=list)
 
 
 # What differs between runs of one failure: a file's line and column (`main.go:9:2:`,
@@ -131,7 +146,7 @@ def extract(*, team: Team, transcript: str, actor: str, source_session: str = ""
     matcher = team_secret_matcher(team_id=team.id)
     session = _clean_session(source_session, matcher)
     prepared = prepare_transcript(transcript, matcher)
-    candidates, extractor = _run_extractor(prepared, matcher)
+    candidates, fact_candidates, extractor = _run_extractor(prepared, matcher)
     by_print = _one_per_fingerprint(candidates)
     fresh = _unseen(team, by_print)
     conflicts = {c.content: _conflict(team, c.content) for c in fresh}
@@ -160,16 +175,96 @@ def extract(*, team: Team, transcript: str, actor: str, source_session: str = ""
             for f, c in by_print.items()
             if f not in pending and c.content in conflicts
         ]
+        facts = _fact_drafts(team, fact_candidates, prepared, session, extractor, actor)
+        drafts += facts.drafts
+        corroborated += facts.corroborated
         Draft.objects.bulk_create(drafts)
     logger.info(
-        "team %s: %d draft(s), %d corroborated, from %s (%s)",
+        "team %s: %d draft(s), %d corroborated, %d fact(s) confirmed, %d fact contradiction(s), from %s (%s)",
         team.slug,
         len(drafts),
         len(corroborated),
+        len(facts.confirmed_facts),
+        len(facts.fact_nudges),
         session or "a transcript",
         extractor,
     )
-    return Extraction(drafts, corroborated)
+    return Extraction(drafts, corroborated, facts.confirmed_facts, facts.fact_nudges)
+
+
+def fact_fingerprint(entity: str, key: str, value: str) -> str:
+    """One proposed fact however often it is extracted: its entity, key and value, case
+    and spacing aside (fact_contradictions.same_value)."""
+    normal = fact_contradictions.normal_value(value)
+    return hashlib.sha256(f"fact\x00{entity}\x00{key}\x00{normal}".encode()).hexdigest()
+
+
+def _fact_drafts(
+    team: Team,
+    candidates: list[FactCandidate],
+    prepared: PreparedTranscript,
+    session: str,
+    extractor: str,
+    actor: str,
+) -> Extraction:
+    """Each proposed fact against the team's active fact of its (entity, key): the same
+    value confirms it (no draft); another value opens a fact_contradiction nudge (no
+    draft: the nudge is the question); none makes a pending fact draft, or corroborates
+    the pending draft of the same fact. Called under the extraction's lock."""
+    out = Extraction()
+    if not candidates:
+        return out
+    active = {
+        (f.entity, f.key): f
+        for f in Fact.objects.for_team(team.id)
+        .active()
+        .filter(entity__in={c.entity for c in candidates}, key__in={c.key for c in candidates})
+    }
+    by_print: dict[str, FactCandidate] = {}
+    for candidate in candidates:
+        current = active.get((candidate.entity, candidate.key))
+        if current is not None:
+            if fact_contradictions.same_value(current.value, candidate.value):
+                out.confirmed_facts.append(current)
+            else:
+                nudge = fact_contradictions.open_fact_contradiction(
+                    team=team, fact=current, extracted_value=candidate.value, source_session=session
+                )
+                if nudge is not None:
+                    out.fact_nudges.append(nudge)
+            continue
+        by_print.setdefault(fact_fingerprint(candidate.entity, candidate.key, candidate.value), candidate)
+    pending = {
+        d.fingerprint: d
+        for d in Draft.objects.filter(
+            team=team, state=DraftState.PENDING, kind=DraftKind.FACT, fingerprint__in=list(by_print)
+        ).order_by("-created_at")
+    }
+    out.corroborated = _corroborate([pending[f] for f in by_print if f in pending], session)
+    for fingerprint, c in by_print.items():
+        if fingerprint in pending:
+            continue
+        out.drafts.append(
+            Draft(
+                team=team,
+                kind=DraftKind.FACT,
+                type="fact",
+                key=f"{c.entity}/{c.key}"[:200],
+                content=f"{c.entity}/{c.key} = {c.value}",
+                entity=c.entity,
+                fact_key=c.key,
+                value=c.value,
+                why=c.why[:200],
+                source_start=c.source_span[0],
+                source_end=c.source_span[1],
+                source_excerpt=_excerpt(prepared, c.source_span),
+                source_session=session,
+                extractor=extractor,
+                created_by=actor[:200],
+                fingerprint=fingerprint,
+            )
+        )
+    return out
 
 
 def _clean_session(value: str, matcher: SecretMatcher) -> str:
@@ -183,16 +278,19 @@ def _clean_session(value: str, matcher: SecretMatcher) -> str:
     return scrub(value, matcher).text[:MAX_SOURCE_SESSION_CHARS]
 
 
-def _run_extractor(prepared: PreparedTranscript, matcher: SecretMatcher) -> tuple[list[Candidate], str]:
+def _run_extractor(
+    prepared: PreparedTranscript, matcher: SecretMatcher
+) -> tuple[list[Candidate], list[FactCandidate], str]:
     kind = settings.MEMORYHUB_DRAFT_EXTRACTOR
     if kind == "rules":
-        return extract_candidates(prepared), "rules"
+        return extract_candidates(prepared), extract_fact_candidates(prepared), "rules"
     if kind == "openai":
         extractor = ChatExtractor()
         # The endpoint may take its read timeout and retries: the request's transaction
         # is not held open meanwhile (core.request_transaction).
         with outside_request_transaction():
-            return extractor.extract(prepared, matcher), extractor_name()
+            candidates, facts = extractor.extract_with_facts(prepared, matcher)
+        return candidates, facts, extractor_name()
     raise ExtractorUnavailable(f"unknown draft extractor {kind!r}; use one of: {', '.join(EXTRACTORS)}")
 
 
@@ -216,7 +314,7 @@ def _pending_by_fingerprint(team: Team, candidates: dict[str, Candidate]) -> dic
     if not candidates:
         return {}
     contents = [c.content for c in candidates.values()]
-    rows = Draft.objects.filter(team=team, state=DraftState.PENDING).filter(
+    rows = Draft.objects.filter(team=team, state=DraftState.PENDING, kind=DraftKind.MEMORY).filter(
         Q(fingerprint__in=list(candidates)) | Q(fingerprint="", content__in=contents)
     )
     found: dict[str, Draft] = {}
@@ -300,14 +398,14 @@ def list_drafts(*, team: Team, state: str = DraftState.PENDING) -> QuerySet[Draf
     ("all": every state)."""
     if state not in STATE_FILTER_CHOICES:
         raise InvalidInput(f"state must be one of: {', '.join(STATE_FILTER_CHOICES)}", field="state")
-    rows = Draft.objects.filter(team=team).select_related("conflict_memory", "memory")
+    rows = Draft.objects.filter(team=team).select_related("conflict_memory", "memory", "fact")
     if state != ANY_STATE:
         rows = rows.filter(state=state)
     return rows.order_by("-created_at", "-id")
 
 
 def get_draft(*, team: Team, draft_id: uuid.UUID | str) -> Draft:
-    draft = _find(team, draft_id).select_related("conflict_memory", "memory").first()
+    draft = _find(team, draft_id).select_related("conflict_memory", "memory", "fact").first()
     if draft is None:
         raise DraftNotFound("no such draft")
     return draft
@@ -341,15 +439,23 @@ def accept_draft(
     type: str | None = None,
     key: str | None = None,
     content: str | None = None,
+    value: str | None = None,
 ) -> Draft:
     """Store the draft (optionally edited) as a new entry with its provenance. A key that
     has an active entry answers DraftKeyTaken (409): merge the draft into it, or accept it
-    under another key; a text another key already holds, DraftIsDuplicate (409)."""
+    under another key; a text another key already holds, DraftIsDuplicate (409). A fact
+    draft is set as its fact (`value` edits it) through memories.facts.services.set_fact,
+    the one way a fact is written, with the draft as its provenance; a fact that became
+    active with another value since answers its FactConflict (409)."""
     type_name = _checked_type(type)
     if key is not None:
         check_key(key)
     with transaction.atomic():
         draft = _lock_pending(team, draft_id)
+        if draft.kind == DraftKind.FACT:
+            return _accept_fact(team, draft, actor, value)
+        if value is not None:
+            raise InvalidInput("`value` edits a fact draft; this draft is a memory", field="value")
         new_key = key if key is not None else draft.key
         new_text = content if content is not None else draft.content
         _check_content(new_text)
@@ -378,6 +484,37 @@ def accept_draft(
         return _reviewed(draft, DraftState.ACCEPTED, actor, memory=result.memory, key=new_key, text=new_text)
 
 
+def _accept_fact(team: Team, draft: Draft, actor: str, value: str | None) -> Draft:
+    new_value = value if value is not None else draft.value
+    if not isinstance(new_value, str) or "\x00" in new_value or not new_value.strip():
+        raise InvalidInput("value must be non-empty text without NUL characters", field="value")
+    try:
+        result = fact_services.set_fact(
+            team=team,
+            entity=draft.entity,
+            key=draft.fact_key,
+            value=new_value,
+            actor=actor,
+            session=draft.source_session[:64],
+            source_draft=draft.id,
+        )
+    except FactConflict:
+        # The value is not repeated: the fact may be `high`, and errors travel far.
+        raise DraftFactTaken(
+            f"'{draft.entity}/{draft.fact_key}' has another active value since this draft was made; "
+            "reject the draft, or change the fact on its page with a reason",
+            field="value",
+        ) from None
+    draft.state = DraftState.ACCEPTED
+    draft.reviewed_at = timezone.now()
+    draft.reviewed_by = actor[:200]
+    draft.fact = result.fact
+    draft.value = result.fact.value
+    draft.content = f"{draft.entity}/{draft.fact_key} = {result.fact.value}"
+    draft.save(update_fields=["state", "reviewed_at", "reviewed_by", "fact", "value", "content"])
+    return draft
+
+
 def reject_draft(*, team: Team, draft_id: uuid.UUID | str, actor: str) -> Draft:
     with transaction.atomic():
         draft = _lock_pending(team, draft_id)
@@ -392,6 +529,10 @@ def merge_draft(
     check_key(into_key)
     with transaction.atomic():
         draft = _lock_pending(team, draft_id)
+        if draft.kind == DraftKind.FACT:
+            raise InvalidInput(
+                "a fact draft is accepted (perhaps edited) or rejected, not merged", field="into_key"
+            )
         existing = Memory.objects.for_team(team.id).active().filter(key=into_key).first()
         if existing is None:
             raise MemoryNotFound(

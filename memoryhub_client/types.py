@@ -11,6 +11,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 AnchorTypeEnum = Literal["url", "file", "api"]
 BlankEnum = Literal[""]
 ConflictEnum = Literal["duplicate", "contradiction"]
+DraftOutputKindEnum = Literal["memory", "fact"]
 DraftOutputStateEnum = Literal["pending", "accepted", "rejected", "merged"]
 EndReasonEnum = Literal["ended", "expired"]
 FormatEnum = Literal["markdown", "json"]
@@ -23,7 +24,7 @@ MatchedByEnum = Literal["content_hash", "embedding"]
 MemoryBatchResultStatusEnum = Literal["created", "superseded", "unchanged", "duplicate", "error"]
 MemoryStateEnum = Literal["active", "superseded", "deleted", "archived"]
 MemoryTypeEnum = Literal["identity", "lesson", "decision", "context", "reference", "historical"]
-NudgeOutputKindEnum = Literal["due", "anchor_broken", "contradiction", "prune"]
+NudgeOutputKindEnum = Literal["due", "anchor_broken", "contradiction", "prune", "fact_contradiction"]
 NudgeStateEnum = Literal["open", "resolved", "dismissed"]
 ResolutionEnum = Literal["confirm", "dismiss", "archive", "supersede", "compatible"]
 SectionEnum = Literal["core", "pinned", "skill", "relevant"]
@@ -111,14 +112,33 @@ class DraftExtractOutput(TypedDict):
     # Pending drafts this extraction found again (their count went up); not the ones this same session
     # sent before.
     corroborated: list[DraftOutput]
+    # Active facts the transcript stated again with the same value (no draft).
+    confirmed_facts: list[FactOutput]
+    # Fact contradictions opened: the transcript stated another value for an active fact.
+    fact_nudges: list[NudgeOutput]
+
+
+class DraftFactEntry(TypedDict):
+    id: str
+    entity: str
+    key: str
+    is_active: bool
 
 
 class DraftOutput(TypedDict):
     id: str
     state: DraftOutputStateEnum
+    # memory: type, key and content; fact: entity, fact_key and value (type is `fact`, key `entity/key`).
+    kind: DraftOutputKindEnum
     type: str
     key: str
     content: str
+    # A fact draft's entity (empty for a memory draft).
+    entity: str
+    # A fact draft's key within its entity (empty for a memory draft).
+    fact_key: str
+    # A fact draft's value (empty for a memory draft).
+    value: str
     why: str
     # [start, end) in the scrubbed, code-free transcript.
     source_span: list[int]
@@ -134,6 +154,8 @@ class DraftOutput(TypedDict):
     reviewed_by: str
     # The version it became.
     memory_entry: DraftEntry | None
+    # The fact version it became.
+    fact_entry: DraftFactEntry | None
     # How many times another session's extraction found this learning again while it was pending.
     corroborated: int
     # When it was last found again (null: never).
@@ -173,6 +195,29 @@ class Explain(TypedDict):
     rating: float
     # λ * score - (1 - λ) * similarity to results above.
     mmr: float | None
+
+
+class FactOutput(TypedDict):
+    id: str
+    entity: str
+    key: str
+    value: str
+    scope: str
+    domains: list[str]
+    sensitivity: str
+    confidence: float
+    is_active: bool
+    supersedes: str | None
+    supersede_reason: str
+    # Who set it: a token's name (with `/<session>`), or a person.
+    updated_by: str
+    # The agent session it was set in, if one was named.
+    session: str
+    # The accepted draft it came from.
+    source_draft: str | None
+    created_at: str
+    deleted_at: str | None
+    deleted_by: str
 
 
 class HistoryEvent(TypedDict):
@@ -542,15 +587,31 @@ class NudgeEntry(TypedDict):
     url: str
 
 
+class NudgeFact(TypedDict):
+    # The fact's version the nudge was made on.
+    id: str
+    entity: str
+    key: str
+    sensitivity: str
+    # False when the fact moved on since the nudge was made.
+    is_active: bool
+    # That version's value; null for a `high` fact and a read-only token.
+    current_value: str | None
+    # The value the conversation stated; null for a `high` fact and a read-only token.
+    extracted_value: str | None
+
+
 class NudgeOutput(TypedDict):
     id: str
     kind: NudgeOutputKindEnum
     state: NudgeStateEnum
     # What to do.
     message: str
-    # The keys it concerns (two for a contradiction).
+    # The keys it concerns (two for a contradiction; `entity/key` for a fact contradiction).
     keys: list[str]
     entries: list[NudgeEntry]
+    # A fact contradiction's fact; null for other kinds.
+    fact: NudgeFact | None
     # What the job found (kind-specific).
     details: dict[str, Any]
     # A contradiction's confidence (0..1); null for other kinds.

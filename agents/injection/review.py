@@ -67,6 +67,8 @@ def review_items(
     chosen: list[ReviewItem] = []
     for nudge in nudges:
         keys = [memory.key for memory in (nudge.memory, nudge.other_memory) if memory is not None]
+        if nudge.fact is not None:  # its message never holds a `high` fact's values
+            keys.append(f"{nudge.fact.entity}/{nudge.fact.key}")
         message = scrub(nudge.message, secrets).text
         item = ReviewItem(id=str(nudge.id), kind=nudge.kind, keys=keys, message=message)
         cost = tokens_of(item.line())
