@@ -24,7 +24,7 @@ from django.utils import timezone
 from core.db_router import read_connection, statements_limited_to
 from core.errors import InvalidInput
 from core.metric_definitions import observe_search, timed
-from memories.metadata_extraction import metadata_filter_document
+from memories.metadata_extraction import metadata_filter_document, normalise_filter_values
 from memories.models import Memory
 from memories.selectors import annotations_for, successors_of
 from search.models import ChunkEmbedding
@@ -79,6 +79,7 @@ def search_memories(
     include_archived: bool = False,
     tags: list[str] | None = None,
     people: list[str] | None = None,
+    topics: list[str] | None = None,
     explain: bool = False,
     mode: SearchMode = "hybrid",
     diversify: bool = True,
@@ -99,6 +100,7 @@ def search_memories(
         include_superseded=include_superseded,
         include_archived=include_archived,
         metadata=metadata_filter_document(tags, people),
+        topics=normalise_filter_values(topics) or None,
     )
     timings: dict[str, float] = {}
     read = _read_candidates(
@@ -187,6 +189,7 @@ def _read_candidates(
             types=filters.types,
             tags=tags,
             people=people,
+            topics=filters.topics,
         )
         # Every version is read, so that a key's current entry can take the best match.
         everything = replace(filters, include_superseded=True)
