@@ -14,6 +14,7 @@ ConflictEnum = Literal["duplicate", "contradiction"]
 DraftOutputKindEnum = Literal["memory", "fact"]
 DraftOutputStateEnum = Literal["pending", "accepted", "rejected", "merged"]
 EndReasonEnum = Literal["ended", "expired"]
+FactVersionOutputStateEnum = Literal["active", "superseded", "deleted"]
 FormatEnum = Literal["markdown", "json"]
 FreshnessEnum = Literal["fresh", "due", "anchor_broken", "contradicted"]
 HistoryEventKindEnum = Literal["created", "hard", "soft", "unsupersede", "deleted", "archived", "confirmed"]
@@ -26,6 +27,7 @@ MemoryStateEnum = Literal["active", "superseded", "deleted", "archived"]
 MemoryTypeEnum = Literal["identity", "lesson", "decision", "context", "reference", "historical"]
 NudgeOutputKindEnum = Literal["due", "anchor_broken", "contradiction", "prune", "fact_contradiction"]
 NudgeStateEnum = Literal["open", "resolved", "dismissed"]
+OutcomeEnum = Literal["created", "superseded", "unchanged"]
 ResolutionEnum = Literal["confirm", "dismiss", "archive", "supersede", "compatible"]
 SectionEnum = Literal["core", "pinned", "skill", "relevant"]
 SessionStatusEnum = Literal["live", "stale", "ended"]
@@ -197,6 +199,15 @@ class Explain(TypedDict):
     mmr: float | None
 
 
+class FactHistoryOutput(TypedDict):
+    entity: str
+    key: str
+    # Versions, newest first.
+    history: list[FactVersionOutput]
+    next: str | None
+    previous: str | None
+
+
 class FactOutput(TypedDict):
     id: str
     entity: str
@@ -218,6 +229,59 @@ class FactOutput(TypedDict):
     created_at: str
     deleted_at: str | None
     deleted_by: str
+
+
+class FactSetOutput(TypedDict):
+    id: str
+    entity: str
+    key: str
+    value: str
+    scope: str
+    domains: list[str]
+    sensitivity: str
+    confidence: float
+    is_active: bool
+    supersedes: str | None
+    supersede_reason: str
+    # Who set it: a token's name (with `/<session>`), or a person.
+    updated_by: str
+    # The agent session it was set in, if one was named.
+    session: str
+    # The accepted draft it came from.
+    source_draft: str | None
+    created_at: str
+    deleted_at: str | None
+    deleted_by: str
+    # `unchanged`: the active version already held exactly this; nothing was written.
+    outcome: OutcomeEnum
+    # Credentials redacted from the value, by kind.
+    redactions: dict[str, int]
+
+
+class FactVersionOutput(TypedDict):
+    id: str
+    entity: str
+    key: str
+    value: str
+    scope: str
+    domains: list[str]
+    sensitivity: str
+    confidence: float
+    is_active: bool
+    supersedes: str | None
+    supersede_reason: str
+    # Who set it: a token's name (with `/<session>`), or a person.
+    updated_by: str
+    # The agent session it was set in, if one was named.
+    session: str
+    # The accepted draft it came from.
+    source_draft: str | None
+    created_at: str
+    deleted_at: str | None
+    deleted_by: str
+    state: FactVersionOutputStateEnum
+    # The version that replaced this one.
+    superseded_by: str | None
 
 
 class HistoryEvent(TypedDict):
