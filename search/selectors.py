@@ -26,6 +26,7 @@ from core.errors import InvalidInput
 from core.metric_definitions import observe_search, timed
 from memories.metadata_extraction import metadata_filter_document, normalise_filter_values
 from memories.models import Memory
+from memories.scopes import ScopeWindows
 from memories.selectors import annotations_for, successors_of
 from search.models import ChunkEmbedding
 from search.retrieval.candidates import (
@@ -121,6 +122,7 @@ def search_memories(
             mode=search_mode,
             weights=Weights(vector=team.hybrid_vector_weight, keyword=team.hybrid_keyword_weight),
             half_life_days=team.decay_half_life_days,
+            scopes=ScopeWindows.for_team(team),
             now=timezone.now(),
             decay=decay,
             min_score=min_score,

@@ -1,5 +1,5 @@
 """A team's own settings (injection cap and budget, decay, hybrid weights, duplicate
-threshold, freshness windows, name): checked with the model's own limits, written
+threshold, freshness windows by type and by scope, name): checked with the model's own limits, written
 field by field under the row's lock, each change recorded in the audit trail.
 
 The embedding profile is not here: switching it means re-embedding every entry, so it
@@ -34,6 +34,9 @@ EDITABLE_SETTINGS = (
     "freshness_historical_days",
     "freshness_identity_days",
     "freshness_confirmed_days",
+    "scope_window_team_days",
+    "scope_window_project_days",
+    "scope_window_user_days",
 )
 
 
