@@ -39,7 +39,7 @@ from django.utils import timezone
 from core.errors import Conflict, InvalidInput, NotFound
 from core.locks import advisory_xact_lock
 from core.request_transaction import outside_request_transaction
-from freshness import contradictions, fact_contradictions
+from freshness import contradictions, fact_drafts
 from freshness.draft_extraction import Candidate, PreparedTranscript, extract_candidates, prepare_transcript
 from freshness.draft_extraction.fact_rules import extract_fact_candidates
 from freshness.draft_extraction.llm import ChatExtractor, ExtractorUnavailable, extractor_name
@@ -47,8 +47,6 @@ from freshness.draft_extraction.transcript import FactCandidate
 from freshness.models import Draft, DraftConflict, DraftKind, DraftState, Nudge
 from memories import writes
 from memories.exceptions import MemoryExists, MemoryNotFound, UnknownMemoryType
-from memories.facts import services as fact_services
-from memories.facts.exceptions import FactConflict
 from memories.facts.models import Fact
 from memories.models import Memory
 from memories.types import ACCEPTED_TYPE_NAMES, resolve_type
@@ -88,10 +86,8 @@ class DraftKeyTaken(Conflict):
     code = "draft_key_exists"
 
 
-class DraftFactTaken(Conflict):
-    """Accepting the fact draft would replace another active value: that takes a reason."""
-
-    code = "draft_fact_exists"
+# Raised by accepting a fact draft (freshness.fact_drafts); named here with the others.
+DraftFactTaken = fact_drafts.DraftFactTaken
 
 
 class DraftIsDuplicate(Conflict):
@@ -175,9 +171,16 @@ def extract(*, team: Team, transcript: str, actor: str, source_session: str = ""
             for f, c in by_print.items()
             if f not in pending and c.content in conflicts
         ]
-        facts = _fact_drafts(team, fact_candidates, prepared, session, extractor, actor)
+        facts = fact_drafts.draft_facts(
+            team=team,
+            candidates=fact_candidates,
+            session=session,
+            extractor=extractor,
+            actor=actor,
+            excerpt=lambda span: _excerpt(prepared, span),
+        )
         drafts += facts.drafts
-        corroborated += facts.corroborated
+        corroborated += _corroborate(facts.pending_seen_again, session)
         Draft.objects.bulk_create(drafts)
     logger.info(
         "team %s: %d draft(s), %d corroborated, %d fact(s) confirmed, %d fact contradiction(s), from %s (%s)",
@@ -190,81 +193,6 @@ def extract(*, team: Team, transcript: str, actor: str, source_session: str = ""
         extractor,
     )
     return Extraction(drafts, corroborated, facts.confirmed_facts, facts.fact_nudges)
-
-
-def fact_fingerprint(entity: str, key: str, value: str) -> str:
-    """One proposed fact however often it is extracted: its entity, key and value, case
-    and spacing aside (fact_contradictions.same_value)."""
-    normal = fact_contradictions.normal_value(value)
-    return hashlib.sha256(f"fact\x00{entity}\x00{key}\x00{normal}".encode()).hexdigest()
-
-
-def _fact_drafts(
-    team: Team,
-    candidates: list[FactCandidate],
-    prepared: PreparedTranscript,
-    session: str,
-    extractor: str,
-    actor: str,
-) -> Extraction:
-    """Each proposed fact against the team's active fact of its (entity, key): the same
-    value confirms it (no draft); another value opens a fact_contradiction nudge (no
-    draft: the nudge is the question); none makes a pending fact draft, or corroborates
-    the pending draft of the same fact. Called under the extraction's lock."""
-    out = Extraction()
-    if not candidates:
-        return out
-    active = {
-        (f.entity, f.key): f
-        for f in Fact.objects.for_team(team.id)
-        .active()
-        .filter(entity__in={c.entity for c in candidates}, key__in={c.key for c in candidates})
-    }
-    by_print: dict[str, FactCandidate] = {}
-    for candidate in candidates:
-        current = active.get((candidate.entity, candidate.key))
-        if current is not None:
-            if fact_contradictions.same_value(current.value, candidate.value):
-                out.confirmed_facts.append(current)
-            else:
-                nudge = fact_contradictions.open_fact_contradiction(
-                    team=team, fact=current, extracted_value=candidate.value, source_session=session
-                )
-                if nudge is not None:
-                    out.fact_nudges.append(nudge)
-            continue
-        by_print.setdefault(fact_fingerprint(candidate.entity, candidate.key, candidate.value), candidate)
-    pending = {
-        d.fingerprint: d
-        for d in Draft.objects.filter(
-            team=team, state=DraftState.PENDING, kind=DraftKind.FACT, fingerprint__in=list(by_print)
-        ).order_by("-created_at")
-    }
-    out.corroborated = _corroborate([pending[f] for f in by_print if f in pending], session)
-    for fingerprint, c in by_print.items():
-        if fingerprint in pending:
-            continue
-        out.drafts.append(
-            Draft(
-                team=team,
-                kind=DraftKind.FACT,
-                type="fact",
-                key=f"{c.entity}/{c.key}"[:200],
-                content=f"{c.entity}/{c.key} = {c.value}",
-                entity=c.entity,
-                fact_key=c.key,
-                value=c.value,
-                why=c.why[:200],
-                source_start=c.source_span[0],
-                source_end=c.source_span[1],
-                source_excerpt=_excerpt(prepared, c.source_span),
-                source_session=session,
-                extractor=extractor,
-                created_by=actor[:200],
-                fingerprint=fingerprint,
-            )
-        )
-    return out
 
 
 def _clean_session(value: str, matcher: SecretMatcher) -> str:
@@ -453,7 +381,7 @@ def accept_draft(
     with transaction.atomic():
         draft = _lock_pending(team, draft_id)
         if draft.kind == DraftKind.FACT:
-            return _accept_fact(team, draft, actor, value)
+            return fact_drafts.accept_fact_draft(team=team, draft=draft, actor=actor, value=value)
         if value is not None:
             raise InvalidInput("`value` edits a fact draft; this draft is a memory", field="value")
         new_key = key if key is not None else draft.key
@@ -482,37 +410,6 @@ def accept_draft(
                 existing_key=result.memory.key,
             )
         return _reviewed(draft, DraftState.ACCEPTED, actor, memory=result.memory, key=new_key, text=new_text)
-
-
-def _accept_fact(team: Team, draft: Draft, actor: str, value: str | None) -> Draft:
-    new_value = value if value is not None else draft.value
-    if not isinstance(new_value, str) or "\x00" in new_value or not new_value.strip():
-        raise InvalidInput("value must be non-empty text without NUL characters", field="value")
-    try:
-        result = fact_services.set_fact(
-            team=team,
-            entity=draft.entity,
-            key=draft.fact_key,
-            value=new_value,
-            actor=actor,
-            session=draft.source_session[:64],
-            source_draft=draft.id,
-        )
-    except FactConflict:
-        # The value is not repeated: the fact may be `high`, and errors travel far.
-        raise DraftFactTaken(
-            f"'{draft.entity}/{draft.fact_key}' has another active value since this draft was made; "
-            "reject the draft, or change the fact on its page with a reason",
-            field="value",
-        ) from None
-    draft.state = DraftState.ACCEPTED
-    draft.reviewed_at = timezone.now()
-    draft.reviewed_by = actor[:200]
-    draft.fact = result.fact
-    draft.value = result.fact.value
-    draft.content = f"{draft.entity}/{draft.fact_key} = {result.fact.value}"
-    draft.save(update_fields=["state", "reviewed_at", "reviewed_by", "fact", "value", "content"])
-    return draft
 
 
 def reject_draft(*, team: Team, draft_id: uuid.UUID | str, actor: str) -> Draft:

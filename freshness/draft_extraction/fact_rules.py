@@ -2,7 +2,8 @@
 answering `(entity, key) -> value` (docs/freshness.md, "Fact drafts").
 
 - "we use Paddle for payments" → `payments/provider = Paddle`
-- "we switched (our CI) from Jenkins to GitHub Actions (for CI)" → `ci/provider = GitHub Actions`
+- "we switched (our CI) from Jenkins to GitHub Actions (for CI)" → `ci/provider = GitHub Actions`;
+  "we moved the static assets from S3 to Cloudflare R2 in March" → `static-assets/provider = Cloudflare R2`
 - "Project Alpha's database is Postgres 16" → `project-alpha/database = Postgres 16`
 - "our database is Postgres 16" → `team/database = Postgres 16`;
   "our payments provider is Paddle" → `payments/provider = Paddle` (the last word is the key)
@@ -40,6 +41,8 @@ _SUBJECT = rf"{_NOUN}(?:[ \t]+{_NOUN}){{0,2}}"
 # What may follow a value: the end of its sentence or clause.
 _END = r"(?:[ \t]*(?:[.,;!:)]|\n|$))"
 _APOSTROPHE = "['\u2019]"
+# A time phrase after a switch ("… to Cloudflare R2 in March", "… since 2023").
+_WHEN = r"(?:[ \t]+(?:in|on|last|this|since|yesterday|today)\b[^.,;!?\n]{0,30}?)?"
 
 _USE = compile_pattern(
     r"(?m)\b[Ww]e(?:[ \t]+(?:now|currently|still|mostly))?[ \t]+(?:use|are[ \t]+using|'re[ \t]+using)[ \t]+"
@@ -48,11 +51,12 @@ _USE = compile_pattern(
     + _END
 )
 _SWITCH = compile_pattern(
-    r"(?m)\b(?:switched|moved|migrated)[ \t]+(?:our[ \t]+(?P<own>"
+    r"(?m)\b(?:switched|moved|migrated)[ \t]+(?:(?:our|the)[ \t]+(?P<own>"
     + _SUBJECT
     + r")[ \t]+)?from[ \t]+[A-Za-z0-9`][^.,;!?\n]{0,60}?[ \t]+to[ \t]+"
     + _VALUE
     + rf"(?:[ \t]+for[ \t]+(?:our[ \t]+|the[ \t]+)?(?P<subject>{_SUBJECT}))?"
+    + _WHEN
     + _END
 )
 _POSSESSIVE = compile_pattern(

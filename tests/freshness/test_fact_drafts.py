@@ -7,6 +7,7 @@ Another team's token and ids get 404 and nothing of the team."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ from tests.conftest import Agent, operator_view
 pytestmark = pytest.mark.django_db
 
 SECRET_VALUE = "alpha-only-Vault-9931"
+TRANSCRIPTS = Path(__file__).parent / "extraction_transcripts"
 
 
 def extract(agent: Agent, transcript: str, session: str = "", team: str | None = None) -> Any:
@@ -62,6 +64,10 @@ def facts_of(text: str) -> list[tuple[str, str, str]]:
         ("we moved from Heroku to Fly.io for hosting", [("hosting", "provider", "Fly.io")]),
         ("We currently use Sentry for error tracking", [("error-tracking", "provider", "Sentry")]),
         ("project-alpha's region is `eu-west-1`.", [("project-alpha", "region", "eu-west-1")]),
+        (
+            "We moved the static assets from S3 to Cloudflare R2 in March; egress dropped.",
+            [("static-assets", "provider", "Cloudflare R2")],
+        ),
     ],
 )
 def test_the_rules_propose_plainly_stated_facts(text: str, expected: list[tuple[str, str, str]]) -> None:
@@ -81,10 +87,19 @@ def test_the_rules_propose_plainly_stated_facts(text: str, expected: list[tuple[
         "We migrated from MySQL to Postgres 16 last week.",  # no subject: about what?
         "We switched our CI from Jenkins to Buildkite for deploys.",  # two subjects
         "Project Alpha's database is not Postgres.",
+        "We switched the scheduler from pytz to zoneinfo.",  # a plain word is no value
+        "We migrated the nightly jobs from cron to Celery beat so they show up.",
     ],
 )
 def test_the_rules_stay_quiet_on_questions_hypotheticals_and_vague_text(text: str) -> None:
     assert facts_of(text) == []
+
+
+def test_the_fifty_sample_transcripts_propose_one_fact_and_it_is_right() -> None:
+    found = [
+        (path.name, fact) for path in sorted(TRANSCRIPTS.glob("*.md")) for fact in facts_of(path.read_text())
+    ]
+    assert found == [("04-migration-notes.md", ("static-assets", "provider", "Cloudflare R2"))]
 
 
 def test_the_first_statement_of_a_fact_wins_and_the_rules_are_linear_in_the_text() -> None:
