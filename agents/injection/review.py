@@ -26,7 +26,15 @@ REVIEW_HEADING = "### Please review"
 REVIEW_HINT = "Check these and resolve each with nudge_resolve (confirm, supersede, archive or dismiss)."
 # The message of a nudge is bounded (freshness); a line is cut here all the same.
 MAX_LINE_CHARS = 400
-KIND_ORDER = [NudgeKind.CONTRADICTION, NudgeKind.ANCHOR_BROKEN, NudgeKind.DUE, NudgeKind.PRUNE]
+# A fact contradiction is exact (another value was stated), so it comes right after the
+# judged contradictions, as on the Review page.
+KIND_ORDER = [
+    NudgeKind.CONTRADICTION,
+    NudgeKind.FACT_CONTRADICTION,
+    NudgeKind.ANCHOR_BROKEN,
+    NudgeKind.DUE,
+    NudgeKind.PRUNE,
+]
 
 
 @dataclass(frozen=True)
