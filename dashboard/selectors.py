@@ -334,6 +334,7 @@ def list_audit_events(*, team: Team) -> QuerySet[AuditEvent]:
 # The queue's order: what most needs a person first (as injection's "Please review").
 REVIEW_KIND_ORDER: list[str] = [
     NudgeKind.CONTRADICTION,
+    NudgeKind.FACT_CONTRADICTION,
     NudgeKind.ANCHOR_BROKEN,
     NudgeKind.DUE,
     NudgeKind.PRUNE,
@@ -366,7 +367,7 @@ def review_queue(
         start_kind = REVIEW_KIND_ORDER.index(cursor["kind"])
         position = cursor
     open_nudges = Nudge.objects.filter(team=team, state=NudgeState.OPEN).select_related(
-        "memory", "other_memory"
+        "memory", "other_memory", "fact"
     )
     page: list[Nudge] = []
     for kind in REVIEW_KIND_ORDER[start_kind:]:

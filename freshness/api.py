@@ -17,7 +17,7 @@ from rest_framework.response import Response
 from core.api_errors import BODY_ERRORS, TEAM_SCOPED_ERRORS, error_responses
 from core.errors import InvalidInput
 from core.pagination import KeysetPagination
-from freshness import selectors, services
+from freshness import fact_contradictions, selectors, services
 from freshness.models import Nudge, NudgeAction, NudgeKind, NudgeState
 from memories.models import Memory
 from teams.authentication import agent_actor
@@ -45,8 +45,8 @@ class NudgeResolveInputSerializer(StrictInputSerializer):
     action = serializers.ChoiceField(
         choices=NudgeAction.choices,
         help_text="confirm: still true; compatible: a contradiction's two entries both hold; "
-        "dismiss: change nothing; supersede: archive a contradiction's older entry; archive: a prune "
-        "proposal's entry.",
+        "dismiss: change nothing; supersede: archive a contradiction's older entry (a fact "
+        "contradiction: set the conversation's value); archive: a prune proposal's entry.",
     )
 
 
@@ -60,12 +60,32 @@ class NudgeEntrySerializer(serializers.Serializer):  # type: ignore[type-arg]
     url = serializers.CharField(help_text="This version in the API (GET).")
 
 
+class NudgeFactSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    """The fact a fact_contradiction nudge is about."""
+
+    id = serializers.UUIDField(help_text="The fact's version the nudge was made on.")
+    entity = serializers.CharField()
+    key = serializers.CharField()
+    sensitivity = serializers.CharField()
+    is_active = serializers.BooleanField(help_text="False when the fact moved on since the nudge was made.")
+    current_value = serializers.CharField(
+        allow_null=True, help_text="That version's value; null for a `high` fact and a read-only token."
+    )
+    extracted_value = serializers.CharField(
+        allow_null=True,
+        help_text="The value the conversation stated; null for a `high` fact and a read-only token.",
+    )
+
+
 class NudgeOutputSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+    """Rendered with the context's `team_slug` and `may_see_high` (whether the reader may
+    see `high` facts' values; False unless said)."""
+
     kind = serializers.ChoiceField(choices=NudgeKind.choices, read_only=True)
     state = serializers.ChoiceField(choices=NudgeState.choices, read_only=True)
     resolution = serializers.ChoiceField(choices=["", *NudgeAction.values], read_only=True)
     message = serializers.CharField(read_only=True, help_text="What to do.")
-    details = serializers.DictField(read_only=True, help_text="What the job found (kind-specific).")
+    details = serializers.SerializerMethodField()
     confidence = serializers.FloatField(
         read_only=True,
         allow_null=True,
@@ -73,6 +93,7 @@ class NudgeOutputSerializer(serializers.ModelSerializer):  # type: ignore[type-a
     )
     keys = serializers.SerializerMethodField()
     entries = serializers.SerializerMethodField()
+    fact = serializers.SerializerMethodField()
 
     class Meta:
         model = Nudge
@@ -83,6 +104,7 @@ class NudgeOutputSerializer(serializers.ModelSerializer):  # type: ignore[type-a
             "message",
             "keys",
             "entries",
+            "fact",
             "details",
             "confidence",
             "resolution",
@@ -94,11 +116,27 @@ class NudgeOutputSerializer(serializers.ModelSerializer):  # type: ignore[type-a
 
     @extend_schema_field(
         serializers.ListField(
-            child=serializers.CharField(), help_text="The keys it concerns (two for a contradiction)."
+            child=serializers.CharField(),
+            help_text="The keys it concerns (two for a contradiction; `entity/key` for a fact "
+            "contradiction).",
         )
     )
     def get_keys(self, nudge: Nudge) -> list[str]:
+        if nudge.fact is not None:
+            return [f"{nudge.fact.entity}/{nudge.fact.key}"]
         return [memory.key for memory in _entries(nudge)]
+
+    @extend_schema_field(serializers.DictField(help_text="What the job found (kind-specific)."))
+    def get_details(self, nudge: Nudge) -> dict[str, Any]:
+        return fact_contradictions.shown_details(nudge)
+
+    @extend_schema_field(
+        NudgeFactSerializer(allow_null=True, help_text="A fact contradiction's fact; null for other kinds.")
+    )
+    def get_fact(self, nudge: Nudge) -> dict[str, Any] | None:
+        return fact_contradictions.nudge_fact_payload(
+            nudge, may_see_high=bool(self.context.get("may_see_high", False))
+        )
 
     @extend_schema_field(NudgeEntrySerializer(many=True))
     def get_entries(self, nudge: Nudge) -> list[dict[str, Any]]:
@@ -139,7 +177,9 @@ class NudgePagination(KeysetPagination):
         summary="Resolve a nudge",
         description="One call: `confirm` confirms the entry (both entries of a contradiction, as "
         "compatible) as still true; `dismiss` closes the nudge. An action that does not resolve the "
-        "nudge's kind answers 400 `action_not_applicable`; a nudge no longer open, 409 `nudge_closed`.",
+        "nudge's kind answers 400 `action_not_applicable`; a nudge no longer open, 409 `nudge_closed`. "
+        "A fact contradiction is resolved by `supersede` (the conversation's value becomes the fact's "
+        "new version) or `dismiss` (the fact stays).",
         parameters=[TEAM_PATH_PARAMETER, ID_PATH_PARAMETER],
         request=NudgeResolveInputSerializer,
         responses={
@@ -163,8 +203,11 @@ class NudgeViewSet(TeamScopedViewSet):
         )
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(rows, request, view=self)
-        rendered = NudgeOutputSerializer(page, many=True, context={"team_slug": self.get_team().slug}).data
+        rendered = NudgeOutputSerializer(page, many=True, context=self._context()).data
         return paginator.get_paginated_response(rendered)
+
+    def _context(self) -> dict[str, Any]:
+        return {"team_slug": self.get_team().slug, "may_see_high": self.get_token().grants("write")}
 
     @action(detail=True, methods=["post"])
     def resolve(self, request: Request, team: str, id: str) -> Response:
@@ -177,7 +220,7 @@ class NudgeViewSet(TeamScopedViewSet):
             action=payload.validated_data["action"],
             actor=agent_actor(request),
         )
-        return Response(NudgeOutputSerializer(nudge, context={"team_slug": self.get_team().slug}).data)
+        return Response(NudgeOutputSerializer(nudge, context=self._context()).data)
 
 
 def _parse_nudge_id(value: str) -> uuid.UUID:

@@ -22,8 +22,10 @@ from rest_framework.response import Response
 from core.api_errors import BODY_ERRORS, TEAM_SCOPED_ERRORS, ErrorSerializer, error_responses
 from core.pagination import KeysetPagination
 from freshness import drafts
-from freshness.api import _version_path
-from freshness.models import Draft, DraftConflict, DraftState
+from freshness.api import NudgeOutputSerializer, _version_path
+from freshness.models import Draft, DraftConflict, DraftKind, DraftState
+from memories.facts.models import MAX_FACT_VALUE_CHARS
+from memories.facts.serializers import FactOutputSerializer, fact_payload
 from memories.inputs import TYPE_HELP, key_field
 from memories.models import MAX_CONTENT_BYTES
 from teams.authentication import agent_actor
@@ -85,6 +87,12 @@ class DraftAcceptInputSerializer(StrictInputSerializer):
     content = StrictCharField(
         required=False, max_length=MAX_CONTENT_BYTES, trim_whitespace=False, help_text=DRAFT_CONTENT_HELP
     )
+    value = StrictCharField(
+        required=False,
+        max_length=MAX_FACT_VALUE_CHARS,
+        trim_whitespace=False,
+        help_text="A fact draft's edited value (a memory draft refuses it).",
+    )
 
 
 class DraftMergeInputSerializer(StrictInputSerializer):
@@ -103,8 +111,21 @@ class DraftEntrySerializer(serializers.Serializer):  # type: ignore[type-arg]
     url = serializers.CharField(help_text="This version in the API (GET).")
 
 
+class DraftFactEntrySerializer(serializers.Serializer):  # type: ignore[type-arg]
+    id = serializers.UUIDField()
+    entity = serializers.CharField()
+    key = serializers.CharField()
+    is_active = serializers.BooleanField()
+
+
 class DraftOutputSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
     state = serializers.ChoiceField(choices=DraftState.choices, read_only=True)
+    kind = serializers.ChoiceField(
+        choices=DraftKind.choices,
+        read_only=True,
+        help_text="memory: type, key and content; fact: entity, fact_key and value (type is `fact`, key "
+        "`entity/key`).",
+    )
     conflict = serializers.ChoiceField(
         choices=DraftConflict.choices,
         read_only=True,
@@ -113,15 +134,20 @@ class DraftOutputSerializer(serializers.ModelSerializer):  # type: ignore[type-a
     source_span = serializers.SerializerMethodField()
     conflict_entry = serializers.SerializerMethodField()
     memory_entry = serializers.SerializerMethodField()
+    fact_entry = serializers.SerializerMethodField()
 
     class Meta:
         model = Draft
         fields = [
             "id",
             "state",
+            "kind",
             "type",
             "key",
             "content",
+            "entity",
+            "fact_key",
+            "value",
             "why",
             "source_span",
             "source_excerpt",
@@ -134,6 +160,7 @@ class DraftOutputSerializer(serializers.ModelSerializer):  # type: ignore[type-a
             "reviewed_at",
             "reviewed_by",
             "memory_entry",
+            "fact_entry",
             "corroborated",
             "last_corroborated_at",
         ]
@@ -144,6 +171,9 @@ class DraftOutputSerializer(serializers.ModelSerializer):  # type: ignore[type-a
                 "while it was pending."
             },
             "last_corroborated_at": {"help_text": "When it was last found again (null: never)."},
+            "entity": {"help_text": "A fact draft's entity (empty for a memory draft)."},
+            "fact_key": {"help_text": "A fact draft's key within its entity (empty for a memory draft)."},
+            "value": {"help_text": "A fact draft's value (empty for a memory draft)."},
         }
 
     @extend_schema_field(
@@ -161,6 +191,13 @@ class DraftOutputSerializer(serializers.ModelSerializer):  # type: ignore[type-a
     @extend_schema_field(DraftEntrySerializer(allow_null=True, help_text="The version it became."))
     def get_memory_entry(self, draft: Draft) -> dict[str, Any] | None:
         return self._entry(draft.memory)
+
+    @extend_schema_field(DraftFactEntrySerializer(allow_null=True, help_text="The fact version it became."))
+    def get_fact_entry(self, draft: Draft) -> dict[str, Any] | None:
+        fact = draft.fact
+        if fact is None:
+            return None
+        return {"id": fact.id, "entity": fact.entity, "key": fact.key, "is_active": fact.is_active}
 
     def _entry(self, memory: Any) -> dict[str, Any] | None:
         return None if memory is None else _entry_link(self.context.get("team_slug", ""), memory)
@@ -185,6 +222,13 @@ class DraftExtractOutputSerializer(serializers.Serializer):  # type: ignore[type
         help_text="A capture with the team's `capture_to_memory` on: entries saved from the same learning "
         "before, confirmed by this capture (one confirmer per session).",
     )
+    confirmed_facts = FactOutputSerializer(
+        many=True, help_text="Active facts the transcript stated again with the same value (no draft)."
+    )
+    fact_nudges = NudgeOutputSerializer(
+        many=True,
+        help_text="Fact contradictions opened: the transcript stated another value for an active fact.",
+    )
 
 
 class DraftPagination(KeysetPagination):
@@ -206,9 +250,11 @@ class DraftPagination(KeysetPagination):
     ),
     extract=extend_schema(
         summary="Extract drafts from a transcript",
-        description="At most 15 candidate memories from a session transcript or notes, each a pending "
-        "draft flagged with its conflict (duplicate, contradiction). A candidate already pending is "
-        "not drafted again.",
+        description="At most 15 candidate memories and 15 proposed facts from a session transcript or "
+        "notes, each a pending draft flagged with its conflict (duplicate, contradiction). A candidate "
+        "already pending is not drafted again. A proposed fact the team holds with the same value is "
+        "listed in `confirmed_facts`; with another value, it opens a fact contradiction nudge "
+        "(`fact_nudges`) instead of a draft.",
         parameters=[TEAM_PATH_PARAMETER],
         request=DraftExtractInputSerializer,
         responses={
@@ -222,7 +268,9 @@ class DraftPagination(KeysetPagination):
         summary="Accept a draft",
         description="Store it as a new entry (optionally edited) with its provenance under the "
         "metadata's `draft`. 409 `draft_key_exists` when the key has an active entry (merge instead), "
-        "`draft_duplicate` when another entry holds the text, `draft_not_pending` once reviewed.",
+        "`draft_duplicate` when another entry holds the text, `draft_not_pending` once reviewed. A fact "
+        "draft is set as its fact (`value` edits it), the draft its provenance (`source_draft`); 409 "
+        "`draft_fact_exists` when the fact has another active value since.",
         parameters=[TEAM_PATH_PARAMETER, ID_PATH_PARAMETER],
         request=DraftAcceptInputSerializer,
         responses={200: DraftOutputSerializer, **REVIEW_ERRORS},
@@ -283,6 +331,7 @@ class DraftViewSet(TeamScopedViewSet):
             type=data.get("type"),
             key=data.get("key"),
             content=data.get("content"),
+            value=data.get("value"),
         )
         return Response(self._render(draft))
 
@@ -316,11 +365,15 @@ def extraction_payload(*, team: Team, arguments: dict[str, Any], actor: str) -> 
         captured=arguments.get("captured", False),
     )
     context = {"team_slug": team.slug}
+    # Extracting takes the write scope, which may see `high` facts.
+    nudge_context = {"team_slug": team.slug, "may_see_high": True}
     return {
         "drafts": DraftOutputSerializer(made.drafts, many=True, context=context).data,
         "corroborated": DraftOutputSerializer(made.corroborated, many=True, context=context).data,
         "memories": [_entry_link(team.slug, memory) for memory in made.saved],
         "confirmed": [_entry_link(team.slug, memory) for memory in made.confirmed],
+        "confirmed_facts": [fact_payload(fact) for fact in made.confirmed_facts],
+        "fact_nudges": NudgeOutputSerializer(made.fact_nudges, many=True, context=nudge_context).data,
     }
 
 

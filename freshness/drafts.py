@@ -39,13 +39,16 @@ from django.utils import timezone
 from core.errors import Conflict, InvalidInput, NotFound
 from core.locks import advisory_xact_lock
 from core.request_transaction import outside_request_transaction
-from freshness import contradictions
+from freshness import contradictions, fact_drafts
 from freshness.captures import CaptureOutcome, save_captures
 from freshness.draft_extraction import Candidate, PreparedTranscript, extract_candidates, prepare_transcript
+from freshness.draft_extraction.fact_rules import extract_fact_candidates
 from freshness.draft_extraction.llm import ChatExtractor, ExtractorUnavailable, extractor_name
-from freshness.models import Draft, DraftConflict, DraftState
+from freshness.draft_extraction.transcript import FactCandidate
+from freshness.models import Draft, DraftConflict, DraftKind, DraftState, Nudge
 from memories import writes
 from memories.exceptions import MemoryExists, MemoryNotFound, UnknownMemoryType
+from memories.facts.models import Fact
 from memories.models import Memory
 from memories.types import ACCEPTED_TYPE_NAMES, resolve_type
 from search.chunking import chunk_text
@@ -84,6 +87,10 @@ class DraftKeyTaken(Conflict):
     code = "draft_key_exists"
 
 
+# Raised by accepting a fact draft (freshness.fact_drafts); named here with the others.
+DraftFactTaken = fact_drafts.DraftFactTaken
+
+
 class DraftIsDuplicate(Conflict):
     """Another key's active entry already holds the draft's text."""
 
@@ -101,6 +108,10 @@ class Extraction:
     # saved instead of drafts, and entries saved before that this capture confirmed.
     saved: list[Memory] = field(default_factory=list)
     confirmed: list[Memory] = field(default_factory=list)
+    # Active facts the transcript stated again with the same value: no draft.
+    confirmed_facts: list[Fact] = field(default_factory=list)
+    # fact_contradiction nudges opened: the transcript stated another value.
+    fact_nudges: list[Nudge] = field(default_factory=list)
 
 
 # What differs between runs of one failure: a file's line and column (`main.go:9:2:`,
@@ -143,7 +154,7 @@ def extract(
     matcher = team_secret_matcher(team_id=team.id)
     session = _clean_session(source_session, matcher)
     prepared = prepare_transcript(transcript, matcher)
-    candidates, extractor = _run_extractor(prepared, matcher)
+    candidates, fact_candidates, extractor = _run_extractor(prepared, matcher)
     by_print = _one_per_fingerprint(candidates)
     fresh = _unseen(team, by_print)
     conflicts = {c.content: _conflict(team, c.content) for c in fresh}
@@ -183,16 +194,35 @@ def extract(
             for f, c in by_print.items()
             if f not in pending and f not in taken and c.content in conflicts
         ]
+        facts = fact_drafts.draft_facts(
+            team=team,
+            candidates=fact_candidates,
+            session=session,
+            extractor=extractor,
+            actor=actor,
+            excerpt=lambda span: _excerpt(prepared, span),
+        )
+        drafts += facts.drafts
+        corroborated += _corroborate(facts.pending_seen_again, session)
         Draft.objects.bulk_create(drafts)
     logger.info(
-        "team %s: %d draft(s), %d corroborated, from %s (%s)",
+        "team %s: %d draft(s), %d corroborated, %d fact(s) confirmed, %d fact contradiction(s), from %s (%s)",
         team.slug,
         len(drafts),
         len(corroborated),
+        len(facts.confirmed_facts),
+        len(facts.fact_nudges),
         session or "a transcript",
         extractor,
     )
-    return Extraction(drafts, corroborated, list(captures.saved.values()), list(captures.confirmed.values()))
+    return Extraction(
+        drafts,
+        corroborated,
+        saved=list(captures.saved.values()),
+        confirmed=list(captures.confirmed.values()),
+        confirmed_facts=facts.confirmed_facts,
+        fact_nudges=facts.fact_nudges,
+    )
 
 
 def _clean_session(value: str, matcher: SecretMatcher) -> str:
@@ -206,16 +236,19 @@ def _clean_session(value: str, matcher: SecretMatcher) -> str:
     return scrub(value, matcher).text[:MAX_SOURCE_SESSION_CHARS]
 
 
-def _run_extractor(prepared: PreparedTranscript, matcher: SecretMatcher) -> tuple[list[Candidate], str]:
+def _run_extractor(
+    prepared: PreparedTranscript, matcher: SecretMatcher
+) -> tuple[list[Candidate], list[FactCandidate], str]:
     kind = settings.MEMORYHUB_DRAFT_EXTRACTOR
     if kind == "rules":
-        return extract_candidates(prepared), "rules"
+        return extract_candidates(prepared), extract_fact_candidates(prepared), "rules"
     if kind == "openai":
         extractor = ChatExtractor()
         # The endpoint may take its read timeout and retries: the request's transaction
         # is not held open meanwhile (core.request_transaction).
         with outside_request_transaction():
-            return extractor.extract(prepared, matcher), extractor_name()
+            candidates, facts = extractor.extract_with_facts(prepared, matcher)
+        return candidates, facts, extractor_name()
     raise ExtractorUnavailable(f"unknown draft extractor {kind!r}; use one of: {', '.join(EXTRACTORS)}")
 
 
@@ -239,7 +272,7 @@ def _pending_by_fingerprint(team: Team, candidates: dict[str, Candidate]) -> dic
     if not candidates:
         return {}
     contents = [c.content for c in candidates.values()]
-    rows = Draft.objects.filter(team=team, state=DraftState.PENDING).filter(
+    rows = Draft.objects.filter(team=team, state=DraftState.PENDING, kind=DraftKind.MEMORY).filter(
         Q(fingerprint__in=list(candidates)) | Q(fingerprint="", content__in=contents)
     )
     found: dict[str, Draft] = {}
@@ -326,14 +359,14 @@ def list_drafts(*, team: Team, state: str = DraftState.PENDING) -> QuerySet[Draf
     ("all": every state)."""
     if state not in STATE_FILTER_CHOICES:
         raise InvalidInput(f"state must be one of: {', '.join(STATE_FILTER_CHOICES)}", field="state")
-    rows = Draft.objects.filter(team=team).select_related("conflict_memory", "memory")
+    rows = Draft.objects.filter(team=team).select_related("conflict_memory", "memory", "fact")
     if state != ANY_STATE:
         rows = rows.filter(state=state)
     return rows.order_by("-created_at", "-id")
 
 
 def get_draft(*, team: Team, draft_id: uuid.UUID | str) -> Draft:
-    draft = _find(team, draft_id).select_related("conflict_memory", "memory").first()
+    draft = _find(team, draft_id).select_related("conflict_memory", "memory", "fact").first()
     if draft is None:
         raise DraftNotFound("no such draft")
     return draft
@@ -367,15 +400,23 @@ def accept_draft(
     type: str | None = None,
     key: str | None = None,
     content: str | None = None,
+    value: str | None = None,
 ) -> Draft:
     """Store the draft (optionally edited) as a new entry with its provenance. A key that
     has an active entry answers DraftKeyTaken (409): merge the draft into it, or accept it
-    under another key; a text another key already holds, DraftIsDuplicate (409)."""
+    under another key; a text another key already holds, DraftIsDuplicate (409). A fact
+    draft is set as its fact (`value` edits it) through memories.facts.services.set_fact,
+    the one way a fact is written, with the draft as its provenance; a fact that became
+    active with another value since answers its FactConflict (409)."""
     type_name = _checked_type(type)
     if key is not None:
         check_key(key)
     with transaction.atomic():
         draft = _lock_pending(team, draft_id)
+        if draft.kind == DraftKind.FACT:
+            return fact_drafts.accept_fact_draft(team=team, draft=draft, actor=actor, value=value)
+        if value is not None:
+            raise InvalidInput("`value` edits a fact draft; this draft is a memory", field="value")
         new_key = key if key is not None else draft.key
         new_text = content if content is not None else draft.content
         _check_content(new_text)
@@ -418,6 +459,10 @@ def merge_draft(
     check_key(into_key)
     with transaction.atomic():
         draft = _lock_pending(team, draft_id)
+        if draft.kind == DraftKind.FACT:
+            raise InvalidInput(
+                "a fact draft is accepted (perhaps edited) or rejected, not merged", field="into_key"
+            )
         existing = Memory.objects.for_team(team.id).active().filter(key=into_key).first()
         if existing is None:
             raise MemoryNotFound(

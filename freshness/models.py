@@ -14,6 +14,7 @@ import uuid
 from django.db import models
 from django.db.models import Q
 
+from memories.facts.models import Fact
 from memories.models import Memory
 from teams.models import Team
 
@@ -25,6 +26,9 @@ class NudgeKind(models.TextChoices):
     ANCHOR_BROKEN = "anchor_broken"
     CONTRADICTION = "contradiction"
     PRUNE = "prune"
+    # A conversation stated another value for an active fact (exact comparison): the
+    # nudge links the fact, not a memory.
+    FACT_CONTRADICTION = "fact_contradiction"
 
 
 class NudgeState(models.TextChoices):
@@ -48,9 +52,12 @@ class NudgeAction(models.TextChoices):
 class Nudge(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
-    kind = models.CharField(max_length=16, choices=NudgeKind.choices)
-    # The entry the nudge is about (the version that was active when it was made).
-    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="nudges")
+    kind = models.CharField(max_length=24, choices=NudgeKind.choices)
+    # The entry the nudge is about (the version that was active when it was made); none
+    # for a fact_contradiction, which is about `fact`.
+    memory = models.ForeignKey(Memory, null=True, blank=True, on_delete=models.CASCADE, related_name="nudges")
+    # A fact_contradiction's fact: the version that was active when it was made.
+    fact = models.ForeignKey(Fact, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
     # A contradiction's other entry: the one the new entry disagrees with.
     other_memory = models.ForeignKey(
         Memory, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
@@ -75,7 +82,7 @@ class Nudge(models.Model):
             # Jobs re-run: a second run finds the open nudge instead of making another.
             # NULLS NOT DISTINCT: nudges about one entry (other_memory null) count too.
             models.UniqueConstraint(
-                fields=["team", "kind", "memory", "other_memory"],
+                fields=["team", "kind", "memory", "other_memory", "fact"],
                 condition=Q(state="open"),
                 nulls_distinct=False,
                 name="one_open_nudge_per_kind_and_entries",
@@ -90,6 +97,11 @@ class Nudge(models.Model):
                 | (~Q(kind="contradiction") & Q(other_memory__isnull=True)),
                 name="nudge_contradiction_links_two",
             ),
+            models.CheckConstraint(
+                condition=Q(kind="fact_contradiction", fact__isnull=False, memory__isnull=True)
+                | (~Q(kind="fact_contradiction") & Q(fact__isnull=True, memory__isnull=False)),
+                name="nudge_about_a_memory_or_a_fact",
+            ),
         ]
         indexes = [
             models.Index(
@@ -99,7 +111,7 @@ class Nudge(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.kind} nudge on {self.memory_id} ({self.state})"
+        return f"{self.kind} nudge on {self.memory_id or self.fact_id} ({self.state})"
 
 
 class AnchorCheckSource(models.TextChoices):
@@ -143,6 +155,11 @@ class DraftState(models.TextChoices):
     MERGED = "merged"
 
 
+class DraftKind(models.TextChoices):
+    MEMORY = "memory"  # type, key and content: accepted into a memory
+    FACT = "fact"  # entity, fact_key and value: accepted into a fact (memories.facts)
+
+
 class DraftConflict(models.TextChoices):
     NONE = ""
     DUPLICATE = "duplicate"  # an active entry already says this
@@ -158,9 +175,17 @@ class Draft(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
     state = models.CharField(max_length=16, choices=DraftState.choices, default=DraftState.PENDING)
+    kind = models.CharField(max_length=8, choices=DraftKind.choices, default=DraftKind.MEMORY)
+    # A memory draft's type; "fact" for a fact draft.
     type = models.CharField(max_length=16)
+    # A memory draft's key; a fact draft's `entity/key`, for lists and messages.
     key = models.CharField(max_length=200)
+    # A memory draft's text; a fact draft's sentence `entity/key = value`.
     content = models.TextField()
+    # A fact draft's proposal (empty for a memory draft).
+    entity = models.CharField(max_length=200, blank=True, default="")
+    fact_key = models.CharField(max_length=200, blank=True, default="")
+    value = models.TextField(blank=True, default="")
     why = models.CharField(max_length=200, blank=True, default="")
     # The candidate's [start, end) in the scrubbed, code-free transcript it came from,
     # and a short excerpt of that text (the transcript itself is not kept).
@@ -182,6 +207,8 @@ class Draft(models.Model):
     memory = models.ForeignKey(
         Memory, null=True, blank=True, on_delete=models.SET_NULL, related_name="drafts"
     )
+    # The fact version an accepted fact draft became.
+    fact = models.ForeignKey(Fact, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     # One learning however often extracted (freshness.drafts.learning_fingerprint): a
     # later extraction of it, from another session, corroborates this pending draft.
     fingerprint = models.CharField(max_length=64, blank=True, default="")
@@ -194,6 +221,11 @@ class Draft(models.Model):
                 condition=Q(state="pending", reviewed_at__isnull=True)
                 | (~Q(state="pending") & Q(reviewed_at__isnull=False)),
                 name="draft_reviewed_has_time",
+            ),
+            models.CheckConstraint(
+                condition=Q(kind="memory")
+                | (Q(kind="fact") & ~Q(entity="") & ~Q(fact_key="") & ~Q(value="")),
+                name="draft_fact_has_entity_key_value",
             ),
         ]
         indexes = [

@@ -17,7 +17,7 @@ STATE_FILTER_CHOICES = [*NudgeState.values, ANY_STATE]
 def list_nudges(*, team: Team, kind: str | None = None, state: str = NudgeState.OPEN) -> QuerySet[Nudge]:
     """The team's nudges, newest first, with the entries they concern; open ones unless
     `state` says otherwise ("all": every state)."""
-    rows = Nudge.objects.filter(team=team).select_related("memory", "other_memory")
+    rows = Nudge.objects.filter(team=team).select_related("memory", "other_memory", "fact")
     if kind:
         rows = rows.filter(kind=kind)
     if state != ANY_STATE:

@@ -34,7 +34,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from core.errors import Conflict, InvalidInput, NotFound
-from freshness import contradictions
+from freshness import contradictions, fact_contradictions
 from freshness.models import Nudge, NudgeAction, NudgeKind, NudgeState
 from freshness.sweeps import TeamSweep, new_candidates, nudged_entries, open_nudges, sweep_teams
 from memories import writes
@@ -148,13 +148,15 @@ def resolve_nudge(*, team: Team, nudge_id: uuid.UUID, action: str, actor: str) -
     with transaction.atomic():
         nudge = (
             Nudge.objects.select_for_update(of=("self",))
-            .select_related("memory", "other_memory")
+            .select_related("memory", "other_memory", "fact")
             .filter(team=team, id=nudge_id)
             .first()
         )
         if nudge is None:
             raise NudgeNotFound("no such nudge")
-        handler = _HANDLERS.get((action, nudge.kind)) or handler
+        handler = _HANDLERS.get((action, nudge.kind)) or (
+            None if (action, nudge.kind) in _NOT_FOR_KIND else handler
+        )
         if handler is None:
             raise ActionNotApplicable(
                 f"'{action}' does not resolve a {nudge.kind} nudge; use one of: "
@@ -170,7 +172,11 @@ def resolve_nudge(*, team: Team, nudge_id: uuid.UUID, action: str, actor: str) -
 
 
 def applicable_actions(kind: str) -> list[str]:
-    return [a for a in NudgeAction.values if (a, kind) in _HANDLERS or (a, "*") in _HANDLERS]
+    return [
+        a
+        for a in NudgeAction.values
+        if (a, kind) in _HANDLERS or ((a, "*") in _HANDLERS and (a, kind) not in _NOT_FOR_KIND)
+    ]
 
 
 def _close(nudge: Nudge, *, action: str, actor: str) -> None:
@@ -207,7 +213,7 @@ def _confirm(team: Team, nudge: Nudge, actor: str) -> None:
 
 
 def _dismiss(team: Team, nudge: Nudge, actor: str) -> None:
-    if nudge.kind == NudgeKind.ANCHOR_BROKEN:
+    if nudge.kind == NudgeKind.ANCHOR_BROKEN and nudge.memory_id is not None:
         writes.set_freshness_flag(team=team, memory_ids=[nudge.memory_id], flag="anchor_broken_at", on=False)
     elif nudge.kind == NudgeKind.CONTRADICTION:
         _lower_contradiction_flags(team, nudge)
@@ -235,7 +241,7 @@ def _supersede(team: Team, nudge: Nudge, actor: str) -> None:
     and when; never deleted, restorable), the newer one stays and is confirmed. The
     nudge's details record which entry was kept and which archived."""
     newer, older = nudge.memory, nudge.other_memory
-    if older is None:  # never: a contradiction links two (the model's check)
+    if newer is None or older is None:  # never: a contradiction links two (the model's check)
         raise ActionNotApplicable("this nudge links one entry", field="action")
     _require_active(team, [newer, older])
     archived = _archive_version(team, older, actor=actor)
@@ -263,6 +269,8 @@ def _compatible(team: Team, nudge: Nudge, actor: str) -> None:
 
 def _archive(team: Team, nudge: Nudge, actor: str) -> None:
     """A prune proposal accepted: the entry is archived (never deleted, restorable)."""
+    if nudge.memory is None:  # never: only a fact contradiction has none (the model's check)
+        raise ActionNotApplicable("this nudge is about no entry", field="action")
     _require_active(team, [nudge.memory])
     _archive_version(team, nudge.memory, actor=actor)
 
@@ -295,7 +303,10 @@ _HANDLERS: dict[tuple[str, str], Handler] = {
     (NudgeAction.SUPERSEDE, NudgeKind.CONTRADICTION): _supersede,
     (NudgeAction.COMPATIBLE, NudgeKind.CONTRADICTION): _compatible,
     (NudgeAction.ARCHIVE, NudgeKind.PRUNE): _archive,
+    (NudgeAction.SUPERSEDE, NudgeKind.FACT_CONTRADICTION): fact_contradictions.supersede_from_nudge,
 }
+# Actions of "*" that do not resolve a kind: a fact contradiction has no entry to confirm.
+_NOT_FOR_KIND = {(NudgeAction.CONFIRM, NudgeKind.FACT_CONTRADICTION)}
 
 
 def resolve_nudges_of_confirmed(*, team_id: int, memory_id: uuid.UUID, confirmed_by: str) -> None:

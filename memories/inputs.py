@@ -280,6 +280,12 @@ class MemoryRetrieveQuerySerializer(serializers.Serializer):  # type: ignore[typ
     lines = serializers.IntegerField(min_value=1, max_value=MAX_LINES, required=False, help_text=LINES_HELP)
 
 
+TOPICS_LIST_HELP = (
+    "Comma-separated; entries about any one of these topics (the names extraction found, "
+    "lowercase, e.g. `postgres,project alpha`)."
+)
+
+
 class MemoryListQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
     type = serializers.CharField(required=False, max_length=32, help_text=f"Only this type: {TYPE_HELP}.")
     project = serializers.CharField(
@@ -292,6 +298,7 @@ class MemoryListQuerySerializer(serializers.Serializer):  # type: ignore[type-ar
     people = serializers.CharField(
         required=False, max_length=1000, help_text="Comma-separated; entries mentioning everyone."
     )
+    topics = serializers.CharField(required=False, max_length=1000, help_text=TOPICS_LIST_HELP)
     include_archived = serializers.BooleanField(
         default=False, help_text="Archived entries too; ignored with `as_of`."
     )
@@ -315,6 +322,7 @@ def list_arguments(data: Mapping[str, Any]) -> dict[str, Any]:
         "as_of": data.get("as_of"),
         "tags": parse_filter_param(data.get("tags")),
         "people": parse_filter_param(data.get("people")),
+        "topics": parse_filter_param(data.get("topics")),
         "include_archived": data.get("include_archived", False),
     }
 

@@ -200,10 +200,18 @@ def metadata_filter_document(
     return document or None
 
 
-def metadata_filter_q(tags: Iterable[str] | None = None, people: Iterable[str] | None = None) -> Q:
-    """`Q(metadata__contains=...)` for list selectors; an empty Q when no filter."""
+def metadata_filter_q(
+    tags: Iterable[str] | None = None,
+    people: Iterable[str] | None = None,
+    topics: Iterable[str] | None = None,
+) -> Q:
+    """`Q(metadata__contains=...)` for list selectors (every tag, every person) and, with
+    topics, any one of them; an empty Q when no filter."""
     document = metadata_filter_document(tags, people)
-    return Q(metadata__contains=document) if document else Q()
+    condition = Q(metadata__contains=document) if document else Q()
+    if topic_values := normalise_filter_values(topics):
+        condition &= Q(metadata__topics__has_any_keys=topic_values)
+    return condition
 
 
 def _strip_code(text: str) -> str:

@@ -32,6 +32,7 @@ def list_memories(
     tags: list[str] | None = None,
     people: list[str] | None = None,
     include_archived: bool = False,
+    topics: list[str] | None = None,
 ) -> QuerySet[Memory]:
     """Active memories, newest first; with `as_of`, the versions that were active then;
     with `include_archived`, the archived entries too (today's view only)."""
@@ -46,7 +47,7 @@ def list_memories(
         rows = rows.filter(type=memory_type)
     if project is not None:
         rows = rows.filter(project=project)
-    rows = rows.filter(metadata_filter_q(tags, people))
+    rows = rows.filter(metadata_filter_q(tags, people, topics))
     return rows.order_by("-created_at", "-id")
 
 

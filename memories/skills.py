@@ -149,6 +149,7 @@ def triggered_skills(
     tags: list[str] | None = None,
     people: list[str] | None = None,
     limit: int = DEFAULT_SKILLS_PER_SEARCH,
+    topics: list[str] | None = None,
 ) -> list[tuple[Memory, str]]:
     """Active skills with a keyword in the query, as (entry, keyword that matched), the
     most specific (longest keyword) first, then by name; at most `limit`.
@@ -167,7 +168,7 @@ def triggered_skills(
     rows = _active_skills(team_id).alias(has_keyword=has_keyword).filter(has_keyword=True)
     if types:
         rows = rows.filter(type__in=types)
-    rows = rows.filter(metadata_filter_q(tags, people))
+    rows = rows.filter(metadata_filter_q(tags, people, topics))
     fired: list[tuple[Memory, str]] = []
     for memory in rows.order_by("created_at", "id"):
         trigger = memory.skill_trigger or {}

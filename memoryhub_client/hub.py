@@ -1,7 +1,7 @@
 """`MemoryHub` and `AsyncMemoryHub`: one team's memory on one server, over the REST API.
 
-Each method is an operation of operations.py (its arguments and docstring are there),
-sent by transport.py; the two classes differ only in how they wait for the answer."""
+Each method is an operation of operations.py or fact_operations.py (its arguments and
+docstring are there), sent by transport.py; the two classes differ only in how they wait for the answer."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import httpx
 
-from memoryhub_client import operations
+from memoryhub_client import fact_operations, operations
 from memoryhub_client.config import load_config
 from memoryhub_client.errors import error_from_answer, json_object
 from memoryhub_client.operations import VAULT_PASSPHRASE_HEADER, Page
@@ -170,6 +170,11 @@ class MemoryHub(_Hub):
     sessions = _sync(operations.sessions)
     anchors = _sync(operations.anchors)
     report_file_anchors = _sync(operations.report_file_anchors)
+    fact_set = _sync(fact_operations.fact_set)
+    fact_get = _sync(fact_operations.fact_get)
+    facts = _sync(fact_operations.facts)
+    fact_history = _sync(fact_operations.fact_history)
+    fact_delete = _sync(fact_operations.fact_delete)
     import_export_file = _sync(operations.import_export_file)
     request = _sync(operations.raw)
 
@@ -268,6 +273,11 @@ class AsyncMemoryHub(_Hub):
     sessions = _async(operations.sessions)
     anchors = _async(operations.anchors)
     report_file_anchors = _async(operations.report_file_anchors)
+    fact_set = _async(fact_operations.fact_set)
+    fact_get = _async(fact_operations.fact_get)
+    facts = _async(fact_operations.facts)
+    fact_history = _async(fact_operations.fact_history)
+    fact_delete = _async(fact_operations.fact_delete)
     import_export_file = _async(operations.import_export_file)
     request = _async(operations.raw)
 

@@ -181,15 +181,17 @@ def list_memories(
     include_archived: bool | None = None,
     limit: int | None = None,
     cursor: str | None = None,
+    topics: Sequence[str] | None = None,
 ) -> Call[Page[MemoryOutput]]:
     """A page of the team's active memories, newest first (`limit` a page, 50 by default).
-    `tags` and `people`: entries with every one. `as_of`: the versions active then.
-    `iter_memories` walks every page."""
+    `tags` and `people`: entries with every one; `topics`: entries about any one of them.
+    `as_of`: the versions active then. `iter_memories` walks every page."""
     params = _params(
         type=type,
         project=project,
         tags=tags,
         people=people,
+        topics=topics,
         as_of=as_of,
         include_archived=include_archived,
         limit=limit,
@@ -252,12 +254,13 @@ def search(
     people: Sequence[str] | None = None,
     explain: bool | None = None,
     mode: Literal["hybrid", "keyword", "vector"] | None = None,
+    topics: Sequence[str] | None = None,
 ) -> Call[SearchOutput]:
     """Search the team's memory by meaning and keyword. `search_mode` says which paths ran
     (keyword only when embeddings are unavailable, with a warning, never an error);
     each key comes once, as its current entry, unless `include_superseded=True` adds the
     replaced versions (marked, with `superseded_by`); `explain=True` adds how each score
-    was made."""
+    was made. `tags` and `people`: entries with every one; `topics`: any one of them."""
     body = _body(
         query=query,
         max_results=max_results,
@@ -268,6 +271,7 @@ def search(
         include_archived=include_archived,
         tags=list(tags) if tags is not None else None,
         people=list(people) if people is not None else None,
+        topics=list(topics) if topics is not None else None,
         explain=explain,
         mode=mode,
     )
@@ -299,12 +303,13 @@ def context(
 def nudges(
     *,
     state: Literal["open", "resolved", "dismissed", "all"] | None = None,
-    kind: Literal["due", "anchor_broken", "contradiction", "prune"] | None = None,
+    kind: Literal["due", "anchor_broken", "contradiction", "prune", "fact_contradiction"] | None = None,
     limit: int | None = None,
     cursor: str | None = None,
 ) -> Call[Page[NudgeOutput]]:
     """A page of the team's nudges, newest first: entries due for confirmation, broken
-    anchors, contradictions and prune proposals (open ones unless `state` says otherwise)."""
+    anchors, contradictions, prune proposals and fact contradictions (a conversation stated
+    another value for a fact; open ones unless `state` says otherwise)."""
     return Call("GET", "nudges/", _page, params=_params(state=state, kind=kind, limit=limit, cursor=cursor))
 
 
@@ -313,7 +318,8 @@ def resolve_nudge(
 ) -> Call[NudgeOutput]:
     """Resolve a nudge: `confirm` (still true), `compatible` (a contradiction's two entries
     both hold), `dismiss` (change nothing), `supersede` (archive a contradiction's older
-    entry) or `archive` (a prune proposal's entry)."""
+    entry; a fact contradiction's value becomes the fact's) or `archive` (a prune
+    proposal's entry)."""
     return Call("POST", f"nudges/{_key(nudge_id)}/resolve/", _json, json={"action": action})
 
 
@@ -342,8 +348,10 @@ def get_draft(draft_id: str) -> Call[DraftOutput]:
 
 
 def extract_drafts(transcript: str, *, source_session: str | None = None) -> Call[DraftExtractOutput]:
-    """Propose memories from a transcript or notes: at most 15 pending drafts, each
-    flagged with its conflict (`duplicate`, `contradiction`) for a person to review. The
+    """Propose memories and facts from a transcript or notes: at most 15 pending drafts of
+    each, each flagged with its conflict (`duplicate`, `contradiction`) for a person to
+    review; a fact the team holds with the same value is in `confirmed_facts`, with
+    another value it opens a fact contradiction nudge (`fact_nudges`). The
     server removes credentials, secrets, PII and code first. A learning already pending is
     not drafted again: another session's extraction of it raises that draft's count
     (answered in `corroborated`). `source_session` says where it came from (a session id
@@ -354,14 +362,20 @@ def extract_drafts(transcript: str, *, source_session: str | None = None) -> Cal
 
 
 def accept_draft(
-    draft_id: str, *, type: str | None = None, key: str | None = None, content: str | None = None
+    draft_id: str,
+    *,
+    type: str | None = None,
+    key: str | None = None,
+    content: str | None = None,
+    value: str | None = None,
 ) -> Call[DraftOutput]:
     """Store a pending draft as a new entry (optionally as another type, under another key
     or with edited content). `Conflict` when the key has an active entry (merge instead) or
-    another entry holds the text."""
-    return Call(
-        "POST", f"drafts/{_key(draft_id)}/accept/", _json, json=_body(type=type, key=key, content=content)
-    )
+    another entry holds the text. A fact draft (`kind` "fact") is set as its fact, with
+    `value` edited when given (`Conflict`, `draft_fact_exists`, when the fact has another
+    value since)."""
+    body = _body(type=type, key=key, content=content, value=value)
+    return Call("POST", f"drafts/{_key(draft_id)}/accept/", _json, json=body)
 
 
 def reject_draft(draft_id: str) -> Call[DraftOutput]:

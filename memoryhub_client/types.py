@@ -11,8 +11,10 @@ from typing import Any, Literal, NotRequired, TypedDict
 AnchorTypeEnum = Literal["url", "file", "api"]
 BlankEnum = Literal[""]
 ConflictEnum = Literal["duplicate", "contradiction"]
+DraftOutputKindEnum = Literal["memory", "fact"]
 DraftOutputStateEnum = Literal["pending", "accepted", "rejected", "merged"]
 EndReasonEnum = Literal["ended", "expired"]
+FactVersionOutputStateEnum = Literal["active", "superseded", "deleted"]
 FormatEnum = Literal["markdown", "json"]
 FreshnessEnum = Literal["fresh", "due", "anchor_broken", "contradicted"]
 HistoryEventKindEnum = Literal["created", "hard", "soft", "unsupersede", "deleted", "archived", "confirmed"]
@@ -23,8 +25,9 @@ MatchedByEnum = Literal["content_hash", "embedding"]
 MemoryBatchResultStatusEnum = Literal["created", "superseded", "unchanged", "duplicate", "error"]
 MemoryStateEnum = Literal["active", "superseded", "deleted", "archived"]
 MemoryTypeEnum = Literal["identity", "lesson", "decision", "context", "reference", "historical"]
-NudgeOutputKindEnum = Literal["due", "anchor_broken", "contradiction", "prune"]
+NudgeOutputKindEnum = Literal["due", "anchor_broken", "contradiction", "prune", "fact_contradiction"]
 NudgeStateEnum = Literal["open", "resolved", "dismissed"]
+OutcomeEnum = Literal["created", "superseded", "unchanged"]
 ResolutionEnum = Literal["confirm", "dismiss", "archive", "supersede", "compatible"]
 SectionEnum = Literal["core", "pinned", "skill", "relevant"]
 SessionStatusEnum = Literal["live", "stale", "ended"]
@@ -116,14 +119,33 @@ class DraftExtractOutput(TypedDict):
     # A capture with the team's `capture_to_memory` on: entries saved from the same learning before,
     # confirmed by this capture (one confirmer per session).
     confirmed: list[DraftEntry]
+    # Active facts the transcript stated again with the same value (no draft).
+    confirmed_facts: list[FactOutput]
+    # Fact contradictions opened: the transcript stated another value for an active fact.
+    fact_nudges: list[NudgeOutput]
+
+
+class DraftFactEntry(TypedDict):
+    id: str
+    entity: str
+    key: str
+    is_active: bool
 
 
 class DraftOutput(TypedDict):
     id: str
     state: DraftOutputStateEnum
+    # memory: type, key and content; fact: entity, fact_key and value (type is `fact`, key `entity/key`).
+    kind: DraftOutputKindEnum
     type: str
     key: str
     content: str
+    # A fact draft's entity (empty for a memory draft).
+    entity: str
+    # A fact draft's key within its entity (empty for a memory draft).
+    fact_key: str
+    # A fact draft's value (empty for a memory draft).
+    value: str
     why: str
     # [start, end) in the scrubbed, code-free transcript.
     source_span: list[int]
@@ -139,6 +161,8 @@ class DraftOutput(TypedDict):
     reviewed_by: str
     # The version it became.
     memory_entry: DraftEntry | None
+    # The fact version it became.
+    fact_entry: DraftFactEntry | None
     # How many times another session's extraction found this learning again while it was pending.
     corroborated: int
     # When it was last found again (null: never).
@@ -178,6 +202,91 @@ class Explain(TypedDict):
     rating: float
     # λ * score - (1 - λ) * similarity to results above.
     mmr: float | None
+
+
+class FactHistoryOutput(TypedDict):
+    entity: str
+    key: str
+    # Versions, newest first.
+    history: list[FactVersionOutput]
+    next: str | None
+    previous: str | None
+
+
+class FactOutput(TypedDict):
+    id: str
+    entity: str
+    key: str
+    value: str
+    scope: str
+    domains: list[str]
+    sensitivity: str
+    confidence: float
+    is_active: bool
+    supersedes: str | None
+    supersede_reason: str
+    # Who set it: a token's name (with `/<session>`), or a person.
+    updated_by: str
+    # The agent session it was set in, if one was named.
+    session: str
+    # The accepted draft it came from.
+    source_draft: str | None
+    created_at: str
+    deleted_at: str | None
+    deleted_by: str
+
+
+class FactSetOutput(TypedDict):
+    id: str
+    entity: str
+    key: str
+    value: str
+    scope: str
+    domains: list[str]
+    sensitivity: str
+    confidence: float
+    is_active: bool
+    supersedes: str | None
+    supersede_reason: str
+    # Who set it: a token's name (with `/<session>`), or a person.
+    updated_by: str
+    # The agent session it was set in, if one was named.
+    session: str
+    # The accepted draft it came from.
+    source_draft: str | None
+    created_at: str
+    deleted_at: str | None
+    deleted_by: str
+    # `unchanged`: the active version already held exactly this; nothing was written.
+    outcome: OutcomeEnum
+    # Credentials redacted from the value, by kind.
+    redactions: dict[str, int]
+
+
+class FactVersionOutput(TypedDict):
+    id: str
+    entity: str
+    key: str
+    value: str
+    scope: str
+    domains: list[str]
+    sensitivity: str
+    confidence: float
+    is_active: bool
+    supersedes: str | None
+    supersede_reason: str
+    # Who set it: a token's name (with `/<session>`), or a person.
+    updated_by: str
+    # The agent session it was set in, if one was named.
+    session: str
+    # The accepted draft it came from.
+    source_draft: str | None
+    created_at: str
+    deleted_at: str | None
+    deleted_by: str
+    state: FactVersionOutputStateEnum
+    # The version that replaced this one.
+    superseded_by: str | None
 
 
 class HistoryEvent(TypedDict):
@@ -559,15 +668,31 @@ class NudgeEntry(TypedDict):
     url: str
 
 
+class NudgeFact(TypedDict):
+    # The fact's version the nudge was made on.
+    id: str
+    entity: str
+    key: str
+    sensitivity: str
+    # False when the fact moved on since the nudge was made.
+    is_active: bool
+    # That version's value; null for a `high` fact and a read-only token.
+    current_value: str | None
+    # The value the conversation stated; null for a `high` fact and a read-only token.
+    extracted_value: str | None
+
+
 class NudgeOutput(TypedDict):
     id: str
     kind: NudgeOutputKindEnum
     state: NudgeStateEnum
     # What to do.
     message: str
-    # The keys it concerns (two for a contradiction).
+    # The keys it concerns (two for a contradiction; `entity/key` for a fact contradiction).
     keys: list[str]
     entries: list[NudgeEntry]
+    # A fact contradiction's fact; null for other kinds.
+    fact: NudgeFact | None
     # What the job found (kind-specific).
     details: dict[str, Any]
     # A contradiction's confidence (0..1); null for other kinds.

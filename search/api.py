@@ -74,6 +74,12 @@ class SearchInputSerializer(StrictInputSerializer):
         max_length=10,
         help_text="Only entries mentioning every one of these.",
     )
+    topics = serializers.ListField(
+        child=StrictCharField(max_length=64),
+        required=False,
+        max_length=10,
+        help_text="Only entries about any one of these topics (the names extraction found, lowercase).",
+    )
     explain = StrictBooleanField(default=False, help_text="Add how each score was made.")
     mode = serializers.ChoiceField(
         choices=["hybrid", "keyword", "vector"],

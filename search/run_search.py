@@ -81,6 +81,7 @@ class SearchArguments:
     include_archived: bool = False
     tags: list[str] | None = None
     people: list[str] | None = None
+    topics: list[str] | None = None
     explain: bool = False
     mode: SearchMode = "hybrid"
 

@@ -24,8 +24,9 @@ from django.utils import timezone
 from core.db_router import read_connection, statements_limited_to
 from core.errors import InvalidInput
 from core.metric_definitions import observe_search, timed
-from memories.metadata_extraction import metadata_filter_document
+from memories.metadata_extraction import metadata_filter_document, normalise_filter_values
 from memories.models import Memory
+from memories.scopes import ScopeWindows
 from memories.selectors import annotations_for, successors_of
 from search.models import ChunkEmbedding
 from search.retrieval.candidates import (
@@ -79,6 +80,7 @@ def search_memories(
     include_archived: bool = False,
     tags: list[str] | None = None,
     people: list[str] | None = None,
+    topics: list[str] | None = None,
     explain: bool = False,
     mode: SearchMode = "hybrid",
     diversify: bool = True,
@@ -99,6 +101,7 @@ def search_memories(
         include_superseded=include_superseded,
         include_archived=include_archived,
         metadata=metadata_filter_document(tags, people),
+        topics=normalise_filter_values(topics) or None,
     )
     timings: dict[str, float] = {}
     read = _read_candidates(
@@ -119,6 +122,7 @@ def search_memories(
             mode=search_mode,
             weights=Weights(vector=team.hybrid_vector_weight, keyword=team.hybrid_keyword_weight),
             half_life_days=team.decay_half_life_days,
+            scopes=ScopeWindows.for_team(team),
             now=timezone.now(),
             decay=decay,
             min_score=min_score,
@@ -187,6 +191,7 @@ def _read_candidates(
             types=filters.types,
             tags=tags,
             people=people,
+            topics=filters.topics,
         )
         # Every version is read, so that a key's current entry can take the best match.
         everything = replace(filters, include_superseded=True)

@@ -79,6 +79,17 @@ class Team(models.Model):
     # instead of pending drafts, when the capture would have been a draft with no
     # conflict (freshness.drafts.extract). Off: every capture waits for a person.
     capture_to_memory = models.BooleanField(default=False, db_default=False)
+    # Windows by scope (memories.scopes): an entry's confirmation window and search decay
+    # half-life are capped by its scope's. Null: no cap (project: the team's window).
+    scope_window_team_days = models.PositiveIntegerField(
+        null=True, blank=True, default=90, db_default=90, validators=_FRESHNESS_LIMITS
+    )
+    scope_window_project_days = models.PositiveIntegerField(
+        null=True, blank=True, default=None, validators=_FRESHNESS_LIMITS
+    )
+    scope_window_user_days = models.PositiveIntegerField(
+        null=True, blank=True, default=30, db_default=30, validators=_FRESHNESS_LIMITS
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     # Moved by database triggers (teams.0015) on every change of the team's tokens
     # (revoke, expiry, scopes, delete) and vault entries: what a process's caches of them
@@ -105,6 +116,12 @@ class Team(models.Model):
                 & Q(freshness_identity_days__gt=0)
                 & Q(freshness_confirmed_days__gt=0),
                 name="team_freshness_windows_positive",
+            ),
+            models.CheckConstraint(
+                condition=Q(scope_window_team_days__gt=0)
+                & Q(scope_window_project_days__gt=0)
+                & Q(scope_window_user_days__gt=0),
+                name="team_scope_windows_positive",
             ),
         ]
 

@@ -26,7 +26,15 @@ REVIEW_HEADING = "### Please review"
 REVIEW_HINT = "Check these and resolve each with nudge_resolve (confirm, supersede, archive or dismiss)."
 # The message of a nudge is bounded (freshness); a line is cut here all the same.
 MAX_LINE_CHARS = 400
-KIND_ORDER = [NudgeKind.CONTRADICTION, NudgeKind.ANCHOR_BROKEN, NudgeKind.DUE, NudgeKind.PRUNE]
+# A fact contradiction is exact (another value was stated), so it comes right after the
+# judged contradictions, as on the Review page.
+KIND_ORDER = [
+    NudgeKind.CONTRADICTION,
+    NudgeKind.FACT_CONTRADICTION,
+    NudgeKind.ANCHOR_BROKEN,
+    NudgeKind.DUE,
+    NudgeKind.PRUNE,
+]
 
 
 @dataclass(frozen=True)
@@ -67,6 +75,8 @@ def review_items(
     chosen: list[ReviewItem] = []
     for nudge in nudges:
         keys = [memory.key for memory in (nudge.memory, nudge.other_memory) if memory is not None]
+        if nudge.fact is not None:  # its message never holds a `high` fact's values
+            keys.append(f"{nudge.fact.entity}/{nudge.fact.key}")
         message = scrub(nudge.message, secrets).text
         item = ReviewItem(id=str(nudge.id), kind=nudge.kind, keys=keys, message=message)
         cost = tokens_of(item.line())

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
@@ -24,6 +25,7 @@ from dashboard.access import Role, TeamAccess, page_context, person_actor, team_
 from dashboard.forms import parse_version
 from freshness import drafts as draft_services
 from freshness import services as freshness_services
+from freshness.fact_contradictions import nudge_fact_payload
 from freshness.models import Nudge, NudgeAction, NudgeKind
 from memories.models import Memory
 from memories.types import MemoryType
@@ -45,6 +47,8 @@ KEEP = ReviewAction(NudgeAction.DISMISS, "Keep it", "d", primary=True)
 KEEP_BOTH = ReviewAction(NudgeAction.COMPATIBLE, "Keep both", "b", primary=True)
 ARCHIVE_OLDER = ReviewAction(NudgeAction.SUPERSEDE, "Archive the older entry", "", archives=True)
 ARCHIVE = ReviewAction(NudgeAction.ARCHIVE, "Archive this entry", "", archives=True)
+KEEP_FACT = ReviewAction(NudgeAction.DISMISS, "Keep the current value", "d", primary=True)
+USE_NEW_VALUE = ReviewAction(NudgeAction.SUPERSEDE, "Use the new value", "u")
 
 # The buttons each kind of nudge offers, in order; the first is the default and never
 # archives. The service decides what resolves what; this only chooses what the page
@@ -55,22 +59,28 @@ ACTIONS_BY_KIND: dict[str, list[ReviewAction]] = {
     NudgeKind.ANCHOR_BROKEN: [CONFIRM, DISMISS],
     NudgeKind.DUE: [CONFIRM, DISMISS],
     NudgeKind.PRUNE: [KEEP, ARCHIVE],
+    NudgeKind.FACT_CONTRADICTION: [KEEP_FACT, USE_NEW_VALUE],
 }
 KIND_LABELS: dict[str, str] = {
     NudgeKind.CONTRADICTION: "Contradiction",
     NudgeKind.ANCHOR_BROKEN: "Broken anchor",
     NudgeKind.DUE: "Due for confirmation",
     NudgeKind.PRUNE: "Archive proposal",
+    NudgeKind.FACT_CONTRADICTION: "Fact contradiction",
 }
 # A draft's buttons: all three submit the draft's form (its edited type, key and text).
 ACCEPT_DRAFT = ReviewAction("accept", "Accept", "y", primary=True)
 MERGE_DRAFT = ReviewAction("merge", "Merge into", "m")
 REJECT_DRAFT = ReviewAction("reject", "Reject", "r")
 DRAFT_ACTIONS = [ACCEPT_DRAFT, MERGE_DRAFT, REJECT_DRAFT]
+FACT_DRAFT_ACTIONS = [ACCEPT_DRAFT, REJECT_DRAFT]  # a fact is set or not: nothing to merge into
 DRAFT_DONE = {"accept": "Accepted", "merge": "Merged", "reject": "Rejected"}
 SHORTCUTS = [
     ("j / k", "next / previous item"),
-    *[(a.shortcut, a.label) for a in (CONFIRM, KEEP_BOTH, DISMISS, ACCEPT_DRAFT, MERGE_DRAFT, REJECT_DRAFT)],
+    *[
+        (a.shortcut, a.label)
+        for a in (CONFIRM, KEEP_BOTH, DISMISS, USE_NEW_VALUE, ACCEPT_DRAFT, MERGE_DRAFT, REJECT_DRAFT)
+    ],
 ]
 DONE: dict[str, str] = {
     NudgeAction.CONFIRM: "Confirmed",
@@ -78,6 +88,10 @@ DONE: dict[str, str] = {
     NudgeAction.SUPERSEDE: "Kept the newer entry and archived the older",
     NudgeAction.COMPATIBLE: "Kept both entries",
     NudgeAction.ARCHIVE: "Archived",
+}
+DONE_BY_KIND: dict[tuple[str, str], str] = {
+    (NudgeAction.SUPERSEDE, NudgeKind.FACT_CONTRADICTION): "Set the new value",
+    (NudgeAction.DISMISS, NudgeKind.FACT_CONTRADICTION): "Kept the current value",
 }
 
 
@@ -97,6 +111,9 @@ class ReviewItem:
         """The actions behind the disclosure: they archive an entry."""
         return [a for a in self.actions if a.archives]
 
+    # A fact contradiction's fact and values (values None: hidden, a `high` fact).
+    fact: dict[str, Any] | None = None
+
     @property
     def entries(self) -> list[Memory]:
         """The entry, or a contradiction's newer and older entries, in that order."""
@@ -109,7 +126,11 @@ def review(request: HttpRequest, access: TeamAccess) -> HttpResponse:
     page = selectors.review_queue(team=access.team, after=after)
     items = [
         ReviewItem(
-            nudge=n, kind_label=KIND_LABELS.get(n.kind, n.kind), actions=ACTIONS_BY_KIND.get(n.kind, [])
+            nudge=n,
+            kind_label=KIND_LABELS.get(n.kind, n.kind),
+            actions=ACTIONS_BY_KIND.get(n.kind, []),
+            # A `high` fact's values stay masked here, as on the facts page (reveal there).
+            fact=nudge_fact_payload(n, may_see_high=False),
         )
         for n in page.nudges
     ]
@@ -119,6 +140,7 @@ def review(request: HttpRequest, access: TeamAccess) -> HttpResponse:
         items=items,
         drafts=drafts,
         draft_actions=DRAFT_ACTIONS,
+        fact_draft_actions=FACT_DRAFT_ACTIONS,
         memory_types=MemoryType.values,
         after=after,
         next_after=page.next_after,
@@ -143,7 +165,10 @@ def review_resolve(request: HttpRequest, access: TeamAccess, nudge_id: str) -> H
         messages.error(request, error.detail)
     else:
         keys = ", ".join(m.key for m in (nudge.memory, nudge.other_memory) if m)
-        messages.success(request, f"{DONE.get(action, 'Resolved')}: {keys}.")
+        if nudge.fact is not None:
+            keys = f"{nudge.fact.entity}/{nudge.fact.key}"
+        done = DONE_BY_KIND.get((action, nudge.kind)) or DONE.get(action, "Resolved")
+        messages.success(request, f"{done}: {keys}.")
     return redirect(_back_to_queue(access, request.POST.get("after")))
 
 
@@ -161,6 +186,7 @@ def review_draft(request: HttpRequest, access: TeamAccess, draft_id: str) -> Htt
                 type=request.POST.get("type") or None,
                 key=request.POST.get("key") or None,
                 content=request.POST.get("content") or None,
+                value=request.POST.get("value") or None,
             )
         elif action == "merge":
             draft = draft_services.merge_draft(

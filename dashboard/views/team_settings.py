@@ -76,6 +76,19 @@ MEANINGS = {
         "waits on the Review page as a draft. On: a capture that would have been a draft with no conflict "
         "is saved at once as a lesson marked auto-captured; a capture seen again confirms that entry.",
     ),
+    "scope_window_team_days": (
+        "Window: team scope (days)",
+        "A team-wide memory is due for review within this many days at most, and its search score halves "
+        "at least this often (the shorter of this and the type's window or the half-life); empty: no cap.",
+    ),
+    "scope_window_project_days": (
+        "Window: project scope (days)",
+        "The same for a memory of a project; empty: the team scope's window.",
+    ),
+    "scope_window_user_days": (
+        "Window: personal scope (days)",
+        "The same for a personal memory; empty: no cap.",
+    ),
 }
 
 

@@ -15,6 +15,12 @@ the content occurs, else [0, 0]). Keys always come from memories.keys.derive_key
 from the model. At most extraction.MAX_CANDIDATES are kept, the first ones. An answer
 that breaks any of this is refused whole (ExtractorBadAnswer, 502): no drafts.
 
+Facts come back beside them, in the object form only ({"candidates": [...], "facts":
+[...]}): each `entity` and `key` a key (letters, digits and . _ : @ -; lowercased,
+spaces to `-`), a non-empty `value` of at most MAX_FACT_VALUE_CHARS (scrubbed), an
+optional `why` and `source_span` as above; at most MAX_FACT_CANDIDATES, one per
+(entity, key). A malformed fact refuses the answer whole, as a malformed candidate does.
+
 Failure policy, as the embedding provider's (search/embeddings/openai_compat.py):
 connect and read timeouts; connect errors, timeouts, 429 and 5xx retried with
 exponential backoff (MEMORYHUB_DRAFT_LLM_MAX_ATTEMPTS in all); other 4xx not. What
@@ -34,23 +40,31 @@ from django.conf import settings
 
 from core.errors import DomainError
 from freshness.draft_extraction import MAX_CANDIDATES, MAX_CONTENT_CHARS, Candidate, PreparedTranscript
+from freshness.draft_extraction.transcript import MAX_FACT_CANDIDATES, MAX_FACT_VALUE_CHARS, FactCandidate
 from memories.keys import derive_key
 from memories.types import resolve_type
 from teams.scrubber import SecretMatcher, scrub
+from teams.validators import is_key
 
 MAX_WHY_CHARS = 200
 MAX_ANSWER_BYTES = 1024 * 1024
 _BODY_SNIPPET_CHARS = 200
 
 SYSTEM_PROMPT = (
-    "You extract durable team memories from a work-session transcript. Propose at most "
-    f"{MAX_CANDIDATES} memories worth keeping: decisions, lessons and gotchas, always/never rules, "
+    "You extract durable team memories and exact facts from a work-session transcript. Propose at "
+    f"most {MAX_CANDIDATES} memories worth keeping: decisions, lessons and gotchas, always/never rules, "
     "switches from one tool to another, conventions, references (runbooks, docs) and open TODOs. "
-    "Skip questions, hypotheticals and small talk. Answer with JSON only: a list of objects "
-    '{"type": one of "decision", "lesson", "context", "reference", "content": one or two '
-    'self-contained sentences, "why": a few words on why it is worth keeping, "source_span": '
-    "[start, end] character offsets of the passage in the transcript}. Answer [] when nothing "
-    "is worth keeping."
+    f"Propose at most {MAX_FACT_CANDIDATES} facts the transcript states plainly as true now, such as "
+    'which provider, tool, version or region the team uses: "we use Paddle for payments" is entity '
+    '"payments", key "provider", value "Paddle"; "Project Alpha\'s database is Postgres 16" is '
+    'entity "project-alpha", key "database", value "Postgres 16". Never guess a fact. '
+    "Skip questions, hypotheticals and small talk. Answer with JSON only: "
+    '{"candidates": [objects {"type": one of "decision", "lesson", "context", "reference", "content": '
+    'one or two self-contained sentences, "why": a few words on why it is worth keeping, '
+    '"source_span": [start, end] character offsets of the passage in the transcript}], "facts": '
+    '[objects {"entity": a short lowercase name, "key": a short lowercase name, "value": the answer, '
+    '"why": a few words, "source_span": [start, end]}]}. Answer {"candidates": [], "facts": []} when '
+    "nothing is worth keeping."
 )
 
 
@@ -111,11 +125,17 @@ class ChatExtractor:
     def extract(
         self, text: PreparedTranscript, secrets: SecretMatcher | Iterable[str] = ()
     ) -> list[Candidate]:
+        return self.extract_with_facts(text, secrets)[0]
+
+    def extract_with_facts(
+        self, text: PreparedTranscript, secrets: SecretMatcher | Iterable[str] = ()
+    ) -> tuple[list[Candidate], list[FactCandidate]]:
+        """The candidate memories and the proposed facts of one answer."""
         if not isinstance(text, PreparedTranscript):
             raise TypeError("an extractor reads a PreparedTranscript only")
         sent = PreparedTranscript(text[: settings.MEMORYHUB_DRAFT_LLM_MAX_CHARS])
         answer = self._ask(sent)
-        return parse_answer(answer, text, secrets)
+        return parse_answer(answer, text, secrets), parse_facts(answer, text, secrets)
 
     def _ask(self, text: str) -> str:
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
@@ -192,16 +212,68 @@ def parse_answer(
     return candidates
 
 
-def _json_items(answer: str) -> list[Any]:
+def parse_facts(
+    answer: str, text: PreparedTranscript, secrets: SecretMatcher | Iterable[str] = ()
+) -> list[FactCandidate]:
+    """The answer's `facts`, checked and bounded (module docstring); none in the list form."""
+    data = _json(answer)
+    items = data.get("facts", []) if isinstance(data, dict) else []
+    if not isinstance(items, list):
+        raise ExtractorBadAnswer("the draft extractor's `facts` is not a list")
+    facts: dict[tuple[str, str], FactCandidate] = {}
+    for position, item in enumerate(items[: MAX_FACT_CANDIDATES * 4]):
+        if len(facts) >= MAX_FACT_CANDIDATES:
+            break
+        fact = _fact(item, position, text, secrets)
+        facts.setdefault((fact.entity, fact.key), fact)
+    return list(facts.values())
+
+
+def _fact(
+    item: Any, position: int, text: PreparedTranscript, secrets: SecretMatcher | Iterable[str]
+) -> FactCandidate:
+    where = f"fact {position}"
+    if not isinstance(item, dict):
+        raise ExtractorBadAnswer(f"the draft extractor's {where} is not an object")
+    names = {}
+    for field_name in ("entity", "key"):
+        raw = item.get(field_name)
+        name = "-".join(raw.lower().split()) if isinstance(raw, str) else ""
+        if not is_key(name) or scrub(name).redactions:
+            raise ExtractorBadAnswer(f"the draft extractor's {where} has no valid {field_name}")
+        names[field_name] = name
+    raw_value = item.get("value")
+    if not isinstance(raw_value, str) or not raw_value.strip() or "\x00" in raw_value:
+        raise ExtractorBadAnswer(f"the draft extractor's {where} has no value")
+    flat = " ".join(raw_value.split())
+    value = scrub(_bounded(flat, MAX_FACT_VALUE_CHARS), secrets).text
+    why = item.get("why", "")
+    if not isinstance(why, str):
+        raise ExtractorBadAnswer(f"the draft extractor's {where} has a `why` that is not text")
+    why = scrub(_bounded(" ".join(why.replace("\x00", "").split()), MAX_WHY_CHARS), secrets).text
+    return FactCandidate(
+        entity=names["entity"],
+        key=names["key"],
+        value=value,
+        why=why or "proposed by the language model",
+        source_span=_span(item.get("source_span"), flat, text),
+    )
+
+
+def _json(answer: str) -> Any:
     body = answer.strip()
     if body.startswith("```"):
         body = body.strip("`").strip()
         if body[:4].lower() == "json":
             body = body[4:]
     try:
-        data = json.loads(body)
+        return json.loads(body)
     except ValueError:
         raise ExtractorBadAnswer("the draft extractor did not answer JSON") from None
+
+
+def _json_items(answer: str) -> list[Any]:
+    data = _json(answer)
     if isinstance(data, dict) and isinstance(data.get("candidates"), list):
         data = data["candidates"]
     if not isinstance(data, list):

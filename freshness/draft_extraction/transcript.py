@@ -255,3 +255,29 @@ class Candidate:
             "why": self.why,
             "source_span": list(self.source_span),
         }
+
+
+MAX_FACT_CANDIDATES = 15
+MAX_FACT_VALUE_CHARS = 200  # a proposed fact's value: a name, a version, a short answer
+
+
+@dataclass(frozen=True)
+class FactCandidate:
+    """A fact the extractor proposes, `(entity, key) -> value`; a person accepts, edits
+    or rejects it (or, when the team already holds another value, a fact_contradiction
+    nudge asks which one is true)."""
+
+    entity: str
+    key: str
+    value: str
+    why: str
+    source_span: tuple[int, int]  # [start, end) in the prepared transcript
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "entity": self.entity,
+            "key": self.key,
+            "value": self.value,
+            "why": self.why,
+            "source_span": list(self.source_span),
+        }

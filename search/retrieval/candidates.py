@@ -69,6 +69,8 @@ class SearchFilters:
     project: str | None
     include_superseded: bool
     metadata: dict[str, list[str]] | None = None
+    # Entries about any one of these topics (metadata.topics, normalised).
+    topics: list[str] | None = None
     # Archived entries (memories.writes.archive_memory) are found only when asked.
     include_archived: bool = False
     # Only entries of the same owner as this key (team keys: the team's; a personal key:
@@ -105,6 +107,9 @@ class SearchFilters:
         if self.metadata:
             clauses.append("m.metadata @> %s::jsonb")
             params.append(json.dumps(self.metadata))
+        if self.topics:
+            clauses.append("jsonb_exists_any(m.metadata -> 'topics', %s::text[])")
+            params.append(list(self.topics))
         return " AND ".join(clauses), params
 
 

@@ -40,6 +40,7 @@ from datetime import datetime
 from typing import Literal
 
 from memories.models import Memory
+from memories.scopes import ScopeWindows, memory_scope_kind
 from memories.types import MemoryType
 from search.retrieval.candidates import Candidate, SearchMode
 from search.retrieval.entities import entity_bonus, entity_patterns
@@ -93,13 +94,15 @@ def score_candidates(
     entities: Sequence[str] = (),
     fusion: Fusion = "relative",
     relevance_floor: float | None = None,
+    scopes: ScopeWindows | None = None,
 ) -> list[Scored]:
     """The candidates that have a memory in `memories` and reach `min_score`, best
     first (ties by memory id, so the order never depends on how they were found).
     `entities` (the query's, search.retrieval.entities) boost in hybrid mode only;
     `fusion` is how hybrid mode merges the paths; `relevance_floor` drops a candidate
     whose relevance (its absolute weighted sum plus entity, before decay and rating)
-    is below it (module docstring)."""
+    is below it (module docstring). With `scopes`, each entry's half-life is capped by
+    its scope's window (memories.scopes)."""
     candidates = list(candidates)
     patterns = entity_patterns(entities) if mode == "hybrid" else []
     best_rank = max((c.keyword_rank for c in candidates), default=0.0) or 1.0
@@ -136,7 +139,14 @@ def score_candidates(
             continue
         factor = (
             decay_factor(
-                memory_type=memory.type, created_at=memory.created_at, now=now, half_life_days=half_life_days
+                memory_type=memory.type,
+                created_at=memory.created_at,
+                now=now,
+                half_life_days=(
+                    scopes.half_life(half_life_days, memory_scope_kind(memory))
+                    if scopes is not None
+                    else half_life_days
+                ),
             )
             if decay
             else 1.0

@@ -30,6 +30,7 @@ def fire_skills(
     types: list[str] | None,
     tags: list[str] | None,
     people: list[str] | None,
+    topics: list[str] | None = None,
 ) -> list[FiredSkill]:
     return triggered_skills(
         team_id=team_id,
@@ -38,6 +39,7 @@ def fire_skills(
         types=types,
         tags=tags,
         people=people,
+        topics=topics,
         limit=settings.MEMORYHUB_SKILLS_PER_SEARCH,
     )
 

@@ -11,7 +11,9 @@ import pytest
 from agents.injection import build_injection
 from agents.injection.review import REVIEW_HEADING, REVIEW_MAX
 from freshness.contradictions import INJECT_CONFIDENCE
+from freshness.fact_contradictions import open_fact_contradiction
 from freshness.models import Nudge, NudgeKind
+from memories.facts.services import set_fact
 from memories.writes import save_memory
 from teams.models import Team
 from teams.scope import team_scope
@@ -114,3 +116,21 @@ def test_only_contradictions_confident_enough_are_asked_about(team: Team, member
     assert [item["id"] for item in body["review"]] == [str(sure.id)]
     assert "Unsure clash?" not in body["text"] and "Older clash?" not in body["text"]
     assert str(unsure.id) in {n["id"] for n in member.client.get(member.url("nudges/")).json()["results"]}
+
+
+def test_a_fact_contradiction_follows_the_contradictions_and_names_no_high_value(
+    team: Team, member: Agent
+) -> None:
+    memories = [entry(team, f"fact-{n}", f"Fact number {n} about the build.") for n in range(2)]
+    nudge(team, NudgeKind.DUE, memories[0], "'fact-0' was last confirmed 40 days ago. Still true?")
+    with team_scope(team.id):
+        secret = set_fact(
+            team=team, entity="vault", key="region", value="alpha-Hidden-5", actor="t", sensitivity="high"
+        ).fact
+        open_fact_contradiction(team=team, fact=secret, extracted_value="Other-Value-6", source_session="")
+
+    body = member.client.get(member.url("injection/"), {"format": "json"}).json()
+
+    assert [item["kind"] for item in body["review"]] == ["fact_contradiction", "due"]
+    assert body["review"][0]["keys"] == ["vault/region"]
+    assert "alpha-Hidden-5" not in body["text"] and "Other-Value-6" not in body["text"]

@@ -38,6 +38,9 @@ ROOT_SCHEMAS = (
     "AgentSessionBootOutput",
     "AgentSessionOutput",
     "AnchoredEntry",
+    "FactOutput",
+    "FactSetOutput",
+    "FactHistoryOutput",
     "Error",
 )
 

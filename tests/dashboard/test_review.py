@@ -18,8 +18,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 from dashboard import selectors
+from freshness.fact_contradictions import open_fact_contradiction
 from freshness.models import Draft, Nudge, NudgeKind, NudgeState
 from memories import writes
+from memories.facts.models import Fact
+from memories.facts.services import set_fact
 from memories.models import Confirmation, Memory
 from teams.models import JobRun, Team
 from teams.scope import team_scope
@@ -733,3 +736,62 @@ def test_another_teams_draft_is_404_with_nothing_of_it(cast: Cast, team: Team, o
         assert b"zeppelin" not in response.content
     assert b"zeppelin" not in cast.client("member").get(url("review")).content
     assert draft_state(theirs).state == "pending"
+
+
+# --- fact drafts and fact contradictions in the review queue --------------------------------------
+
+
+def make_fact_draft(team: Team, entity: str, key: str, value: str) -> Draft:
+    return make_draft(
+        team,
+        f"{entity}/{key}",
+        f"{entity}/{key} = {value}",
+        type="fact",
+        kind="fact",
+        entity=entity,
+        fact_key=key,
+        value=value,
+    )
+
+
+def test_a_fact_draft_offers_its_value_and_accept_sets_the_fact(cast: Cast, team: Team) -> None:
+    draft = make_fact_draft(team, "payments", "provider", "Paddle")
+
+    body = cast.client("member").get(url("review")).content.decode()
+    assert f'id="draft-{draft.id}-value"' in body and 'value="Paddle"' in body
+    assert 'name="into_key"' not in body  # a fact is not merged
+
+    response = cast.client("member").post(
+        draft_url(draft), {"action": "accept", "value": "Paddle Billing"}, follow=True
+    )
+
+    assert "Accepted: payments/provider." in response.content.decode()
+    with operator_view():
+        fact = Fact.objects.get(team=team, entity="payments", key="provider", is_active=True)
+    assert fact.value == "Paddle Billing" and fact.source_draft == draft.id and fact.updated_by == "user:mia"
+
+
+def test_a_fact_contradiction_masks_a_high_value_and_keeps_or_sets_the_fact(cast: Cast, team: Team) -> None:
+    with team_scope(team.id):
+        public = set_fact(team=team, entity="payments", key="provider", value="Paddle", actor="t").fact
+        secret = set_fact(
+            team=team, entity="vault", key="region", value="alpha-Secret-77", actor="t", sensitivity="high"
+        ).fact
+        plain = open_fact_contradiction(team=team, fact=public, extracted_value="Stripe", source_session="s1")
+        hidden = open_fact_contradiction(team=team, fact=secret, extracted_value="Other-9", source_session="")
+    assert plain is not None and hidden is not None
+
+    body = cast.client("member").get(url("review")).content.decode()
+
+    assert "Fact contradiction" in body and "Stripe" in body and "Paddle" in body
+    assert "alpha-Secret-77" not in body and "Other-9" not in body and "hidden (high sensitivity)" in body
+    assert 'aria-keyshortcuts="u"' in body
+
+    response = cast.client("member").post(resolve_url(plain), {"action": "supersede"}, follow=True)
+    assert "Set the new value: payments/provider." in response.content.decode()
+    response = cast.client("member").post(resolve_url(hidden), {"action": "dismiss"}, follow=True)
+    assert "Kept the current value: vault/region." in response.content.decode()
+    with operator_view():
+        current = Fact.objects.get(team=team, entity="payments", is_active=True)
+        assert current.value == "Stripe" and current.supersede_reason == "from conversation s1"
+        assert Fact.objects.get(team=team, entity="vault", is_active=True).value == "alpha-Secret-77"

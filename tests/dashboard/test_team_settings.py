@@ -119,6 +119,8 @@ def test_saving_without_a_change_records_nothing(cast: Cast, team: Team) -> None
         ("hybrid_keyword_weight", "-0.1", "greater than or equal to 0.0"),
         ("dedup_threshold", "0", "above 0 and at most 1"),
         ("freshness_context_days", "0", "greater than or equal to 1"),
+        ("scope_window_user_days", "0", "greater than or equal to 1"),
+        ("scope_window_team_days", "99999", "less than or equal to"),
         ("name", "Al\x00pha", "Null characters are not allowed"),
         ("name", "", "This field is required"),
     ],
@@ -324,3 +326,33 @@ def test_admin_turns_captures_straight_to_memory_on_and_off(cast: Cast, team: Te
         "capture_to_memory: False → True",
         "capture_to_memory: True → False",
     ]
+
+
+def test_the_windows_by_scope_are_edited_like_the_other_windows(cast: Cast, team: Team) -> None:
+    admin = cast.client("admin")
+    page = admin.get(url(team)).content.decode()
+    assert "Window: personal scope (days)" in page and "Window: project scope (days)" in page
+
+    response = post(
+        admin,
+        team,
+        shown(team),
+        scope_window_project_days=14,
+        scope_window_user_days="",
+        scope_window_team_days=60,
+    )
+
+    assert response.status_code == 302
+    saved = fresh(team)
+    assert (saved.scope_window_team_days, saved.scope_window_project_days, saved.scope_window_user_days) == (
+        60,
+        14,
+        None,
+    )
+    [event] = settings_events(team)
+    for change in [
+        "scope_window_team_days: 90 → 60",
+        "scope_window_project_days: never → 14",
+        "scope_window_user_days: 30 → never",
+    ]:
+        assert change in event.target

@@ -69,7 +69,14 @@ def test_with_the_setting_on_a_capture_is_a_scrubbed_lesson_entry_and_repeats_co
     assert entry.metadata["capture"]["source_session"] == "s1"
     assert entry.metadata["capture"]["fingerprint"]
 
-    assert retry.json() == {"drafts": [], "corroborated": [], "memories": [], "confirmed": []}
+    assert retry.json() == {
+        "drafts": [],
+        "corroborated": [],
+        "memories": [],
+        "confirmed": [],
+        "confirmed_facts": [],
+        "fact_nudges": [],
+    }
     assert [e["id"] for e in other.json()["confirmed"]] == [str(entry.id)]
     assert [e["id"] for e in unnamed.json()["confirmed"]] == [str(entry.id)]
     assert drafts(member.team) == [] and len(entries(member.team)) == 1

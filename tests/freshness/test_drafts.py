@@ -329,3 +329,27 @@ def test_the_fingerprints_pattern_takes_time_linear_in_the_text() -> None:
         return ("line 1: 22s 333333 :4 " * (size // 22 + 1))[:size]
 
     assert_linear_time(lambda t: drafts._VARYING_NUMBERS.sub("#", t), text, 256 * 1024)
+
+
+def test_the_models_facts_become_fact_drafts_and_its_secrets_are_scrubbed(
+    member: Agent, vault: None, chat: ChatServer
+) -> None:
+    chat.content = json.dumps(
+        {
+            "candidates": [],
+            "facts": [
+                {"entity": "payments", "key": "provider", "value": "Paddle", "why": "stated"},
+                {"entity": "deploy", "key": "password", "value": f"it is {VAULT_SECRET}"},
+            ],
+        }
+    )
+
+    response = extract(member, "We use Paddle for payments.")
+
+    assert response.status_code == 201, response.content
+    assert "facts" in chat.requests[0]["messages"][0]["content"]
+    drafts = {(d["entity"], d["fact_key"]): d for d in response.json()["drafts"]}
+    assert drafts[("payments", "provider")]["value"] == "Paddle"
+    assert drafts[("payments", "provider")]["extractor"] == "openai:test-model"
+    assert VAULT_SECRET not in json.dumps(response.json())
+    assert drafts[("deploy", "password")]["kind"] == "fact"

@@ -6,8 +6,11 @@ from __future__ import annotations
 import pytest
 
 from freshness.models import Draft, DraftState
+from memories.facts.models import Fact
+from memories.facts.services import set_fact
 from memories.models import Memory
 from teams.models import Team
+from teams.scope import team_scope
 from tests.conftest import make_agent, operator_view
 from tests.mcp.conftest import Server, mcp_server  # noqa: F401  (the server fixture)
 from tests.mcp.test_mcp_access import call_all
@@ -111,3 +114,36 @@ def test_a_draft_found_again_is_answered_as_corroborated_as_rest_answers_it(
     assert first["corroborated"] == []
     assert second["drafts"] == [] and [d["id"] for d in second["corroborated"]] == [made["id"]]
     assert second["corroborated"][0]["corroborated"] == 1
+
+
+def test_an_agent_accepts_a_fact_draft_and_supersedes_a_fact_from_a_nudge(
+    mcp_server: Server,  # noqa: F811
+    team: Team,
+) -> None:
+    token = make_agent(team, "reviewer", ["read", "write"]).token
+    with team_scope(team.id):
+        set_fact(team=team, entity="ci", key="provider", value="Jenkins", actor="t")
+    transcript = "We use Paddle for payments.\n\nOur CI provider is GitHub Actions."
+
+    [(error, extracted)] = call_all(
+        mcp_server, token, [("drafts_extract", {"transcript": transcript, "source_session": "s-3"})]
+    )
+    assert not error, extracted
+    (draft,) = extracted["drafts"]
+    (nudge,) = extracted["fact_nudges"]
+    assert draft["kind"] == "fact" and nudge["fact"]["extracted_value"] == "GitHub Actions"
+
+    [(accept_error, accepted), (resolve_error, resolved)] = call_all(
+        mcp_server,
+        token,
+        [
+            ("draft_review", {"draft_id": draft["id"], "action": "accept", "value": "Paddle"}),
+            ("nudge_resolve", {"nudge_id": nudge["id"], "action": "supersede"}),
+        ],
+    )
+    assert not accept_error and accepted["state"] == "accepted", accepted
+    assert not resolve_error and resolved["resolution"] == "supersede", resolved
+    with operator_view():
+        assert Fact.objects.get(team=team, entity="payments", is_active=True).source_draft is not None
+        ci = Fact.objects.get(team=team, entity="ci", is_active=True)
+        assert ci.value == "GitHub Actions" and ci.supersede_reason == "from conversation s-3"

@@ -40,7 +40,7 @@ def memory_nudges(call: ToolCall, payload: NudgesArguments) -> dict[str, Any]:
     data = payload.validated_data
     rows = selectors.list_nudges(team=call.team, kind=data.get("kind"), state=data["state"])
     page, next_cursor = page_of(NudgePagination, rows, payload)
-    results = NudgeOutputSerializer(page, many=True, context={"team_slug": call.team.slug}).data
+    results = NudgeOutputSerializer(page, many=True, context=_nudge_context(call)).data
     return {"results": results, "next_cursor": next_cursor}
 
 
@@ -71,7 +71,11 @@ def nudge_resolve(call: ToolCall, payload: NudgeResolveArguments) -> dict[str, A
     nudge = services.resolve_nudge(
         team=call.team, nudge_id=data["nudge_id"], action=data["action"], actor=call.actor
     )
-    return dict(NudgeOutputSerializer(nudge, context={"team_slug": call.team.slug}).data)
+    return dict(NudgeOutputSerializer(nudge, context=_nudge_context(call)).data)
+
+
+def _nudge_context(call: ToolCall) -> dict[str, Any]:
+    return {"team_slug": call.team.slug, "may_see_high": call.token.grants("write")}
 
 
 RESOLVE = Tool(
@@ -169,6 +173,7 @@ def draft_review(call: ToolCall, payload: DraftReviewArguments) -> dict[str, Any
             type=data.get("type"),
             key=data.get("key"),
             content=data.get("content"),
+            value=data.get("value"),
         )
     elif data["action"] == "reject":
         draft = drafts.reject_draft(team=team, draft_id=draft_id, actor=actor)
@@ -186,9 +191,11 @@ DRAFT_REVIEW = Tool(
     title="Accept, reject or merge a draft",
     description=(
         "Review a pending draft of drafts_list. `accept` stores it as a new entry (optionally with an "
-        "edited type, key or content) recording where it came from; `reject` drops it; `merge` "
+        "edited type, key or content) recording where it came from; a fact draft (kind `fact`) is set as "
+        "its fact, optionally with an edited `value`; `reject` drops it; `merge` "
         "supersedes the active entry of `into_key` with the merged text. Returns the draft. Errors: "
-        "not_found, draft_not_pending, draft_key_exists (merge instead), draft_duplicate, invalid."
+        "not_found, draft_not_pending, draft_key_exists (merge instead), draft_duplicate, "
+        "draft_fact_exists, invalid."
     ),
     arguments=DraftReviewArguments,
     scope="write",
