@@ -1,5 +1,5 @@
 """A team's own settings (injection cap and budget, decay, hybrid weights, duplicate
-threshold, freshness windows, name): checked with the model's own limits, written
+threshold, freshness windows, conversation retention, name): checked with the model's own limits, written
 field by field under the row's lock, each change recorded in the audit trail.
 
 The embedding profile is not here: switching it means re-embedding every entry, so it
@@ -34,6 +34,7 @@ EDITABLE_SETTINGS = (
     "freshness_historical_days",
     "freshness_identity_days",
     "freshness_confirmed_days",
+    "conversation_retention_days",
 )
 
 
