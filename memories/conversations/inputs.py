@@ -57,7 +57,7 @@ class ConversationCreateInputSerializer(StrictInputSerializer):
     title = StrictCharField(
         required=False, allow_blank=True, max_length=MAX_TITLE_CHARS, help_text="A title."
     )
-    source = serializers.ChoiceField(
+    source = serializers.ChoiceField(  # type: ignore[assignment]
         choices=ConversationSource.choices,
         default=ConversationSource.API,
         help_text="What sent it: `hook` (a client hook), `sdk` (the SDK's context manager) or `api`.",

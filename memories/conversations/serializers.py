@@ -12,7 +12,8 @@ from memories.conversations.models import Conversation, ConversationLine
 class ConversationOutputSerializer(serializers.Serializer[Conversation]):
     id = serializers.UUIDField()
     session = serializers.CharField(help_text="The agent session it came from, if known.")
-    source = serializers.CharField(help_text="hook, sdk or api.")
+    # The API's field is named `source` (see search.api.SearchResultSerializer on the stubs).
+    source = serializers.CharField(help_text="hook, sdk or api.")  # type: ignore[assignment]
     title = serializers.CharField()
     started_at = serializers.DateTimeField(allow_null=True)
     ended_at = serializers.DateTimeField(allow_null=True)
@@ -45,7 +46,7 @@ def detail_payload(conversation: Conversation, lines: list[ConversationLine], fi
     to_line = lines[-1].number if lines else 0
     return {
         **conversation_payload(conversation),
-        "lines": ConversationLineOutputSerializer(lines, many=True).data,
+        "lines": [{"number": line.number, "role": line.role, "text": line.text} for line in lines],
         "from_line": first,
         "to_line": to_line,
         "has_more": to_line < conversation.line_count and bool(lines),
