@@ -24,11 +24,12 @@ from core.pagination import KeysetPagination
 from freshness import drafts
 from freshness.api import _version_path
 from freshness.models import Draft, DraftConflict, DraftState
+from memories.conversations.models import ConversationSource
 from memories.inputs import TYPE_HELP, key_field
 from memories.models import MAX_CONTENT_BYTES
 from teams.authentication import agent_actor
 from teams.models import Team
-from teams.serializers import StrictCharField, StrictInputSerializer, StrictRegexField
+from teams.serializers import StrictBooleanField, StrictCharField, StrictInputSerializer, StrictRegexField
 from teams.validators import KEY_PATTERN
 from teams.viewsets import TEAM_PATH_PARAMETER, TeamScopedViewSet
 
@@ -65,6 +66,17 @@ class DraftExtractInputSerializer(StrictInputSerializer):
         max_length=drafts.MAX_SOURCE_SESSION_CHARS,
         help_text="Where it came from: the session's id or a label.",
     )
+    keep_conversation = StrictBooleanField(
+        default=True,
+        help_text="Also keep the transcript as a conversation of the team (scrubbed, for the team's "
+        "retention; searchable): the drafts then name it and the lines they came from. False for notes "
+        "that are no transcript.",
+    )
+    source = serializers.ChoiceField(
+        choices=ConversationSource.choices,
+        default=ConversationSource.API,
+        help_text="What sent it, recorded on the conversation: `hook`, `sdk` or `api`.",
+    )
 
 
 INTO_KEY_HELP = "The key of the active entry to merge into."
@@ -97,6 +109,14 @@ class DraftEntrySerializer(serializers.Serializer):  # type: ignore[type-arg]
     url = serializers.CharField(help_text="This version in the API (GET).")
 
 
+class DraftConversationSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    id = serializers.UUIDField(help_text="The conversation the transcript was kept as (it may have expired).")
+    first_line = serializers.IntegerField(
+        allow_null=True, help_text="The first line holding the draft's excerpt (null: not found)."
+    )
+    last_line = serializers.IntegerField(allow_null=True, help_text="The last line holding it.")
+
+
 class DraftOutputSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
     state = serializers.ChoiceField(choices=DraftState.choices, read_only=True)
     conflict = serializers.ChoiceField(
@@ -105,6 +125,7 @@ class DraftOutputSerializer(serializers.ModelSerializer):  # type: ignore[type-a
         help_text="duplicate: an active entry holds this already; contradiction: one disagrees with it.",
     )
     source_span = serializers.SerializerMethodField()
+    source_conversation = serializers.SerializerMethodField()
     conflict_entry = serializers.SerializerMethodField()
     memory_entry = serializers.SerializerMethodField()
 
@@ -120,6 +141,7 @@ class DraftOutputSerializer(serializers.ModelSerializer):  # type: ignore[type-a
             "source_span",
             "source_excerpt",
             "source_session",
+            "source_conversation",
             "extractor",
             "created_by",
             "created_at",
@@ -148,6 +170,16 @@ class DraftOutputSerializer(serializers.ModelSerializer):  # type: ignore[type-a
     def get_source_span(self, draft: Draft) -> list[int]:
         return [draft.source_start, draft.source_end]
 
+    @extend_schema_field(DraftConversationSerializer(allow_null=True))
+    def get_source_conversation(self, draft: Draft) -> dict[str, Any] | None:
+        if draft.source_conversation is None:
+            return None
+        return {
+            "id": draft.source_conversation,
+            "first_line": draft.source_first_line,
+            "last_line": draft.source_last_line,
+        }
+
     @extend_schema_field(DraftEntrySerializer(allow_null=True))
     def get_conflict_entry(self, draft: Draft) -> dict[str, Any] | None:
         return self._entry(draft.conflict_memory)
@@ -175,6 +207,11 @@ class DraftExtractOutputSerializer(serializers.Serializer):  # type: ignore[type
         many=True,
         help_text="Pending drafts this extraction found again (their count went up); not the ones this "
         "same session sent before.",
+    )
+    conversation = serializers.UUIDField(
+        allow_null=True,
+        help_text="The conversation the transcript was kept as (null: not kept, or the team's quota of "
+        "conversations was reached).",
     )
 
 
@@ -304,9 +341,12 @@ def extraction_payload(*, team: Team, arguments: dict[str, Any], actor: str) -> 
         transcript=arguments["transcript"],
         actor=actor,
         source_session=arguments.get("source_session", ""),
+        keep_conversation=arguments.get("keep_conversation", True),
+        conversation_source=arguments.get("source", ConversationSource.API),
     )
     context = {"team_slug": team.slug}
     return {
         "drafts": DraftOutputSerializer(made.drafts, many=True, context=context).data,
         "corroborated": DraftOutputSerializer(made.corroborated, many=True, context=context).data,
+        "conversation": made.conversation.id if made.conversation is not None else None,
     }

@@ -44,6 +44,8 @@ from freshness.draft_extraction import Candidate, PreparedTranscript, extract_ca
 from freshness.draft_extraction.llm import ChatExtractor, ExtractorUnavailable, extractor_name
 from freshness.models import Draft, DraftConflict, DraftState
 from memories import writes
+from memories.conversations import services as conversation_services
+from memories.conversations.models import Conversation, ConversationSource
 from memories.exceptions import MemoryExists, MemoryNotFound, UnknownMemoryType
 from memories.models import Memory
 from memories.types import ACCEPTED_TYPE_NAMES, resolve_type
@@ -55,6 +57,7 @@ from search.selectors import has_active_vectors
 from search.services import cached_embeddings, team_provider
 from teams.models import Team
 from teams.scrubber import SecretMatcher, scrub
+from teams.services import QuotaExceeded
 from teams.validators import check_key
 from teams.vault_matcher import team_secret_matcher
 
@@ -96,6 +99,7 @@ class DraftIsDuplicate(Conflict):
 class Extraction:
     drafts: list[Draft] = field(default_factory=list)  # the drafts made
     corroborated: list[Draft] = field(default_factory=list)  # pending ones seen again
+    conversation: Conversation | None = None  # the transcript kept as a conversation
 
 
 # What differs between runs of one failure: a file's line and column (`main.go:9:2:`,
@@ -118,18 +122,36 @@ def extract_drafts(*, team: Team, transcript: str, actor: str, source_session: s
     return extract(team=team, transcript=transcript, actor=actor, source_session=source_session).drafts
 
 
-def extract(*, team: Team, transcript: str, actor: str, source_session: str = "") -> Extraction:
+def extract(
+    *,
+    team: Team,
+    transcript: str,
+    actor: str,
+    source_session: str = "",
+    keep_conversation: bool = True,
+    conversation_source: str = ConversationSource.API,
+) -> Extraction:
     """Pending drafts from a transcript or notes, newest candidates in text order. A
     candidate already pending for the team (the same learning_fingerprint) is not drafted
     again: it corroborates the pending draft, whose `corroborated` count goes up and
     `last_corroborated_at` is now; not when the draft came from this very session (the
-    same session sending a learning again is a retry, not a second witness)."""
+    same session sending a learning again is a retry, not a second witness).
+
+    With `keep_conversation`, the transcript is also stored as a conversation of the
+    team (memories.conversations: scrubbed, bounded, its turns as lines), and each draft
+    records it and, when found, the lines holding its excerpt. A team at its quota of
+    conversations still gets its drafts (the conversation is not kept, and logged)."""
     if not isinstance(transcript, str) or "\x00" in transcript:
         raise InvalidInput("transcript must be text without NUL characters", field="transcript")
     if not transcript.strip():
         raise InvalidInput("transcript must not be empty", field="transcript")
     matcher = team_secret_matcher(team_id=team.id)
     session = _clean_session(source_session, matcher)
+    conversation, lines = (
+        _keep_conversation(team, transcript, actor, session, conversation_source)
+        if keep_conversation
+        else (None, [])
+    )
     prepared = prepare_transcript(transcript, matcher)
     candidates, extractor = _run_extractor(prepared, matcher)
     by_print = _one_per_fingerprint(candidates)
@@ -151,6 +173,7 @@ def extract(*, team: Team, transcript: str, actor: str, source_session: str = ""
                 source_end=c.source_span[1],
                 source_excerpt=_excerpt(prepared, c.source_span),
                 source_session=session,
+                **_conversation_source(conversation, lines, _excerpt(prepared, c.source_span)),
                 extractor=extractor,
                 created_by=actor[:200],
                 conflict=conflicts[c.content][0],
@@ -169,7 +192,36 @@ def extract(*, team: Team, transcript: str, actor: str, source_session: str = ""
         session or "a transcript",
         extractor,
     )
-    return Extraction(drafts, corroborated)
+    return Extraction(drafts, corroborated, conversation)
+
+
+def _keep_conversation(
+    team: Team, transcript: str, actor: str, session: str, source: str
+) -> tuple[Conversation | None, list[conversation_services.Line]]:
+    lines = conversation_services.lines_from_transcript(transcript)
+    if not lines:
+        return None, []
+    try:
+        conversation = conversation_services.store_conversation(
+            team=team, lines=lines, actor=actor, session=session, source=source
+        )
+    except QuotaExceeded:
+        logger.warning("team %s: transcript not kept as a conversation: quota reached", team.slug)
+        return None, []
+    return conversation, lines
+
+
+def _conversation_source(
+    conversation: Conversation | None, lines: list[conversation_services.Line], excerpt: str
+) -> dict[str, Any]:
+    if conversation is None:
+        return {}
+    span = conversation_services.lines_holding(lines, excerpt)
+    return {
+        "source_conversation": conversation.id,
+        "source_first_line": span[0] if span else None,
+        "source_last_line": span[1] if span else None,
+    }
 
 
 def _clean_session(value: str, matcher: SecretMatcher) -> str:
@@ -437,6 +489,15 @@ def _provenance(draft: Draft, reviewer: str) -> dict[str, Any]:
         "extractor": draft.extractor,
         "reviewed_by": reviewer[:200],
         "corroborated": draft.corroborated,
+        **(
+            {
+                "conversation": str(draft.source_conversation),
+                "first_line": draft.source_first_line,
+                "last_line": draft.source_last_line,
+            }
+            if draft.source_conversation
+            else {}
+        ),
     }
 
 

@@ -268,6 +268,8 @@ SPECTACULAR_SETTINGS = {
         "NudgeStateEnum": "freshness.models.NudgeState",
         "NudgeStateFilterEnum": "freshness.selectors.STATE_FILTER_CHOICES",
         "SessionStatusEnum": "agents.api_sessions.SESSION_STATUSES",
+        "ConversationSourceEnum": "memories.conversations.models.ConversationSource",
+        "SearchSourceEnum": "search.run_search.SOURCES",
     },
 }
 

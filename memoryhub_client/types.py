@@ -97,6 +97,28 @@ class BatchDuplicate(TypedDict):
     matched_by: MatchedByEnum
 
 
+class ConversationHit(TypedDict):
+    # The conversation's id (GET conversations/<id>/).
+    id: str
+    title: str
+    session: str
+    # The first line of the matching window (from 1).
+    first_line: int
+    # Its last line: read them with `?lines=first-last`.
+    last_line: int
+    # The window's lines, one `role: text` each.
+    text: str
+
+
+class DraftConversation(TypedDict):
+    # The conversation the transcript was kept as (it may have expired).
+    id: str
+    # The first line holding the draft's excerpt (null: not found).
+    first_line: int | None
+    # The last line holding it.
+    last_line: int | None
+
+
 class DraftEntry(TypedDict):
     id: str
     key: str
@@ -111,6 +133,9 @@ class DraftExtractOutput(TypedDict):
     # Pending drafts this extraction found again (their count went up); not the ones this same session
     # sent before.
     corroborated: list[DraftOutput]
+    # The conversation the transcript was kept as (null: not kept, or the team's quota of conversations
+    # was reached).
+    conversation: str | None
 
 
 class DraftOutput(TypedDict):
@@ -124,6 +149,7 @@ class DraftOutput(TypedDict):
     source_span: list[int]
     source_excerpt: str
     source_session: str
+    source_conversation: DraftConversation | None
     extractor: str
     created_by: str
     created_at: str
@@ -173,6 +199,14 @@ class Explain(TypedDict):
     rating: float
     # λ * score - (1 - λ) * similarity to results above.
     mmr: float | None
+
+
+class FactHit(TypedDict):
+    entity: str
+    key: str
+    value: str
+    scope: str
+    sensitivity: str
 
 
 class HistoryEvent(TypedDict):
@@ -582,7 +616,15 @@ class SearchOutput(TypedDict):
 
 
 class SearchResult(TypedDict):
+    # The memory version's id; a fact's, or a conversation's for those.
     id: str
+    # Which source it is from: memories, facts or conversations. A fact's `key` is `entity/key` and its
+    # `type` `fact`; a conversation's `key` is its title and its `type` `conversation`.
+    origin: str
+    # A fact hit's entity, key and value.
+    fact: NotRequired[FactHit]
+    # A conversation hit: its id, the line range and the matching text.
+    conversation: NotRequired[ConversationHit]
     key: str
     snippet: str
     score: float

@@ -225,3 +225,62 @@ def delete_expired_everywhere(*, start_after_team: int = 0, budget: int | None =
             logger.exception("conversation retention: team %s failed", team_id)
             run.errors += 1
     return run
+
+
+# A transcript sent as one text (the drafts' input): a line starting "<role>: " opens a
+# turn of that role; the lines after it, up to the next such line, are that turn's text.
+TRANSCRIPT_ROLES = ("user", "assistant", "system", "tool", "human", "ai")
+# Text before the first turn (notes, a heading) is a line of this role.
+NOTE_ROLE = "note"
+
+
+def bounded_transcript(text: str) -> str:
+    """`text` within MAX_TRANSCRIPT_CHARS: cut after the last line break before the cap
+    (else the last blank), as the draft extractors cut it (a cut token could be a
+    credential the scrubber no longer recognises)."""
+    if len(text) <= MAX_TRANSCRIPT_CHARS:
+        return text
+    head = text[:MAX_TRANSCRIPT_CHARS]
+    line_break = head.rfind("\n")
+    cut = line_break + 1 if line_break >= 0 else max(head.rfind(" "), head.rfind("\t"), 0)
+    return text[:cut]
+
+
+def lines_from_transcript(text: str) -> list[Line]:
+    """The turns of a transcript sent as one text ("user: ..." / "assistant: ..."
+    paragraphs, as the client's hooks send it), at most MAX_LINES (the last turns past
+    it are joined into the last line). Empty turns are left out."""
+    turns: list[tuple[str, list[str]]] = []
+    for raw in bounded_transcript(text).split("\n"):
+        role, separator, rest = raw.partition(": ")
+        if separator and role in TRANSCRIPT_ROLES:
+            turns.append((role, [rest]))
+        elif turns:
+            turns[-1][1].append(raw)
+        else:
+            turns.append((NOTE_ROLE, [raw]))
+    lines = [Line(role=role, text="\n".join(parts).strip()) for role, parts in turns]
+    lines = [line for line in lines if line.text]
+    if len(lines) > MAX_LINES:
+        tail = "\n\n".join(f"{line.role}: {line.text}" for line in lines[MAX_LINES - 1 :])
+        lines = [*lines[: MAX_LINES - 1], Line(role=NOTE_ROLE, text=tail)]
+    return lines
+
+
+def lines_holding(lines: Sequence[Line], excerpt: str) -> tuple[int, int] | None:
+    """The first and last line numbers (from 1) of the lines that hold the start and the
+    end of `excerpt` (a draft's source excerpt, "role: text" possibly), or None when no
+    line holds its start. Plain substring search: linear in the lines' text."""
+    words = " ".join(excerpt.split())
+    role, separator, rest = words.partition(": ")
+    if separator and role in TRANSCRIPT_ROLES:
+        words = rest
+    if not words:
+        return None
+    head, tail = words[:40], words[-40:]
+    normalised = [" ".join(line.text.split()) for line in lines]
+    first = next((n for n, text in enumerate(normalised, start=1) if head in text), None)
+    if first is None:
+        return None
+    last = next((n for n, text in enumerate(normalised[first - 1 :], start=first) if tail in text), first)
+    return first, last
