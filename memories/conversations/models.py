@@ -57,6 +57,9 @@ class Conversation(models.Model):
     char_count = models.PositiveIntegerField(default=0)
     # What scrubbing redacted, by kind (the lines hold the markers, never the values).
     redactions = models.JSONField(default=dict, blank=True)
+    # An imported conversation: what the file said of it (its team, id, author); an import
+    # finds it again by that id, so importing a file twice stores it once.
+    imported_from = models.JSONField(null=True, blank=True)
     # Indexing of its lines (search.conversation_index): pending until chunked.
     index_state = models.CharField(max_length=8, default="pending")
 

@@ -86,6 +86,7 @@ def store_conversation(
     started_at: dt.datetime | None = None,
     ended_at: dt.datetime | None = None,
     created_at: dt.datetime | None = None,
+    imported_from: dict[str, str] | None = None,
 ) -> Conversation:
     """Store a transcript as a conversation of the team. Every line's text (and the
     title and session) is scrubbed of credentials and the team's vault secrets first:
@@ -117,6 +118,7 @@ def store_conversation(
         line_count=len(rows),
         char_count=chars,
         redactions=dict(redactions),
+        imported_from=imported_from,
     )
     if created_at is not None:
         conversation.created_at = created_at

@@ -40,6 +40,7 @@ class Migration(migrations.Migration):
                 ("line_count", models.PositiveIntegerField(default=0)),
                 ("char_count", models.PositiveIntegerField(default=0)),
                 ("redactions", models.JSONField(blank=True, default=dict)),
+                ("imported_from", models.JSONField(blank=True, null=True)),
                 ("index_state", models.CharField(default="pending", max_length=8)),
                 (
                     "team",
