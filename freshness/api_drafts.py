@@ -72,7 +72,7 @@ class DraftExtractInputSerializer(StrictInputSerializer):
         "retention; searchable): the drafts then name it and the lines they came from. False for notes "
         "that are no transcript.",
     )
-    source = serializers.ChoiceField(
+    source = serializers.ChoiceField(  # type: ignore[assignment]
         choices=ConversationSource.choices,
         default=ConversationSource.API,
         help_text="What sent it, recorded on the conversation: `hook`, `sdk` or `api`.",

@@ -70,6 +70,10 @@ MEANINGS = {
         "Freshness: confirmed (days)",
         "A memory confirmed by two or more people or agents is due no sooner than this; empty: no minimum.",
     ),
+    "conversation_retention_days": (
+        "Conversations: retention (days)",
+        "Stored session transcripts older than this are deleted by the hourly retention job (1 to 3,650).",
+    ),
 }
 
 

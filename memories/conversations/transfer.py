@@ -110,9 +110,8 @@ def import_conversations(
         try:
             record_id = _record_id(record)
             origin = record.get("imported_from")
-            origin_id = (
-                origin.get("id") if isinstance(origin, dict) and isinstance(origin.get("id"), str) else ""
-            )
+            said_id = origin.get("id") if isinstance(origin, dict) else None
+            origin_id = said_id if isinstance(said_id, str) else ""
             # Its own id, one stored from it before, or (a copy coming back) the one it was
             # stored from, or another copy of that.
             same = Q(id=record_id) | Q(imported_from__id=str(record_id))
