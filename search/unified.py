@@ -10,7 +10,7 @@ results into one ranked list:
 - conversations: a window of lines (search.conversation_index) scores
   (w_vec * cosine + w_kw * share of the query's words in the window) / (w_vec + w_kw)
   with the team's hybrid weights (one path: that path's value); the best window of
-  each conversation is its hit, at least CONVERSATION_MIN_SCORE.
+  each conversation is its hit, at least CONVERSATION_MIN_SCORE (0.35).
 
 Both read the team of the caller's scope, with the team filter in every statement
 besides; the statements are bounded (LIMIT) and run on the read connection."""
@@ -29,11 +29,10 @@ from search.retrieval.candidates import QueryVector
 from teams.models import Team
 
 FACT_MIN_SCORE = 0.5
-CONVERSATION_MIN_SCORE = 0.2
+# Above the cosine of unrelated texts under the local model (about 0.1 to 0.3).
+CONVERSATION_MIN_SCORE = 0.35
 # Candidate windows each path reads at most before the best per conversation is kept.
 CONVERSATION_CANDIDATES = 100
-# The words of a key or entity, for its trigrams (as search_team_trigrams splits them).
-_KEY_SEPARATORS = "._:@-/"
 
 
 @dataclass(frozen=True)
@@ -65,26 +64,31 @@ class ConversationHit:
 def search_facts(*, team: Team, query: str, may_see_high: bool, limit: int) -> list[FactHit]:
     """The team's active facts that match the query, best first (module docstring)."""
     high = "" if may_see_high else "AND f.sensitivity <> %(high)s"
+    # The fact's words and its name's trigrams are stored columns (migration search.0008).
     sql = f"""
         WITH q AS (
             SELECT coalesce(array_agg(DISTINCT lexeme), '{{}}') AS lexemes,
                    search_team_trigrams(0, %(query)s) AS trigrams
             FROM unnest(to_tsvector(%(config)s, %(query)s))
         ),
+        qq AS (
+            SELECT lexemes, trigrams, to_tsquery('simple', coalesce(nullif(array_to_string(
+                ARRAY(SELECT quote_literal(l) FROM unnest(lexemes) AS l), ' | '), ''), quote_literal('')))
+                AS any_word,
+                -- Without a word's two opening trigrams ("  s", " se"), which most names share.
+                ARRAY(SELECT t FROM unnest(trigrams) AS t WHERE substr(t, 3, 1) <> ' ') AS inner_trigrams
+            FROM q
+        ),
         scored AS (
             SELECT f.id, f.entity, f.key, f.value, f.scope, f.sensitivity, f.created_at,
-                (SELECT count(*) FROM unnest(q.lexemes) AS l
-                  WHERE d.doc @@ plainto_tsquery('simple', l))::float
-                  / greatest(cardinality(q.lexemes), 1) AS words,
-                (SELECT count(*) FROM unnest(d.trigrams) AS t WHERE t = ANY(q.trigrams))::float
-                  / greatest(cardinality(d.trigrams), 1) AS names
-            FROM memories_fact f CROSS JOIN q
-            CROSS JOIN LATERAL (
-                SELECT to_tsvector(%(config)s, n.names || ' ' || f.value) AS doc,
-                       search_team_trigrams(0, n.names) AS trigrams
-                FROM (SELECT translate(f.entity || ' ' || f.key, %(separators)s, %(spaces)s) AS names) AS n
-            ) AS d
+                (SELECT count(*) FROM unnest(qq.lexemes) AS l
+                  WHERE f.search_document @@ plainto_tsquery('simple', l))::float
+                  / greatest(cardinality(qq.lexemes), 1) AS words,
+                (SELECT count(*) FROM unnest(f.name_trigrams) AS t WHERE t = ANY(qq.trigrams))::float
+                  / greatest(cardinality(f.name_trigrams), 1) AS names
+            FROM memories_fact f CROSS JOIN qq
             WHERE f.team_id = %(team)s AND f.is_active {high}
+              AND (f.search_document @@ qq.any_word OR f.name_trigrams && qq.inner_trigrams)
         )
         SELECT id, entity, key, value, scope, sensitivity, created_at, words, names
         FROM scored
@@ -95,8 +99,6 @@ def search_facts(*, team: Team, query: str, may_see_high: bool, limit: int) -> l
     params: dict[str, Any] = {
         "query": query,
         "config": SEARCH_CONFIG,
-        "separators": _KEY_SEPARATORS,
-        "spaces": " " * len(_KEY_SEPARATORS),
         "team": team.id,
         "high": Sensitivity.HIGH,
         "floor": FACT_MIN_SCORE,

@@ -251,3 +251,18 @@ def test_the_body_is_json(member: Agent) -> None:
         member.url("conversations/"), json.dumps({"lines": talk(1)}), content_type="application/json"
     )
     assert response.status_code == 201
+
+
+def test_the_retention_job_is_in_beats_schedule_and_known_to_the_worker() -> None:
+    import importlib
+
+    from django_celery_beat.models import PeriodicTask
+
+    from memoryhub.celery import app as celery_app
+
+    migration = importlib.import_module("memories.migrations.0017_conversation_retention_job")
+    name, task, every, period = migration.RETENTION_JOB
+    celery_app.loader.import_default_modules()
+    assert task in celery_app.tasks
+    job = PeriodicTask.objects.get(name=name)
+    assert (job.task, job.interval.every, job.interval.period) == (task, every, period)
