@@ -62,7 +62,9 @@ class ConversationHit:
 
 
 def search_facts(*, team: Team, query: str, may_see_high: bool, limit: int) -> list[FactHit]:
-    """The team's active facts that match the query, best first (module docstring)."""
+    """The team's active facts that match the query, best first (module docstring). The
+    CTEs are MATERIALIZED: inlined, the query's parsed words and each fact's scores were
+    computed again for every row and every use (14 ms at 500 facts)."""
     high = "" if may_see_high else "AND f.sensitivity <> %(high)s"
     # The fact's words and its name's trigrams are stored columns (migration search.0008).
     sql = f"""
@@ -71,18 +73,19 @@ def search_facts(*, team: Team, query: str, may_see_high: bool, limit: int) -> l
                    search_team_trigrams(0, %(query)s) AS trigrams
             FROM unnest(to_tsvector(%(config)s, %(query)s))
         ),
-        qq AS (
+        qq AS MATERIALIZED (
             SELECT lexemes, trigrams, to_tsquery('simple', coalesce(nullif(array_to_string(
                 ARRAY(SELECT quote_literal(l) FROM unnest(lexemes) AS l), ' | '), ''), quote_literal('')))
                 AS any_word,
+                -- Each word's query parsed once, not once per fact.
+                ARRAY(SELECT plainto_tsquery('simple', l) FROM unnest(lexemes) AS l) AS word_queries,
                 -- Without a word's two opening trigrams ("  s", " se"), which most names share.
                 ARRAY(SELECT t FROM unnest(trigrams) AS t WHERE substr(t, 3, 1) <> ' ') AS inner_trigrams
             FROM q
         ),
-        scored AS (
+        scored AS MATERIALIZED (
             SELECT f.id, f.entity, f.key, f.value, f.scope, f.sensitivity, f.created_at,
-                (SELECT count(*) FROM unnest(qq.lexemes) AS l
-                  WHERE f.search_document @@ plainto_tsquery('simple', l))::float
+                (SELECT count(*) FROM unnest(qq.word_queries) AS w WHERE f.search_document @@ w)::float
                   / greatest(cardinality(qq.lexemes), 1) AS words,
                 (SELECT count(*) FROM unnest(f.name_trigrams) AS t WHERE t = ANY(qq.trigrams))::float
                   / greatest(cardinality(f.name_trigrams), 1) AS names
@@ -189,15 +192,20 @@ def _keyword_windows(team_id: int, query: str) -> dict[int, float]:
             WITH q AS (
                 SELECT coalesce(array_agg(DISTINCT lexeme), '{}') AS lexemes
                 FROM unnest(to_tsvector(%(config)s, %(query)s))
+            ),
+            qq AS MATERIALIZED (
+                SELECT cardinality(lexemes) AS size,
+                    ARRAY(SELECT plainto_tsquery('simple', l) FROM unnest(lexemes) AS l) AS word_queries,
+                    to_tsquery('simple', coalesce(nullif(array_to_string(
+                        ARRAY(SELECT quote_literal(l) FROM unnest(lexemes) AS l), ' | '), ''),
+                        quote_literal(''))) AS any_word
+                FROM q
             )
             SELECT k.id,
-                (SELECT count(*) FROM unnest(q.lexemes) AS l
-                  WHERE k.search_vector @@ plainto_tsquery('simple', l))::float
-                  / greatest(cardinality(q.lexemes), 1) AS words
-            FROM search_conversationchunk k CROSS JOIN q
-            WHERE k.team_id = %(team)s
-              AND k.search_vector @@ to_tsquery('simple', coalesce(nullif(array_to_string(
-                  ARRAY(SELECT quote_literal(l) FROM unnest(q.lexemes) AS l), ' | '), ''), quote_literal('')))
+                (SELECT count(*) FROM unnest(qq.word_queries) AS w WHERE k.search_vector @@ w)::float
+                  / greatest(qq.size, 1) AS words
+            FROM search_conversationchunk k CROSS JOIN qq
+            WHERE k.team_id = %(team)s AND k.search_vector @@ qq.any_word
             ORDER BY words DESC, k.id
             LIMIT %(limit)s
             """,
