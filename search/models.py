@@ -72,7 +72,7 @@ class ConversationChunk(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["conversation", "first_line"], name="one_conversation_chunk_per_start"
+                fields=["team", "conversation", "first_line"], name="one_conversation_chunk_per_start"
             ),
         ]
         indexes = [

@@ -91,9 +91,10 @@ class ConversationLine(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["conversation", "number"], name="one_line_per_number"),
+            # team first: a key a shard by team can hold (docs/operations.md, "Sharding by
+            # team"); it is also the index a line range is read through.
+            models.UniqueConstraint(fields=["team", "conversation", "number"], name="one_line_per_number"),
         ]
-        indexes = [models.Index(fields=["team", "conversation", "number"], name="conversation_line_team")]
 
     def __str__(self) -> str:
         return f"{self.conversation_id}:{self.number}"

@@ -94,13 +94,11 @@ class Migration(migrations.Migration):
                 name="conversation_ends_after_start",
             ),
         ),
-        migrations.AddIndex(
-            model_name="conversationline",
-            index=models.Index(fields=["team", "conversation", "number"], name="conversation_line_team"),
-        ),
         migrations.AddConstraint(
             model_name="conversationline",
-            constraint=models.UniqueConstraint(fields=("conversation", "number"), name="one_line_per_number"),
+            constraint=models.UniqueConstraint(
+                fields=("team", "conversation", "number"), name="one_line_per_number"
+            ),
         ),
         enable_team_isolation("memories_conversation"),
         enable_team_isolation("memories_conversationline"),

@@ -64,7 +64,7 @@ class Migration(migrations.Migration):
                 ],
                 "constraints": [
                     models.UniqueConstraint(
-                        fields=("conversation", "first_line"), name="one_conversation_chunk_per_start"
+                        fields=("team", "conversation", "first_line"), name="one_conversation_chunk_per_start"
                     )
                 ],
             },
