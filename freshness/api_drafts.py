@@ -24,6 +24,7 @@ from core.pagination import KeysetPagination
 from freshness import drafts
 from freshness.api import NudgeOutputSerializer, _version_path
 from freshness.models import Draft, DraftConflict, DraftKind, DraftState
+from memories.conversations.models import ConversationSource
 from memories.facts.models import MAX_FACT_VALUE_CHARS
 from memories.facts.serializers import FactOutputSerializer, fact_payload
 from memories.inputs import TYPE_HELP, key_field
@@ -73,6 +74,17 @@ class DraftExtractInputSerializer(StrictInputSerializer):
         "`capture_to_memory` on, a learning that would have been a draft with no conflict is saved as a "
         "lesson entry instead, and one saved before is confirmed.",
     )
+    keep_conversation = StrictBooleanField(
+        required=False,
+        help_text="Also keep the transcript as a conversation of the team (scrubbed, for the team's "
+        "retention; searchable): the drafts then name it and the lines they came from. Default true, "
+        "but false for `captured` learnings, which are no transcript.",
+    )
+    source = serializers.ChoiceField(  # type: ignore[assignment]
+        choices=ConversationSource.choices,
+        default=ConversationSource.API,
+        help_text="What sent it, recorded on the conversation: `hook`, `sdk` or `api`.",
+    )
 
 
 INTO_KEY_HELP = "The key of the active entry to merge into."
@@ -118,6 +130,14 @@ class DraftFactEntrySerializer(serializers.Serializer):  # type: ignore[type-arg
     is_active = serializers.BooleanField()
 
 
+class DraftConversationSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    id = serializers.UUIDField(help_text="The conversation the transcript was kept as (it may have expired).")
+    first_line = serializers.IntegerField(
+        allow_null=True, help_text="The first line holding the draft's excerpt (null: not found)."
+    )
+    last_line = serializers.IntegerField(allow_null=True, help_text="The last line holding it.")
+
+
 class DraftOutputSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
     state = serializers.ChoiceField(choices=DraftState.choices, read_only=True)
     kind = serializers.ChoiceField(
@@ -132,6 +152,7 @@ class DraftOutputSerializer(serializers.ModelSerializer):  # type: ignore[type-a
         help_text="duplicate: an active entry holds this already; contradiction: one disagrees with it.",
     )
     source_span = serializers.SerializerMethodField()
+    source_conversation = serializers.SerializerMethodField()
     conflict_entry = serializers.SerializerMethodField()
     memory_entry = serializers.SerializerMethodField()
     fact_entry = serializers.SerializerMethodField()
@@ -152,6 +173,7 @@ class DraftOutputSerializer(serializers.ModelSerializer):  # type: ignore[type-a
             "source_span",
             "source_excerpt",
             "source_session",
+            "source_conversation",
             "extractor",
             "created_by",
             "created_at",
@@ -183,6 +205,16 @@ class DraftOutputSerializer(serializers.ModelSerializer):  # type: ignore[type-a
     )
     def get_source_span(self, draft: Draft) -> list[int]:
         return [draft.source_start, draft.source_end]
+
+    @extend_schema_field(DraftConversationSerializer(allow_null=True))
+    def get_source_conversation(self, draft: Draft) -> dict[str, Any] | None:
+        if draft.source_conversation is None:
+            return None
+        return {
+            "id": draft.source_conversation,
+            "first_line": draft.source_first_line,
+            "last_line": draft.source_last_line,
+        }
 
     @extend_schema_field(DraftEntrySerializer(allow_null=True))
     def get_conflict_entry(self, draft: Draft) -> dict[str, Any] | None:
@@ -228,6 +260,11 @@ class DraftExtractOutputSerializer(serializers.Serializer):  # type: ignore[type
     fact_nudges = NudgeOutputSerializer(
         many=True,
         help_text="Fact contradictions opened: the transcript stated another value for an active fact.",
+    )
+    conversation = serializers.UUIDField(
+        allow_null=True,
+        help_text="The conversation the transcript was kept as (null: not kept, or the team's quota of "
+        "conversations was reached).",
     )
 
 
@@ -363,6 +400,8 @@ def extraction_payload(*, team: Team, arguments: dict[str, Any], actor: str) -> 
         actor=actor,
         source_session=arguments.get("source_session", ""),
         captured=arguments.get("captured", False),
+        keep_conversation=arguments.get("keep_conversation", not arguments.get("captured", False)),
+        conversation_source=arguments.get("source", ConversationSource.API),
     )
     context = {"team_slug": team.slug}
     # Extracting takes the write scope, which may see `high` facts.
@@ -374,6 +413,7 @@ def extraction_payload(*, team: Team, arguments: dict[str, Any], actor: str) -> 
         "confirmed": [_entry_link(team.slug, memory) for memory in made.confirmed],
         "confirmed_facts": [fact_payload(fact) for fact in made.confirmed_facts],
         "fact_nudges": NudgeOutputSerializer(made.fact_nudges, many=True, context=nudge_context).data,
+        "conversation": made.conversation.id if made.conversation is not None else None,
     }
 
 

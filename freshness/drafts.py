@@ -47,6 +47,8 @@ from freshness.draft_extraction.llm import ChatExtractor, ExtractorUnavailable, 
 from freshness.draft_extraction.transcript import FactCandidate
 from freshness.models import Draft, DraftConflict, DraftKind, DraftState, Nudge
 from memories import writes
+from memories.conversations import services as conversation_services
+from memories.conversations.models import Conversation, ConversationSource
 from memories.exceptions import MemoryExists, MemoryNotFound, UnknownMemoryType
 from memories.facts.models import Fact
 from memories.models import Memory
@@ -59,6 +61,7 @@ from search.selectors import has_active_vectors
 from search.services import cached_embeddings, team_provider
 from teams.models import Team
 from teams.scrubber import SecretMatcher, scrub
+from teams.services import QuotaExceeded
 from teams.validators import check_key
 from teams.vault_matcher import team_secret_matcher
 
@@ -112,6 +115,7 @@ class Extraction:
     confirmed_facts: list[Fact] = field(default_factory=list)
     # fact_contradiction nudges opened: the transcript stated another value.
     fact_nudges: list[Nudge] = field(default_factory=list)
+    conversation: Conversation | None = None  # the transcript kept as a conversation
 
 
 # What differs between runs of one failure: a file's line and column (`main.go:9:2:`,
@@ -135,7 +139,14 @@ def extract_drafts(*, team: Team, transcript: str, actor: str, source_session: s
 
 
 def extract(
-    *, team: Team, transcript: str, actor: str, source_session: str = "", captured: bool = False
+    *,
+    team: Team,
+    transcript: str,
+    actor: str,
+    source_session: str = "",
+    captured: bool = False,
+    keep_conversation: bool = True,
+    conversation_source: str = ConversationSource.API,
 ) -> Extraction:
     """Pending drafts from a transcript or notes, newest candidates in text order. A
     candidate already pending for the team (the same learning_fingerprint) is not drafted
@@ -146,13 +157,23 @@ def extract(
     `captured`: the text is what the client's capture hooks captured. For a team with
     `capture_to_memory` on, the learnings not pending as drafts go to
     freshness.captures.save_captures (saved as entries, or confirming the entry saved
-    before); what it does not take is drafted as ever."""
+    before); what it does not take is drafted as ever.
+
+    With `keep_conversation`, the transcript is also stored as a conversation of the
+    team (memories.conversations: scrubbed, bounded, its turns as lines), and each draft
+    records it and, when found, the lines holding its excerpt. A team at its quota of
+    conversations still gets its drafts (the conversation is not kept, and logged)."""
     if not isinstance(transcript, str) or "\x00" in transcript:
         raise InvalidInput("transcript must be text without NUL characters", field="transcript")
     if not transcript.strip():
         raise InvalidInput("transcript must not be empty", field="transcript")
     matcher = team_secret_matcher(team_id=team.id)
     session = _clean_session(source_session, matcher)
+    conversation, lines = (
+        _keep_conversation(team, transcript, actor, session, conversation_source)
+        if keep_conversation
+        else (None, [])
+    )
     prepared = prepare_transcript(transcript, matcher)
     candidates, fact_candidates, extractor = _run_extractor(prepared, matcher)
     by_print = _one_per_fingerprint(candidates)
@@ -185,6 +206,7 @@ def extract(
                 source_end=c.source_span[1],
                 source_excerpt=_excerpt(prepared, c.source_span),
                 source_session=session,
+                **_conversation_source(conversation, lines, _excerpt(prepared, c.source_span)),
                 extractor=extractor,
                 created_by=actor[:200],
                 conflict=conflicts[c.content][0],
@@ -222,7 +244,37 @@ def extract(
         confirmed=list(captures.confirmed.values()),
         confirmed_facts=facts.confirmed_facts,
         fact_nudges=facts.fact_nudges,
+        conversation=conversation,
     )
+
+
+def _keep_conversation(
+    team: Team, transcript: str, actor: str, session: str, source: str
+) -> tuple[Conversation | None, list[conversation_services.Line]]:
+    lines = conversation_services.lines_from_transcript(transcript)
+    if not lines:
+        return None, []
+    try:
+        conversation = conversation_services.store_conversation(
+            team=team, lines=lines, actor=actor, session=session, source=source
+        )
+    except QuotaExceeded:
+        logger.warning("team %s: transcript not kept as a conversation: quota reached", team.slug)
+        return None, []
+    return conversation, lines
+
+
+def _conversation_source(
+    conversation: Conversation | None, lines: list[conversation_services.Line], excerpt: str
+) -> dict[str, Any]:
+    if conversation is None:
+        return {}
+    span = conversation_services.lines_holding(lines, excerpt)
+    return {
+        "source_conversation": conversation.id,
+        "source_first_line": span[0] if span else None,
+        "source_last_line": span[1] if span else None,
+    }
 
 
 def _clean_session(value: str, matcher: SecretMatcher) -> str:
@@ -508,6 +560,15 @@ def _provenance(draft: Draft, reviewer: str) -> dict[str, Any]:
         "extractor": draft.extractor,
         "reviewed_by": reviewer[:200],
         "corroborated": draft.corroborated,
+        **(
+            {
+                "conversation": str(draft.source_conversation),
+                "first_line": draft.source_first_line,
+                "last_line": draft.source_last_line,
+            }
+            if draft.source_conversation
+            else {}
+        ),
     }
 
 

@@ -192,6 +192,12 @@ class Draft(models.Model):
     source_start = models.PositiveIntegerField(default=0)
     source_end = models.PositiveIntegerField(default=0)
     source_excerpt = models.TextField(blank=True, default="")
+    # The conversation the transcript was kept as (memories.conversations), and the lines
+    # of it that hold the excerpt when they were found; no foreign key: the conversation
+    # goes with its retention, the draft stays as provenance.
+    source_conversation = models.UUIDField(null=True, blank=True)
+    source_first_line = models.PositiveIntegerField(null=True, blank=True)
+    source_last_line = models.PositiveIntegerField(null=True, blank=True)
     # Where the transcript came from: the agent session's id or a label the caller gave.
     source_session = models.CharField(max_length=200, blank=True, default="")
     extractor = models.CharField(max_length=100)

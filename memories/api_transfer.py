@@ -156,6 +156,10 @@ class ImportReportSerializer(serializers.Serializer[dict[str, Any]]):
         help_text="Facts of the file, by entity and key: `created`, `superseded`, `unchanged`, `skipped`, "
         "and `versions_written`.",
     )
+    conversations = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text="Conversations of the file: `created`, and `unchanged` (the team has it already).",
+    )
     # Moved off the class by the serializer's metaclass, as ErrorSerializer's `fields`.
     errors = ImportLineErrorSerializer(many=True, help_text="Bad lines, skipped.")  # type: ignore[assignment]
     keys = serializers.DictField(child=serializers.CharField(), help_text="What happened to each key.")

@@ -5,7 +5,8 @@ then oldest first: each key's history reads top to bottom, with every field a ve
 has: its supersede chain, deletions and archives with their times, votes, reads,
 anchor, confirmation time, skills and learnings, which are memories carrying
 `skill_trigger` or `metadata.learning`), every note, every confirmation, every version of every fact
-(memories.facts.transfer), and a trailer
+(memories.facts.transfer), every conversation with its lines
+(memories.conversations.transfer), and a trailer
 with the counts, so a reader can tell a complete file from one cut short. An import
 (memories.writes.importing) into an empty team reproduces the team from it. The vault is
 left out, unless the export is given a passphrase seal (an admin's `with_vault`): then
@@ -25,6 +26,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from memories.conversations.transfer import conversation_records
 from memories.facts.transfer import fact_records
 from memories.models import Annotation, Confirmation, Memory, MemoryState
 from teams.models import Team, VaultEntry
@@ -32,10 +34,10 @@ from teams.selectors import reveal_vault_value
 from teams.vault_crypto import PassphraseSeal
 
 EXPORT_FORMAT = "memoryhub-export"
-# Version 2 added anchors, confirmations, `last_confirmed_at` and reads; version 3, facts.
-# An older file still imports (what it lacks takes its default).
-EXPORT_VERSION = 3
-READABLE_VERSIONS = frozenset({1, 2, 3})
+# Version 2 added anchors, confirmations, `last_confirmed_at` and reads; version 3, facts;
+# version 4, conversations. An older file still imports (what it lacks takes its default).
+EXPORT_VERSION = 4
+READABLE_VERSIONS = frozenset({1, 2, 3, 4})
 ROWS_PER_FETCH = 1000
 
 MEMORY_FIELDS = (
@@ -119,12 +121,17 @@ def export_records(*, team: Team, vault_seal: PassphraseSeal | None = None) -> I
     for record in fact_records(team=team):
         facts += 1
         yield record
+    conversations = 0
+    for record in conversation_records(team=team):
+        conversations += 1
+        yield record
     trailer: dict[str, Any] = {
         "record": "end",
         "memories": memories,
         "annotations": annotations,
         "confirmations": confirmations,
         "facts": facts,
+        "conversations": conversations,
     }
     if vault_seal is not None:
         trailer["vault"] = 0

@@ -71,3 +71,11 @@ memory_archived: Hook[None] = Hook(
     `receiver(team=Team, memory_id=UUID, archived_by=str)`. Called inside the archiving
     transaction (freshness closes the open nudges that name the entry).""",
 )
+
+conversation_stored: Hook[None] = Hook(
+    "memories.conversation_stored",
+    """A conversation was stored (memories.conversations.services.store_conversation, or an
+    import): `receiver(team_id=int, conversation_id=UUID)`. Called inside the writing
+    transaction; receivers defer their work with `transaction.on_commit` (search chunks
+    and embeds its lines).""",
+)

@@ -369,4 +369,5 @@ class Confirmation(models.Model):
 
 
 # Facts live in their own package; their model is the app's like these.
+from memories.conversations.models import Conversation, ConversationLine  # noqa: E402,F401
 from memories.facts.models import Fact  # noqa: E402,F401

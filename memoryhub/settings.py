@@ -268,6 +268,8 @@ SPECTACULAR_SETTINGS = {
         "NudgeStateEnum": "freshness.models.NudgeState",
         "NudgeStateFilterEnum": "freshness.selectors.STATE_FILTER_CHOICES",
         "SessionStatusEnum": "agents.api_sessions.SESSION_STATUSES",
+        "ConversationSourceEnum": "memories.conversations.models.ConversationSource",
+        "SearchSourceEnum": "search.run_search.SOURCES",
     },
 }
 
@@ -518,3 +520,7 @@ MEMORYHUB_SESSION_TTL_SECONDS = env.int("MEMORYHUB_SESSION_TTL_SECONDS", default
 MEMORYHUB_QUOTA_MEMORIES = env.int("MEMORYHUB_QUOTA_MEMORIES", default=100_000)
 MEMORYHUB_QUOTA_SESSIONS = env.int("MEMORYHUB_QUOTA_SESSIONS", default=1_000)
 MEMORYHUB_QUOTA_VAULT_ENTRIES = env.int("MEMORYHUB_QUOTA_VAULT_ENTRIES", default=1_000)
+MEMORYHUB_QUOTA_CONVERSATIONS = env.int("MEMORYHUB_QUOTA_CONVERSATIONS", default=10_000)
+# The conversation retention job (docs/conversations.md, "Retention"): at most this many
+# conversations deleted per run over every team.
+MEMORYHUB_CONVERSATION_RETENTION_BATCH = env.int("MEMORYHUB_CONVERSATION_RETENTION_BATCH", default=500)

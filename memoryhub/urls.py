@@ -13,6 +13,7 @@ from memories.api import MemoryViewSet
 from memories.api_learnings import LearningViewSet
 from memories.api_skills import SkillViewSet
 from memories.api_transfer import ExportViewSet, ImportViewSet
+from memories.conversations.api import ConversationViewSet
 from memories.facts.api import FactViewSet
 from memoryhub import health
 from memoryhub.metrics_endpoint import metrics_view
@@ -35,6 +36,7 @@ router.register("nudges", NudgeViewSet, basename="nudge")
 router.register("anchors", AnchorViewSet, basename="anchor")
 router.register("drafts", DraftViewSet, basename="draft")
 router.register("facts", FactViewSet, basename="fact")
+router.register("conversations", ConversationViewSet, basename="conversation")
 
 
 urlpatterns = [

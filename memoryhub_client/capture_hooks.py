@@ -178,9 +178,14 @@ def _send(
     text = "\n\n".join(learning.as_draft_text() for learning in fresh)
     try:
         with MemoryHubApi(load_config(arguments), deadline=time.monotonic() + seconds) as api:
-            answer = api.post(
-                "drafts/extract/", {"transcript": text, "source_session": source, "captured": True}
-            )
+            # Learnings, not a transcript: nothing to keep as a conversation.
+            body = {
+                "transcript": text,
+                "source_session": source,
+                "captured": True,
+                "keep_conversation": False,
+            }
+            answer = api.post("drafts/extract/", body)
     except (ApiError, ConfigError) as exc:
         print(f"memoryhub: {_count(fresh)} not sent for review ({exc})", file=sys.stderr)
         return 0

@@ -102,7 +102,9 @@ def send_session_transcript(
         session = event.get("session_id")
         source = session[:MAX_SOURCE_SESSION_CHARS] if isinstance(session, str) else ""
         with MemoryHubApi(load_config(arguments), deadline=deadline) as api:
-            answer = api.post("drafts/extract/", {"transcript": text, "source_session": source})
+            answer = api.post(
+                "drafts/extract/", {"transcript": text, "source_session": source, "source": "hook"}
+            )
         made = len(answer.get("drafts") or [])
         if made:
             print(f"memoryhub: {made} draft(s) from this session wait for review", file=sys.stderr)

@@ -255,12 +255,15 @@ def search(
     explain: bool | None = None,
     mode: Literal["hybrid", "keyword", "vector"] | None = None,
     topics: Sequence[str] | None = None,
+    sources: Sequence[Literal["memories", "facts", "conversations"]] | None = None,
 ) -> Call[SearchOutput]:
     """Search the team's memory by meaning and keyword. `search_mode` says which paths ran
     (keyword only when embeddings are unavailable, with a warning, never an error);
     each key comes once, as its current entry, unless `include_superseded=True` adds the
     replaced versions (marked, with `superseded_by`); `explain=True` adds how each score
-    was made. `tags` and `people`: entries with every one; `topics`: any one of them."""
+    was made. `tags` and `people`: entries with every one; `topics`: any one of them.
+    `sources` picks memories, facts and conversations (the server's default: memories and
+    facts); each result names its `origin`."""
     body = _body(
         query=query,
         max_results=max_results,
@@ -274,6 +277,7 @@ def search(
         topics=list(topics) if topics is not None else None,
         explain=explain,
         mode=mode,
+        sources=list(sources) if sources is not None else None,
     )
     return Call("POST", "search/", _json, json=body)
 
@@ -347,7 +351,13 @@ def get_draft(draft_id: str) -> Call[DraftOutput]:
     return Call("GET", f"drafts/{_key(draft_id)}/", _json)
 
 
-def extract_drafts(transcript: str, *, source_session: str | None = None) -> Call[DraftExtractOutput]:
+def extract_drafts(
+    transcript: str,
+    *,
+    source_session: str | None = None,
+    keep_conversation: bool | None = None,
+    source: Literal["hook", "sdk", "api"] | None = None,
+) -> Call[DraftExtractOutput]:
     """Propose memories and facts from a transcript or notes: at most 15 pending drafts of
     each, each flagged with its conflict (`duplicate`, `contradiction`) for a person to
     review; a fact the team holds with the same value is in `confirmed_facts`, with
@@ -355,10 +365,15 @@ def extract_drafts(transcript: str, *, source_session: str | None = None) -> Cal
     server removes credentials, secrets, PII and code first. A learning already pending is
     not drafted again: another session's extraction of it raises that draft's count
     (answered in `corroborated`). `source_session` says where it came from (a session id
-    or a label)."""
-    return Call(
-        "POST", "drafts/extract/", _json, json=_body(transcript=transcript, source_session=source_session)
+    or a label). The server keeps the transcript as a conversation too (scrubbed, for the
+    team's retention) unless `keep_conversation=False`; `source` is recorded on it."""
+    body = _body(
+        transcript=transcript,
+        source_session=source_session,
+        keep_conversation=keep_conversation,
+        source=source,
     )
+    return Call("POST", "drafts/extract/", _json, json=body)
 
 
 def accept_draft(

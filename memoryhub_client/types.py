@@ -100,6 +100,28 @@ class BatchDuplicate(TypedDict):
     matched_by: MatchedByEnum
 
 
+class ConversationHit(TypedDict):
+    # The conversation's id (GET conversations/<id>/).
+    id: str
+    title: str
+    session: str
+    # The first line of the matching window (from 1).
+    first_line: int
+    # Its last line: read them with `?lines=first-last`.
+    last_line: int
+    # The window's lines, one `role: text` each.
+    text: str
+
+
+class DraftConversation(TypedDict):
+    # The conversation the transcript was kept as (it may have expired).
+    id: str
+    # The first line holding the draft's excerpt (null: not found).
+    first_line: int | None
+    # The last line holding it.
+    last_line: int | None
+
+
 class DraftEntry(TypedDict):
     id: str
     key: str
@@ -123,6 +145,9 @@ class DraftExtractOutput(TypedDict):
     confirmed_facts: list[FactOutput]
     # Fact contradictions opened: the transcript stated another value for an active fact.
     fact_nudges: list[NudgeOutput]
+    # The conversation the transcript was kept as (null: not kept, or the team's quota of conversations
+    # was reached).
+    conversation: str | None
 
 
 class DraftFactEntry(TypedDict):
@@ -151,6 +176,7 @@ class DraftOutput(TypedDict):
     source_span: list[int]
     source_excerpt: str
     source_session: str
+    source_conversation: DraftConversation | None
     extractor: str
     created_by: str
     created_at: str
@@ -211,6 +237,14 @@ class FactHistoryOutput(TypedDict):
     history: list[FactVersionOutput]
     next: str | None
     previous: str | None
+
+
+class FactHit(TypedDict):
+    entity: str
+    key: str
+    value: str
+    scope: str
+    sensitivity: str
 
 
 class FactOutput(TypedDict):
@@ -724,7 +758,15 @@ class SearchOutput(TypedDict):
 
 
 class SearchResult(TypedDict):
+    # The memory version's id; a fact's, or a conversation's for those.
     id: str
+    # Which source it is from: memories, facts or conversations. A fact's `key` is `entity/key` and its
+    # `type` `fact`; a conversation's `key` is its title and its `type` `conversation`.
+    origin: str
+    # A fact hit's entity, key and value.
+    fact: NotRequired[FactHit]
+    # A conversation hit: its id, the line range and the matching text.
+    conversation: NotRequired[ConversationHit]
     key: str
     snippet: str
     score: float

@@ -87,6 +87,20 @@ class SearchInputSerializer(StrictInputSerializer):
         help_text="hybrid merges both paths; keyword or vector runs one of them.",
     )
 
+    sources = serializers.ListField(
+        child=serializers.ChoiceField(choices=list(run_search.SOURCES)),
+        required=False,
+        allow_empty=False,
+        max_length=len(run_search.SOURCES),
+        default=list(run_search.DEFAULT_SOURCES),
+        help_text="What to search: `memories`, `facts` (by entity, key and value), `conversations` (their "
+        "lines). Default memories and facts. Each gives at most `max_results`; all merge by score, "
+        "each result naming its `origin`.",
+    )
+
+    def validate_sources(self, value: list[str]) -> list[str]:
+        return [name for name in run_search.SOURCES if name in value]
+
     def validate_types(self, value: list[str]) -> list[str]:
         resolved = []
         for name in value:
@@ -132,8 +146,38 @@ class ExplainSerializer(serializers.Serializer):
     )
 
 
+class FactHitSerializer(serializers.Serializer):
+    entity = serializers.CharField()
+    key = serializers.CharField()
+    value = serializers.CharField()
+    scope = serializers.CharField()
+    sensitivity = serializers.CharField()
+
+
+class ConversationHitSerializer(serializers.Serializer):
+    id = serializers.UUIDField(help_text="The conversation's id (GET conversations/<id>/).")
+    title = serializers.CharField()
+    session = serializers.CharField()
+    first_line = serializers.IntegerField(help_text="The first line of the matching window (from 1).")
+    last_line = serializers.IntegerField(help_text="Its last line: read them with `?lines=first-last`.")
+    text = serializers.CharField(help_text="The window's lines, one `role: text` each.")
+
+
 class SearchResultSerializer(serializers.Serializer):
-    id = serializers.UUIDField(source="memory_id")
+    id = serializers.UUIDField(
+        source="memory_id", help_text="The memory version's id; a fact's, or a conversation's for those."
+    )
+    # A plain string in the schema: as an enum it would be a second name for the choice set of
+    # the input's `sources`.
+    origin = serializers.CharField(
+        help_text="Which source it is from: memories, facts or conversations. A fact's `key` is "
+        "`entity/key` and its `type` `fact`; a conversation's `key` is its title and its `type` "
+        "`conversation`.",
+    )
+    fact = FactHitSerializer(required=False, help_text="A fact hit's entity, key and value.")
+    conversation = ConversationHitSerializer(
+        required=False, help_text="A conversation hit: its id, the line range and the matching text."
+    )
     key = serializers.CharField()
     snippet = serializers.CharField()
     score = serializers.FloatField()
@@ -171,6 +215,10 @@ class SearchResultSerializer(serializers.Serializer):
             data.pop("superseded_by")
         if instance.explain is None:
             data.pop("explain")
+        if instance.fact is None:
+            data.pop("fact")
+        if instance.conversation is None:
+            data.pop("conversation")
         if not instance.via_skill_trigger:
             data.pop("skill")
             data.pop("matched_keyword")
@@ -193,8 +241,12 @@ class SearchViewSet(TeamScopedViewSet):
     replica_actions: ClassVar[frozenset[str]] = frozenset({"create"})
 
     @extend_schema(
-        summary="Search memories",
-        description="Hybrid keyword and vector search with age decay, a small boost or penalty from "
+        summary="Search memories, facts and conversations",
+        description="`sources` picks what is searched (default memories and facts); each result names "
+        "its `origin`, and the sources merge into one list by score (docs/search.md, Unified search): "
+        "memory results keep their order among themselves. `high` facts are left out for read-only "
+        "tokens. For memories: hybrid keyword and vector search with age decay, a small boost or "
+        "penalty from "
         "ratings, and diversification. Falls back to keyword-only (search_mode: keyword) when no "
         "embeddings are available. Active skills with a keyword in the query (as a whole word or "
         "phrase) come first, at most 5, marked `via_skill_trigger`, on top of `max_results`; a skill "
@@ -207,5 +259,9 @@ class SearchViewSet(TeamScopedViewSet):
     def create(self, request: Request, team: str) -> Response:
         payload = SearchInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        outcome = run_search.search_for(team=self.get_team(), arguments=payload.to_arguments())
+        outcome = run_search.search_for(
+            team=self.get_team(),
+            arguments=payload.to_arguments(),
+            may_see_high=self.get_token().grants("write"),
+        )
         return Response(SearchOutputSerializer(outcome).data)

@@ -6,11 +6,13 @@ Everything here is derived from `Memory` rows and can be rebuilt by re-indexing.
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from pgvector.django import VectorField
 
+from memories.conversations.models import Conversation
 from memories.models import Memory
 from teams.models import Team
 
@@ -45,6 +47,52 @@ class Chunk(models.Model):
 
     def __str__(self) -> str:
         return f"{self.memory_id}#{self.chunk_index}"
+
+
+class ConversationChunk(models.Model):
+    """A window of consecutive lines of one conversation (`first_line`..`last_line`),
+    with its stored tsvector and its vector under the team's model at indexing time
+    (search.conversation_index). A table apart from Chunk, so memory search reads
+    exactly what it read before; a profile switch leaves these on the old model until
+    the conversation is indexed again (their vector path then skips them)."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="chunks")
+    first_line = models.PositiveIntegerField()
+    last_line = models.PositiveIntegerField()
+    text = models.TextField()
+    content_hash = models.CharField(max_length=64)
+    search_vector = models.GeneratedField(
+        expression=SearchVector("text", config=SEARCH_CONFIG),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+    model = models.CharField(max_length=200, blank=True, default="")
+    embedding = VectorField(null=True, blank=True)
+    # Its conversation's owner, copied by the database: row-level security hides it as it
+    # hides the conversation.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        editable=False,
+        on_delete=models.CASCADE,
+        related_name="+",
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["team", "conversation", "first_line"], name="one_conversation_chunk_per_start"
+            ),
+        ]
+        indexes = [
+            GinIndex(fields=["search_vector"], name="conversation_chunk_search"),
+            models.Index(fields=["team", "model"], name="conversation_chunk_team_model"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.conversation_id}:{self.first_line}-{self.last_line}"
 
 
 class ChunkEmbedding(models.Model):

@@ -17,10 +17,10 @@ from typing import Any
 from core.metric_definitions import QUERY_EMBEDDING_SECONDS
 from core.request_transaction import outside_request_transaction
 from memories import feedback
-from search import selectors
+from search import selectors, unified
 from search.embeddings.base import EmbeddingUnavailable
 from search.retrieval.candidates import QueryVector, SearchMode
-from search.retrieval.results import SearchOutcome
+from search.retrieval.results import SearchOutcome, SearchResult, shorten
 from search.services import team_provider
 from teams.models import Team
 from teams.scrubber import scrub
@@ -53,19 +53,111 @@ def embed_query(*, team: Team, query: str) -> tuple[QueryVector | None, list[str
     return QueryVector(values=values, model=provider.model, dimensions=provider.dimensions), []
 
 
+SOURCES = ("memories", "facts", "conversations")
+DEFAULT_SOURCES = ("memories", "facts")
+
+
 def embed_and_search(
-    *, team: Team, query: str, mode: SearchMode = "hybrid", max_results: int = 5, **options: Any
+    *,
+    team: Team,
+    query: str,
+    mode: SearchMode = "hybrid",
+    max_results: int = 5,
+    sources: tuple[str, ...] = ("memories",),
+    may_see_high: bool = False,
+    **options: Any,
 ) -> SearchOutcome:
-    """Search the team's memories, embedding the query first unless `mode` is keyword;
-    `options` are search.selectors.search_memories' keyword arguments (filters, explain,
-    diversify, decay...). Bad input is refused before anything is sent to the provider.
+    """Search the team's `sources` (memories, facts, conversations), embedding the query
+    first unless `mode` is keyword (or only facts are searched); `options` are
+    search.selectors.search_memories' keyword arguments (filters, explain, diversify,
+    decay...). Each source gives at most `max_results` hits; they merge into one list by
+    score (merge_sources). Bad input is refused before anything is sent to the provider.
     The caller is inside the team's scope."""
     query = selectors.check_search_input(query=query, max_results=max_results)
-    embedding, warnings = embed_query(team=team, query=query) if mode != "keyword" else (None, [])
-    outcome = selectors.search_memories(
-        team=team, query=query, embedding=embedding, mode=mode, max_results=max_results, **options
+    needs_vector = mode != "keyword" and ("memories" in sources or "conversations" in sources)
+    embedding, warnings = embed_query(team=team, query=query) if needs_vector else (None, [])
+    if "memories" in sources:
+        outcome = selectors.search_memories(
+            team=team, query=query, embedding=embedding, mode=mode, max_results=max_results, **options
+        )
+    else:
+        outcome = SearchOutcome(search_mode=mode if embedding is not None else "keyword", results=[])
+    others: list[SearchResult] = []
+    if "facts" in sources:
+        facts = unified.search_facts(team=team, query=query, may_see_high=may_see_high, limit=max_results)
+        others += [fact_result(hit) for hit in facts]
+    if "conversations" in sources:
+        effective = mode if embedding is not None or mode == "keyword" else "keyword"
+        found = unified.search_conversations(
+            team=team, query=query, embedding=embedding, mode=effective, limit=max_results
+        )
+        others += [conversation_result(hit) for hit in found]
+    min_score = options.get("min_score")
+    if min_score is not None:
+        others = [hit for hit in others if hit.score >= min_score]
+    return replace(
+        outcome, results=merge_sources(outcome.results, others), warnings=[*warnings, *outcome.warnings]
     )
-    return replace(outcome, warnings=[*warnings, *outcome.warnings])
+
+
+def merge_sources(memories: list[SearchResult], others: list[SearchResult]) -> list[SearchResult]:
+    """One list: the memory results in their own order (skills first, a superseded
+    version right after its key's current entry, as the memory pipeline placed them),
+    with the other sources' hits placed before the first memory result that scores
+    lower. The memory results keep their order among themselves whatever is added."""
+    if not others:
+        return memories
+    pending = sorted(others, key=lambda hit: -hit.score)
+    merged: list[SearchResult] = []
+    for result in memories:
+        if not result.via_skill_trigger and not result.superseded:
+            while pending and pending[0].score > result.score:
+                merged.append(pending.pop(0))
+        merged.append(result)
+    return merged + pending
+
+
+def fact_result(hit: unified.FactHit) -> SearchResult:
+    return SearchResult(
+        memory_id=hit.id,
+        key=f"{hit.entity}/{hit.key}",
+        snippet=shorten(hit.value),
+        score=hit.score,
+        type="fact",
+        is_active=True,
+        source=hit.found_by,
+        created_at=hit.created_at,
+        origin="facts",
+        fact={
+            "entity": hit.entity,
+            "key": hit.key,
+            "value": hit.value,
+            "scope": hit.scope,
+            "sensitivity": hit.sensitivity,
+        },
+    )
+
+
+def conversation_result(hit: unified.ConversationHit) -> SearchResult:
+    return SearchResult(
+        memory_id=hit.conversation_id,
+        key=hit.title or str(hit.conversation_id),
+        snippet=shorten(hit.text),
+        score=hit.score,
+        type="conversation",
+        is_active=True,
+        source=hit.found_by,
+        created_at=hit.created_at,
+        origin="conversations",
+        conversation={
+            "id": hit.conversation_id,
+            "title": hit.title,
+            "session": hit.session,
+            "first_line": hit.first_line,
+            "last_line": hit.last_line,
+            "text": hit.text,
+        },
+    )
 
 
 @dataclass(frozen=True)
@@ -84,28 +176,42 @@ class SearchArguments:
     topics: list[str] | None = None
     explain: bool = False
     mode: SearchMode = "hybrid"
+    # The dashboard's searches are of memories; the doors' default is DEFAULT_SOURCES.
+    sources: tuple[str, ...] = ("memories",)
 
 
 def search_arguments(data: Mapping[str, Any]) -> SearchArguments:
     """A search in the API's words (the fields of search.api.SearchInputSerializer,
     validated) as the search's arguments; a field left out keeps its default."""
     names = SearchArguments.__dataclass_fields__
-    return SearchArguments(**{name: value for name, value in data.items() if name in names})
+    arguments = {name: value for name, value in data.items() if name in names}
+    if "sources" in arguments:
+        arguments["sources"] = tuple(arguments["sources"])
+    return SearchArguments(**arguments)
 
 
-def search_for(*, team: Team, arguments: SearchArguments, count_access: bool = True) -> SearchOutcome:
+def search_for(
+    *, team: Team, arguments: SearchArguments, count_access: bool = True, may_see_high: bool = False
+) -> SearchOutcome:
     """A search as the doors run it. With `count_access` (an agent's search, over REST
-    or MCP), every result handed over counts as an access of its entry, in one UPDATE;
-    a person browsing the dashboard does not count.
+    or MCP), every memory result handed over counts as an access of its entry, in one
+    UPDATE; a person browsing the dashboard does not count. `may_see_high`: the reader
+    may see `high` facts (a token with write scope).
 
-    Every snippet handed over is scrubbed (credential shapes and the team's vault
+    Every text handed over is scrubbed (credential shapes and the team's vault
     secrets): text stored before a scrubber rule or a vault secret existed never leaves
     through a search."""
-    outcome = embed_and_search(team=team, **asdict(arguments))
+    outcome = embed_and_search(team=team, may_see_high=may_see_high, **asdict(arguments))
     if outcome.results:
         secrets = team_secret_matcher(team_id=team.id)
         for result in outcome.results:
             result.snippet = scrub(result.snippet, secrets).text
+            if result.fact is not None:
+                result.fact["value"] = scrub(result.fact["value"], secrets).text
+            if result.conversation is not None:
+                result.conversation["text"] = scrub(result.conversation["text"], secrets).text
     if count_access:
-        feedback.record_access(team=team, memory_ids=[r.memory_id for r in outcome.results])
+        feedback.record_access(
+            team=team, memory_ids=[r.memory_id for r in outcome.results if r.origin == "memories"]
+        )
     return outcome

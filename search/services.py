@@ -34,7 +34,7 @@ from search.embeddings.profiles import (
     provider_for,
 )
 from search.hooks import IndexedEntry
-from search.models import Chunk, ChunkEmbedding, EmbeddingCache, KeyTrigrams, KeywordStat
+from search.models import Chunk, ChunkEmbedding, ConversationChunk, EmbeddingCache, KeyTrigrams, KeywordStat
 from search.vector_index import ensure_index
 from teams.models import AuditEvent, Team
 from teams.scope import dangerously_bypass_team_scope, team_scope
@@ -533,6 +533,7 @@ def delete_team_index(*, team: Team) -> dict[str, int]:
     return {
         "chunk_embeddings": ChunkEmbedding.objects.filter(team=team).delete()[0],
         "chunks": Chunk.objects.filter(team=team).delete()[0],
+        "conversation_chunks": ConversationChunk.objects.filter(team=team).delete()[0],
         "keyword_stats": KeywordStat.objects.filter(team=team).delete()[0],
         "key_trigrams": KeyTrigrams.objects.filter(team=team).delete()[0],
         "cached_embeddings": EmbeddingCache.objects.filter(team=team).delete()[0],

@@ -64,6 +64,13 @@ def index_memory(team_id: int, memory_id: str) -> str:
     return services.index_memory(team_id=team_id, memory_id=memory_id)
 
 
+@shared_task(name="search.index_conversation", ignore_result=True)
+def index_conversation(team_id: int, conversation_id: str) -> str:
+    from search import conversation_index
+
+    return conversation_index.index_conversation(team_id=team_id, conversation_id=conversation_id)
+
+
 @shared_task(name="search.reindex_team", ignore_result=True)
 def reindex_team(team_id: int, profile: str | None = None) -> dict[str, object]:
     from search import reindexing

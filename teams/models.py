@@ -14,6 +14,7 @@ from teams.validators import (
     MAX_HALF_LIFE_DAYS,
     MAX_INJECTION_ENTRIES,
     MAX_INJECTION_TOKENS,
+    MAX_RETENTION_DAYS,
     MIN_INJECTION_TOKENS,
     validate_dedup_threshold,
     validate_key,
@@ -89,6 +90,11 @@ class Team(models.Model):
     )
     scope_window_user_days = models.PositiveIntegerField(
         null=True, blank=True, default=30, db_default=30, validators=_FRESHNESS_LIMITS
+    )
+    # Conversations (memories.conversations) older than this are deleted by the
+    # retention job (docs/conversations.md, "Retention").
+    conversation_retention_days = models.PositiveIntegerField(
+        default=30, db_default=30, validators=[MinValueValidator(1), MaxValueValidator(MAX_RETENTION_DAYS)]
     )
     created_at = models.DateTimeField(auto_now_add=True)
     # Moved by database triggers (teams.0015) on every change of the team's tokens

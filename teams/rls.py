@@ -140,3 +140,46 @@ def enable_personal_rows(table: str, *, name_column: str) -> migrations.RunSQL:
         DROP POLICY IF EXISTS personal_rows ON {table};
         """,
     )
+
+
+# A row with no name to read its owner from: a conversation is its writer's when a person's
+# token sent it (`memoryhub.viewer` is their id), the team's otherwise; its lines and
+# windows copy the conversation's owner.
+WRITER_OWNER_FUNCTIONS = """
+CREATE OR REPLACE FUNCTION memoryhub_owner_from_writer() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    viewer text := current_setting('memoryhub.viewer', true);
+BEGIN
+    NEW.owner_id := CASE WHEN viewer ~ '^[0-9]+$' THEN viewer::integer END;
+    RETURN NEW;
+END $$;
+
+CREATE OR REPLACE FUNCTION memoryhub_owner_from_conversation() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.owner_id := (SELECT c.owner_id FROM memories_conversation c WHERE c.id = NEW.conversation_id);
+    RETURN NEW;
+END $$;
+"""
+WRITER_OWNER_FUNCTIONS_REVERSE = """
+DROP FUNCTION IF EXISTS memoryhub_owner_from_writer();
+DROP FUNCTION IF EXISTS memoryhub_owner_from_conversation();
+"""
+
+
+def enable_personal_writer_rows(table: str, *, owner_from: str) -> migrations.RunSQL:
+    """The `personal_rows` policy on `table`, and the trigger (`memoryhub_owner_from_writer`
+    or `memoryhub_owner_from_conversation`) that sets a new row's owner."""
+    return migrations.RunSQL(
+        f"""
+        CREATE POLICY personal_rows ON {table} AS RESTRICTIVE
+            USING ({PERSONAL_CONDITION}) WITH CHECK ({PERSONAL_CONDITION});
+        CREATE TRIGGER {table}_personal_owner BEFORE INSERT ON {table}
+            FOR EACH ROW EXECUTE FUNCTION {owner_from}();
+        """,
+        reverse_sql=f"""
+        DROP TRIGGER IF EXISTS {table}_personal_owner ON {table};
+        DROP POLICY IF EXISTS personal_rows ON {table};
+        """,
+    )

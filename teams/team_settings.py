@@ -1,7 +1,7 @@
 """A team's own settings (injection cap and budget, decay, hybrid weights, duplicate
-threshold, freshness windows by type and by scope, captures straight to memory, name):
-checked with the model's own limits, written field by field under the row's lock, each
-change recorded in the audit trail.
+threshold, freshness windows by type and by scope, captures straight to memory, conversation
+retention, name): checked with the model's own limits, written field by field under the
+row's lock, each change recorded in the audit trail.
 
 The embedding profile is not here: switching it means re-embedding every entry, so it
 goes through the re-index (search.services.request_profile_switch), which switches
@@ -39,6 +39,7 @@ EDITABLE_SETTINGS = (
     "scope_window_team_days",
     "scope_window_project_days",
     "scope_window_user_days",
+    "conversation_retention_days",
 )
 
 

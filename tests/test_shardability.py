@@ -92,10 +92,13 @@ UNIQUE_WITHOUT_TEAM = {
             "freshness_nudge",
             "memories_annotation",
             "memories_confirmation",
+            "memories_conversation",
+            "memories_conversationline",
             "memories_fact",
             "memories_memory",
             "search_chunk",
             "search_chunkembedding",
+            "search_conversationchunk",
             "search_embeddingcache",
             "search_keytrigrams",
             "search_keywordstat",
@@ -119,11 +122,13 @@ FOREIGN_KEYS_WITHOUT_TEAM = {
     ("freshness_nudge", "memories_memory", ("other_memory_id",)),
     ("memories_annotation", "memories_memory", ("memory_id",)),
     ("memories_confirmation", "memories_memory", ("memory_id",)),
+    ("memories_conversationline", "memories_conversation", ("conversation_id",)),
     ("memories_fact", "memories_fact", ("supersedes_id",)),
     ("memories_memory", "memories_memory", ("restored_from_id",)),
     ("memories_memory", "memories_memory", ("supersedes_id",)),
     ("search_chunk", "memories_memory", ("memory_id",)),
     ("search_chunkembedding", "search_chunk", ("chunk_id",)),
+    ("search_conversationchunk", "memories_conversation", ("conversation_id",)),
 }
 
 

@@ -89,6 +89,10 @@ MEANINGS = {
         "Window: personal scope (days)",
         "The same for a personal memory; empty: no cap.",
     ),
+    "conversation_retention_days": (
+        "Conversations: retention (days)",
+        "Stored session transcripts older than this are deleted by the hourly retention job (1 to 3,650).",
+    ),
 }
 
 

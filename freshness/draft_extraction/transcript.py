@@ -25,10 +25,12 @@ from typing import Any
 
 import re2
 
+from memories.conversations.models import MAX_TRANSCRIPT_CHARS
 from memories.types import MemoryType
 from teams.scrubber import REDACTED, SecretMatcher, scrub
 
-TRANSCRIPT_MAX_CHARS = 256 * 1024
+# The bound of a stored conversation too (the same transcript is kept as one).
+TRANSCRIPT_MAX_CHARS = MAX_TRANSCRIPT_CHARS
 MAX_CANDIDATES = 15
 MAX_CONTENT_CHARS = 500  # a candidate's content; longer text is cut at a word boundary
 

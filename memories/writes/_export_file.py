@@ -121,6 +121,8 @@ class ParsedFile:
     vault: list[VaultLine] = field(default_factory=list)
     # Fact records, checked when they are applied (memories.facts.transfer).
     facts: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    # Conversation records, checked when they are applied (memories.conversations.transfer).
+    conversations: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     errors: list[LineError] = field(default_factory=list)
 
     def key_groups(self) -> list[list[str]]:
@@ -180,6 +182,8 @@ def parse_export(raw: bytes) -> ParsedFile:
                 parsed.vault.append(_vault_line(number, record))
             elif kind == "fact":
                 parsed.facts.append((number, record))
+            elif kind == "conversation":
+                parsed.conversations.append((number, record))
             elif kind not in ("end", "header"):
                 raise BadLine("invalid", f"unknown record {str(kind)[:40]!r}")
         except BadLine as bad:

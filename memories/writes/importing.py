@@ -48,6 +48,7 @@ from django.db import DataError, IntegrityError, transaction
 
 from core.errors import DomainError, InvalidInput
 from memories import hooks
+from memories.conversations.transfer import ConversationImport, import_conversations
 from memories.facts.transfer import FactImport, import_facts
 from memories.feedback import checked_note
 from memories.models import Annotation, Confirmation, Memory, MemoryState
@@ -93,6 +94,7 @@ class ImportReport:
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     vault: Counter[str] = field(default_factory=Counter)
     facts: FactImport = field(default_factory=FactImport)
+    conversations: ConversationImport = field(default_factory=ConversationImport)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -102,6 +104,7 @@ class ImportReport:
             "notes_written": self.notes_written,
             "vault": {outcome: self.vault[outcome] for outcome in VAULT_OUTCOMES},
             "facts": self.facts.as_dict(),
+            "conversations": self.conversations.as_dict(),
             "errors": [error.as_dict() for error in self.errors],
             "keys": dict(sorted(self.outcomes.items())),
         }
@@ -180,6 +183,15 @@ def import_export(
             skip_existing=skip_existing,
         )
         report.errors += [LineError(line, error, detail) for line, error, detail in report.facts.errors]
+        report.conversations = import_conversations(
+            team=team,
+            records=parsed.conversations,
+            source_team=source_team if isinstance(source_team, str) else "",
+            actor=actor,
+        )
+        report.errors += [
+            LineError(line, error, detail) for line, error, detail in report.conversations.errors
+        ]
         if strict and report.errors:
             raise _refused(report)
         if dry_run:

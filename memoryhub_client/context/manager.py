@@ -308,7 +308,10 @@ class ContextManager:
         try:
             for text, batch in self._transcripts(pending):
                 if text:
-                    made = self.hub.extract_drafts(text, source_session=self._source_session())["drafts"]
+                    answer = self.hub.extract_drafts(
+                        text, source_session=self._source_session(), source="sdk"
+                    )
+                    made = answer["drafts"]
                     drafts += [draft["id"] for draft in made]
                     if policy.target == "entries":
                         saved, detail = self._accept(made)

@@ -37,6 +37,11 @@ class SearchResult:
     via_skill_trigger: bool = False
     skill: str | None = None  # the skill's name, on results a skill trigger brought in
     matched_keyword: str | None = None
+    # Which source of a unified search it is from (search.run_search): memories, facts or
+    # conversations; a fact hit carries `fact`, a conversation hit `conversation`.
+    origin: str = "memories"
+    fact: dict[str, Any] | None = None
+    conversation: dict[str, Any] | None = None
 
 
 @dataclass

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver, resolve
 
+from memories.conversations.models import Conversation, ConversationLine
 from memories.facts.models import Fact
 from memories.facts.services import set_fact
 from memories.models import Memory
@@ -23,7 +24,10 @@ ALPHA_MARKERS = [
     "vault-value-ninety",  # vault value
     "alpha-entity-5",  # fact entity
     "fact-value-eleven",  # fact value
+    "alpha-talk-13",  # conversation title
+    "conversation-line-twelve",  # conversation line
 ]
+ALPHA_CONVERSATION = "7a1f0c3e-0000-4000-8000-000000000013"
 
 # (method, path under /api/v1/teams/<team>/, body)
 ENDPOINTS = [
@@ -91,6 +95,10 @@ ENDPOINTS = [
     ("put", "facts/alpha-entity-5/provider/", {"value": "overwritten", "reason": "take over"}),
     ("delete", "facts/alpha-entity-5/provider/", None),
     ("get", "facts/alpha-entity-5/provider/history/", None),
+    ("get", "conversations/", None),
+    ("post", "conversations/", {"lines": [{"role": "user", "text": "take over"}]}),
+    ("get", f"conversations/{ALPHA_CONVERSATION}/", None),
+    ("delete", f"conversations/{ALPHA_CONVERSATION}/", None),
 ]
 
 
@@ -117,6 +125,16 @@ def alpha_data(member: Agent) -> None:
         set_fact(
             team=member.team, entity="alpha-entity-5", key="provider", value="fact-value-eleven", actor="t"
         )
+        conversation = Conversation.objects.create(
+            id=ALPHA_CONVERSATION, team=member.team, title="alpha-talk-13", line_count=1
+        )
+        ConversationLine.objects.create(
+            team=member.team,
+            conversation=conversation,
+            number=1,
+            role="user",
+            text="conversation-line-twelve",
+        )
 
 
 def assert_alpha_untouched(member: Agent) -> None:
@@ -128,6 +146,9 @@ def assert_alpha_untouched(member: Agent) -> None:
     with operator_view():
         fact = Fact.objects.get(team=member.team, entity="alpha-entity-5", is_active=True)
     assert fact.value == "fact-value-eleven"
+    with operator_view():
+        assert Conversation.objects.filter(id=ALPHA_CONVERSATION, team=member.team).exists()
+        assert Conversation.objects.filter(team=member.team).count() == 1
 
 
 def assert_no_alpha_bytes(body: bytes) -> None:
@@ -190,7 +211,7 @@ def test_outsider_using_alpha_keys_in_own_team_gets_404_and_nothing_of_alpha(
 
 
 def test_outsider_lists_show_nothing_of_alpha(alpha_data: None, outsider: Agent) -> None:
-    for path in ("memories/", "vault/", "facts/"):
+    for path in ("memories/", "vault/", "facts/", "conversations/"):
         response = outsider.client.get(outsider.url(path))
         assert response.status_code == 200
         assert response.json()["results"] == []

@@ -1,4 +1,4 @@
-"""`python -m tests.bench [quality|latency|request_path|capacity|ingest|injection|hardening|mcp|transfer|freshness|contradictions|extraction|scrubber|tokens|capture|facts|all] [--quick] [--scale]` (make bench).
+"""`python -m tests.bench [quality|latency|request_path|capacity|ingest|injection|hardening|mcp|transfer|freshness|contradictions|extraction|scrubber|tokens|capture|facts|unified|all] [--quick] [--scale]` (make bench).
 
 Runs against its own embedded PostgreSQL in .memoryhub/bench, prints a table per
 section and writes bench-results/<section>.json with the environment it ran on.
@@ -30,6 +30,7 @@ SECTIONS = (
     "tokens",
     "capture",
     "facts",
+    "unified",
 )
 
 

@@ -28,6 +28,8 @@ from django_celery_beat.models import PeriodicTask
 from agents.models import AgentSession
 from freshness.models import AnchorCheck, Nudge, NudgeKind
 from memories import writes
+from memories.conversations.models import Conversation
+from memories.conversations.services import Line, store_conversation
 from memories.models import Memory
 from memoryhub.celery import app as celery_app
 from teams.models import JobRun, Team
@@ -173,7 +175,35 @@ def _anchor_checked(memory_id: uuid.UUID) -> bool:
         return AnchorCheck.objects.filter(memory_id=memory_id, ok=True).exists()
 
 
+def _retention_bad(team: Team, site: Site) -> None:
+    # A retention past what a date can hold (written by hand; the settings page refuses it).
+    _old_conversation(team)
+    sql("UPDATE teams_team SET conversation_retention_days = 2000000000 WHERE id = %s", [team.id])
+
+
+def _old_conversation(team: Team) -> uuid.UUID:
+    with team_scope(team.id):
+        stored = store_conversation(
+            team=team,
+            lines=[Line("user", f"{team.slug} said")],
+            actor="t",
+            created_at=timezone.now() - dt.timedelta(days=45),
+        )
+    return stored.id
+
+
+def _conversation_gone(conversation_id: uuid.UUID) -> bool:
+    with operator_view():
+        return not Conversation.objects.filter(id=conversation_id).exists()
+
+
 CASES: dict[str, JobCase] = {
+    "memories.delete_expired_conversations": JobCase(
+        _retention_bad,
+        lambda team, site: _old_conversation(team),
+        _conversation_gone,
+        lambda outcome: (outcome["errors"], outcome["teams"], outcome["deleted"]) == (1, 2, 1),
+    ),
     "search.reconcile_index_states": JobCase(
         _reconcile_bad, _reconcile_work, _indexed, lambda outcome: outcome["claimed"] == 2
     ),

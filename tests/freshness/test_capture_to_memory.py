@@ -76,6 +76,7 @@ def test_with_the_setting_on_a_capture_is_a_scrubbed_lesson_entry_and_repeats_co
         "confirmed": [],
         "confirmed_facts": [],
         "fact_nudges": [],
+        "conversation": None,
     }
     assert [e["id"] for e in other.json()["confirmed"]] == [str(entry.id)]
     assert [e["id"] for e in unnamed.json()["confirmed"]] == [str(entry.id)]

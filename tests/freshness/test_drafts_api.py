@@ -165,6 +165,10 @@ def test_accept_edited_stores_a_memory_with_provenance(member: Agent, drafted: l
         "extractor": "rules",
         "reviewed_by": "writer-bot",
         "corroborated": 0,
+        # The transcript kept as a conversation, and the lines the draft came from.
+        "conversation": draft["source_conversation"]["id"],
+        "first_line": draft["source_conversation"]["first_line"],
+        "last_line": draft["source_conversation"]["last_line"],
     }
     assert body["memory_entry"]["id"] == entry["id"]
     with operator_view():

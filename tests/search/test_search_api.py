@@ -41,6 +41,7 @@ DB_HOST = "The staging database runs on db-3.internal, port 5433."
 CORPUS_KEYS = {"deploy-friday", "db-host", "lunch", "brewing", "ci-cache"}
 RESULT_FIELDS = [
     "id",
+    "origin",
     "key",
     "snippet",
     "score",

@@ -14,9 +14,10 @@ from django.db import connection, models, transaction
 from agents.sessions import boot_session
 from freshness.models import AnchorCheck, AnchorCheckSource, Draft, Nudge, NudgeKind
 from memories import writes
+from memories.conversations.services import Line, store_conversation
 from memories.facts.services import set_fact
 from memories.feedback import annotate_memory
-from search.models import Chunk, ChunkEmbedding, EmbeddingCache
+from search.models import Chunk, ChunkEmbedding, ConversationChunk, EmbeddingCache
 from teams import services
 from teams.models import Membership, Team
 from teams.scope import dangerously_bypass_team_scope, team_scope, token_lookup_scope
@@ -46,10 +47,13 @@ KNOWN_TEAM_TABLES = {
     "freshness_nudge",
     "memories_annotation",
     "memories_confirmation",
+    "memories_conversation",
+    "memories_conversationline",
     "memories_fact",
     "memories_memory",
     "search_chunk",
     "search_chunkembedding",
+    "search_conversationchunk",
     "search_embeddingcache",
     "search_keywordstat",
     "teams_agenttoken",
@@ -82,6 +86,15 @@ def fill(team: Team, label: str) -> None:
         annotate_memory(team=team, key=f"{label}-key", note=f"{label} annotation", created_by=label)
         writes.confirm_memory(team=team, key=f"{label}-key", confirmed_by=label)
         set_fact(team=team, entity=f"{label}-entity", key="provider", value=f"{label} value", actor=label)
+        conversation = store_conversation(team=team, lines=[Line("user", f"{label} said")], actor=label)
+        ConversationChunk.objects.create(
+            team=team,
+            conversation=conversation,
+            first_line=1,
+            last_line=1,
+            text=f"user: {label} said",
+            content_hash=memory.content_hash,
+        )
         Nudge.objects.create(team=team, kind=NudgeKind.DUE, memory=memory, message=f"{label} nudge")
         AnchorCheck.objects.create(
             team=team, memory=memory, source=AnchorCheckSource.SERVER, checked_at=memory.created_at, ok=True

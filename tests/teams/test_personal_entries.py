@@ -252,3 +252,31 @@ def test_an_export_carries_the_exporters_personal_entries_and_their_import_keeps
     assert max_in_bravo.client.get(max_in_bravo.url("facts/@max/editor/")).json()["value"] == "kakoune"
     assert bravo_team_token.client.get(bravo_team_token.url("memories/@max:notes/")).status_code == 404
     assert b"lantern-moth" not in export_body(bravo_team_token)
+
+
+def test_a_persons_own_transcript_is_theirs_alone(
+    mia: Agent, max_agent: Agent, member: Agent, django_capture_on_commit_callbacks: Any
+) -> None:
+    lines = [
+        {"role": "user", "text": "Remind me: my wombat-lantern side project builds with zig."},
+        {"role": "assistant", "text": "Noted, the wombat-lantern build uses zig."},
+    ]
+    with django_capture_on_commit_callbacks(execute=True):
+        stored = mia.client.post(mia.url("conversations/"), {"lines": lines}, format="json")
+        team_talk = member.client.post(
+            member.url("conversations/"),
+            {"lines": [{"role": "user", "text": "Team standup at nine."}]},
+            format="json",
+        )
+    assert stored.status_code == 201 and team_talk.status_code == 201, (stored.content, team_talk.content)
+    path = f"conversations/{stored.json()['id']}/"
+    assert mia.client.get(mia.url(path)).status_code == 200
+    query = {"query": "wombat-lantern zig build", "sources": ["conversations"], "mode": "keyword"}
+    assert "wombat" in mia.client.post(mia.url("search/"), query, format="json").content.decode()
+    for other in (max_agent, member):
+        got = other.client.get(other.url(path))
+        assert got.status_code == 404 and "wombat" not in got.content.decode()
+        assert "wombat" not in other.client.get(other.url("conversations/")).content.decode()
+        assert "wombat" not in other.client.post(other.url("search/"), query, format="json").content.decode()
+    # The team's own transcripts stay the team's: the person sees them too.
+    assert mia.client.get(mia.url(f"conversations/{team_talk.json()['id']}/")).status_code == 200

@@ -85,6 +85,7 @@ def test_export_is_json_lines_with_a_versioned_header_every_version_and_a_traile
         "annotations": len(notes),
         "confirmations": len(confirmations),
         "facts": 0,
+        "conversations": 0,
     }
     deploy = [r for r in memories if r["key"] == "deploy-steps"]
     assert [r["state"] for r in deploy] == ["superseded", "superseded", "active"]
@@ -490,6 +491,7 @@ def test_the_export_is_streamed_from_a_server_side_cursor(team: Team, admin_memb
         "annotations": 0,
         "confirmations": 0,
         "facts": 0,
+        "conversations": 0,
     }
 
 

@@ -10,6 +10,8 @@ versions, and is compared on those.
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,9 +20,12 @@ import pytest
 from django.db import models
 from django.utils.dateparse import parse_datetime
 
+from memories.conversations.models import Conversation
+from memories.conversations.services import Line, store_conversation
 from memories.facts.models import Fact
 from memories.models import Annotation, Confirmation, Memory
 from teams.models import Team
+from teams.scope import team_scope
 from tests.conftest import Agent, make_agent, operator_view
 from tests.factories import TeamFactory
 from tests.mcp.conftest import Server, mcp_server  # noqa: F401  (the server fixture)
@@ -334,3 +339,100 @@ def test_a_markdown_export_imported_into_an_empty_team_reproduces_every_field_of
         if theirs.updated_by != "charlie-admin":
             problems.append(f"{key}: updated_by {theirs.updated_by!r}")
     assert problems == []
+
+
+# Conversations (docs/conversations.md, "Export and import"): compared as they are.
+CONVERSATION_CARRIED = {
+    "session",
+    "source",
+    "title",
+    "started_at",
+    "ended_at",
+    "created_at",
+    "line_count",
+    "char_count",
+    "redactions",
+}
+CONVERSATION_EXCLUDED = {
+    "id": "a new primary key in the importing team; the file's is in imported_from",
+    "team": "the importing team",
+    "created_by": "the importer stores it; the file's author is in imported_from",
+    "imported_from": "compared: the file's team, id and author",
+    "index_state": "derived: the importing team indexes it again",
+    "owner": "set by the database from the importer's token (tests/teams/test_personal_entries.py)",
+    "lines": "compared line by line",
+    "chunks": "derived: the importing team indexes it again",
+}
+
+
+def test_every_conversation_field_is_compared_or_excluded_with_a_reason() -> None:
+    assert model_fields(Conversation) == CONVERSATION_CARRIED | set(CONVERSATION_EXCLUDED)
+
+
+@pytest.mark.django_db
+def test_conversations_round_trip_into_an_empty_team_and_a_second_import_changes_nothing(
+    team: Team, admin_member: Agent, empty_team_admin: Agent
+) -> None:
+    started = dt.datetime(2026, 3, 1, 9, 30, 12, 345678, tzinfo=dt.UTC)
+    with team_scope(team.id):
+        store_conversation(
+            team=team,
+            lines=[
+                Line("user", "Which provider?"),
+                Line("assistant", "Paddle, since March.\n\nSee the memo."),
+            ],
+            actor="ann",
+            session="sess-1",
+            title="billing",
+            source="hook",
+            started_at=started,
+            ended_at=started + dt.timedelta(minutes=5),
+            created_at=started + dt.timedelta(minutes=6),
+        )
+        store_conversation(team=team, lines=[Line("note", "only a note")], actor="bob")
+
+    response = import_file(empty_team_admin, export_body(admin_member))
+
+    assert response.status_code == 200, response.content
+    assert response.json()["errors"] == []
+    assert response.json()["conversations"] == {"created": 2, "unchanged": 0}
+    with operator_view():
+        source = list(Conversation.objects.filter(team=team).order_by("created_at"))
+        copy = list(Conversation.objects.filter(team=empty_team_admin.team).order_by("created_at"))
+        lines = {
+            row.id: list(row.lines.order_by("number").values_list("number", "role", "text"))
+            for row in source + copy
+        }
+    assert len(source) == len(copy) == 2
+    for mine, theirs in zip(source, copy, strict=True):
+        assert {name: getattr(mine, name) for name in CONVERSATION_CARRIED} == {
+            name: getattr(theirs, name) for name in CONVERSATION_CARRIED
+        }
+        assert lines[mine.id] == lines[theirs.id]
+        assert theirs.created_by == "charlie-admin"
+        assert theirs.imported_from == {"team": "alpha", "id": str(mine.id), "created_by": mine.created_by}
+    again = import_file(empty_team_admin, export_body(admin_member)).json()
+    assert again["conversations"] == {"created": 0, "unchanged": 2}
+    # The copy exported and imported back into the first team: it has them already.
+    back = import_file(admin_member, export_body(empty_team_admin)).json()
+    assert back["conversations"] == {"created": 0, "unchanged": 2}
+
+
+@pytest.mark.django_db
+def test_a_bad_conversation_record_is_reported_by_line_and_the_rest_applies(admin_member: Agent) -> None:
+    header = {"record": "header", "format": "memoryhub-export", "version": 4, "team": "elsewhere"}
+    good = {"record": "conversation", "id": "0d9f7a3c-1111-4000-8000-000000000001", "lines": [
+        {"role": "user", "text": "the key is AKIAIOSFODNN7EXAMPLQ"}]}  # fmt: skip
+    bad = {
+        "record": "conversation",
+        "id": "0d9f7a3c-1111-4000-8000-000000000002",
+        "lines": [{"role": "User"}],
+    }
+    not_an_id = {"record": "conversation", "id": "x", "lines": [{"role": "user", "text": "hi"}]}
+    body = "\n".join(json.dumps(line) for line in (header, good, bad, not_an_id)).encode()
+    report = import_file(admin_member, body).json()
+    assert report["conversations"] == {"created": 1, "unchanged": 0}
+    assert [error["line"] for error in report["errors"]] == [3, 4]
+    with operator_view():
+        stored = Conversation.objects.get(team=admin_member.team)
+        assert "AKIAIOSFODNN7EXAMPLQ" not in stored.lines.get().text

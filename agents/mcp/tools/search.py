@@ -14,7 +14,9 @@ from search.api import SearchInputSerializer, SearchOutputSerializer
 
 
 def memory_search(call: ToolCall, payload: SearchInputSerializer) -> dict[str, Any]:
-    outcome = run_search.search_for(team=call.team, arguments=payload.to_arguments())
+    outcome = run_search.search_for(
+        team=call.team, arguments=payload.to_arguments(), may_see_high=call.token.grants("write")
+    )
     return dict(SearchOutputSerializer(outcome).data)
 
 
@@ -40,7 +42,7 @@ CORE_SEARCH = replace(
     arguments=with_fields(
         SearchInputSerializer,
         "CoreSearchArguments",
-        ("query", "max_results", "types", "project", "include_superseded", "tags"),
+        ("query", "max_results", "types", "project", "include_superseded", "tags", "sources"),
     ),
 )
 
