@@ -1,8 +1,9 @@
 """`python -m tests.bench capture`: the capture rules (memoryhub_client/capture.py) on the
 labelled sessions of tests/bench/capture_set/ (its README: the format, the labelling rule
-and the three files: the first set, written after rules v1; the second, written after v2
-was frozen; the third, written after v3 was frozen: v3's honest figure, the first two
-being the source of v2's and v3's changes, so tuning sets). Each set gets its own rows.
+and the four files: the first set, written after rules v1; the second, written after v2
+was frozen; the third, written after v3 was frozen; the fourth, written after v4 was
+frozen: v4's honest figure, the first three being the source of v4's changes, so tuning
+sets). Each set gets its own rows; the held-out set's come first.
 
 Two paths, as the hooks run them:
 - hooks: each failed call as PostToolUseFailure gives it (no knowledge of what follows)
@@ -34,11 +35,13 @@ from tests.bench import harness
 SET_DIR = harness.REPO / "tests" / "bench" / "capture_set"
 SET_FILE = SET_DIR / "transcripts.txt"
 SECOND_SET_FILE = SET_DIR / "held_out.txt"
-HELD_OUT_FILE = SET_DIR / "held_out_v3.txt"
+THIRD_SET_FILE = SET_DIR / "held_out_v3.txt"
+HELD_OUT_FILE = SET_DIR / "held_out_v4.txt"
 SETS = {
-    "held out (written after v3)": HELD_OUT_FILE,
-    "second set (v3 tuned on it)": SECOND_SET_FILE,
-    "first set (v2 and v3 tuned on it)": SET_FILE,
+    "held out (written after v4)": HELD_OUT_FILE,
+    "third set (v4 tuned on it)": THIRD_SET_FILE,
+    "second set (v3 and v4 tuned on it)": SECOND_SET_FILE,
+    "first set (v2, v3 and v4 tuned on it)": SET_FILE,
 }
 LABEL = " @learn"
 RESAMPLES = 2000

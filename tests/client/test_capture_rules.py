@@ -244,3 +244,157 @@ def test_a_transcript_leaves_out_a_failure_the_agent_fixed_with_its_own_edits() 
         result("f", "deployed", failed=False),
     ]
     assert [learning.source for learning in transcript_learnings(records)] == ["c"]
+
+
+# ---------------------------------------------------------------------- v4
+
+
+@pytest.mark.parametrize(
+    ("command", "error"),
+    [
+        (
+            "docker pull ghcr.io/acme/base:3.12",
+            'Get "https://ghcr.io/v2/": dial tcp: lookup ghcr.io: no such host',
+        ),
+        ("git fetch origin", "fatal: the remote end hung up unexpectedly"),
+        (
+            "bundle exec rspec spec/a_spec.rb",
+            "Failure/Error: expect(a).to be(true)\n  expected true\n  got false",
+        ),
+        (
+            "mix test test/slug_test.exs",
+            "** (UndefinedFunctionError) function Blog.slug/1 is undefined\n1 test, 1 failure",
+        ),
+        (
+            "./gradlew test --tests acme.T",
+            "T > rounds() FAILED\n  org.opentest4j.AssertionFailedError: expected: <1>",
+        ),
+        ("cargo test", "thread 'total' panicked at src/lib.rs:9:5:\nassertion `left == right` failed"),
+        ("go build ./...", "cmd/api/main.go:9:2: undefined: totl"),
+        (
+            "npx tsc --noEmit",
+            "src/cart.ts(12,5): error TS2339: Property 'qty' does not exist on type 'Item'.",
+        ),
+        ("cargo check", "error[E0308]: mismatched types\n --> src/main.rs:4:5"),
+        ("kubectl get pod api-7f -n prod", 'Error from server (NotFound): pods "api-7f" not found'),
+        ("gh pr view", 'no pull requests found for branch "feat/x"'),
+        (
+            "git show origin/release:config.yaml",
+            "fatal: path 'config.yaml' does not exist in 'origin/release'",
+        ),
+        ("npm run seed", 'npm ERR! Missing script: "seed"\nnpm ERR! To see a list of scripts, run:'),
+        ("./gradlew integrationTest", "Task 'integrationTest' not found in root project 'api'."),
+        (
+            "python scripts/improt.py",
+            "python: can't open file '/app/scripts/improt.py': [Errno 2] No such file",
+        ),
+        ("pytest tests/test_fo.py", "ERROR: file or directory not found: tests/test_fo.py"),
+        ("kubectl apply -f k8s/deploy.yaml", 'error: the path "k8s/deploy.yaml" does not exist'),
+    ],
+    ids=[
+        "dns",
+        "remote-hung-up",
+        "red-rspec",
+        "red-mix",
+        "red-gradle",
+        "red-cargo-assertion",
+        "go-build-slip",
+        "tsc-slip",
+        "cargo-check-slip",
+        "kubectl-get-not-found",
+        "gh-view-not-found",
+        "git-show-not-found",
+        "missing-npm-script",
+        "missing-gradle-task",
+        "named-script-missing",
+        "named-test-file-missing",
+        "named-manifest-missing",
+    ],
+)
+def test_v4_failures_that_are_no_learning(command: str, error: str) -> None:
+    assert bash_failure(command, error) is None
+
+
+@pytest.mark.parametrize(
+    ("command", "error"),
+    [
+        ("./scripts/deploy.sh staging", "./scripts/deploy.sh: line 12: helm: command not found"),
+        ("bash scripts/seed.sh", "scripts/seed.sh: line 4: seed.sql: No such file or directory"),
+        ("go build ./...", "go: go.mod requires go >= 1.22 (running go 1.21.5; GOTOOLCHAIN=local)"),
+        ("mypy .", "src/app/config.py:14: error: X | Y syntax for unions requires Python 3.10  [syntax]"),
+        ("npx tsc", "src/a.ts(1,20): error TS2307: Cannot find module '@acme/ui' or its type declarations."),
+        ("kubectl get pods -n prod", "error: You must be logged in to the server (Unauthorized)"),
+        ("make build", "make: *** No rule to make target 'build'."),
+        ("cargo nextest run", "error: no such command: 'nextest'"),
+        ("mix test", "** (Mix) Could not start application postgrex: could not connect to localhost:5432"),
+    ],
+)
+def test_v4_keeps_what_the_environment_shows(command: str, error: str) -> None:
+    assert bash_failure(command, error) is not None
+
+
+@pytest.mark.parametrize("tool", ["BashOutput", "KillShell", "ExitPlanMode"])
+def test_v4_the_agents_own_shell_bookkeeping_is_no_learning(tool: str) -> None:
+    assert failure_learning(tool, {"shell_id": "b1"}, "Shell b1 not found") is None
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "We format with biome in this repo, prettier's config is left over.",
+        "Not in .env, that one's committed. Local overrides go in .env.local.",
+        "Actually, the release notes go in CHANGELOG.md, not in a separate file.",
+        "Never run terraform apply locally, the pipeline owns the state.",
+    ],
+)
+def test_v4_corrections(prompt: str) -> None:
+    assert correction_learning(prompt) is not None
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "hmm, actually make it orange, red looks like an error",
+        "Actually, just rename it to totals.",
+        "Don't push it.",
+        "No, just the backend.",
+        "Don't commit yet, I want to look at the diff first.",
+        "Don't merge until I have read it.",
+        "we don't need tests for this script",
+        "Leave the migrations alone for this ticket, never mind the lint warnings.",
+    ],
+)
+def test_v4_not_corrections(prompt: str) -> None:
+    assert correction_learning(prompt) is None
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "_CHECK_RUN",
+        "_CODE_DIAGNOSTIC",
+        "_UNKNOWN_SCRIPT",
+        "_MISSING_FILE",
+        "_ONLY_PUNCTUATION",
+        "_NOT_THERE",
+        "_TASK_VERB",
+    ],
+)
+def test_each_v4_pattern_takes_time_linear_in_the_text(name: str) -> None:
+    pattern = getattr(capture, name)
+
+    def text(size: int) -> str:
+        return ("src/a.go:1: no such no x x x found not ok 1 test, " * (size // 50 + 1))[:size]
+
+    assert_linear_time(pattern.search, text, 256 * 1024)
+
+
+def test_a_long_adversarial_failure_takes_time_linear_in_the_text() -> None:
+    def work(error: str) -> object:
+        return bash_failure("go build ./... " + "a/b.go " * 40, error)
+
+    def text(size: int) -> str:
+        return ("a/b.go: a/b.go a/b.go: no such file x/ " * (size // 40 + 1))[:size]
+
+    # failure_learning scans at most MAX_SCAN_CHARS, so the growth is bounded, never quadratic.
+    assert_linear_time(work, text, 256 * 1024)
