@@ -90,7 +90,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -277,7 +276,7 @@ def failure_learning(
     """The learning of one failed tool call (Claude Code's PostToolUseFailure, a failed
     result of its PostToolUse, Cursor's postToolUseFailure), or None."""
     name = str(tool_name or "")
-    text = _error_text(error)
+    text = error_text(error)
     if is_interrupt is True or _DECLINED.search(text):
         return None
     if name in LOOKUP_TOOLS or name in BOOKKEEPING_TOOLS or _TRANSIENT.search(text):
@@ -285,9 +284,9 @@ def failure_learning(
     lines = _error_lines(text)
     if not lines:
         return None
-    command = _command_of(name, tool_input)
+    command = command_of(name, tool_input)
     if name in SHELL_TOOLS and (
-        _program(command) in PROBE_PROGRAMS or _program_and_subcommand(command) in PROBE_SUBCOMMANDS
+        program_of(command) in PROBE_PROGRAMS or _program_and_subcommand(command) in PROBE_SUBCOMMANDS
     ):
         return None
     if name in SHELL_TOOLS and (
@@ -298,7 +297,7 @@ def failure_learning(
         or _names_a_missing_file(command, lines)
     ):
         return None
-    shown = _shorten(command, MAX_COMMAND_CHARS) if command else name
+    shown = shorten(command, MAX_COMMAND_CHARS) if command else name
     body = f"`{shown}` failed: " + " / ".join(lines)
     fingerprint = _fingerprint(ERROR, name, _normalise(command), _normalise(lines[0]))
     return Learning(ERROR, body, source, fingerprint)
@@ -320,7 +319,7 @@ def result_failure(tool_name: Any, result: Any) -> tuple[str, bool] | None:
     exit_codes = [result.get(name) for name in EXIT_CODE_FIELDS if isinstance(result.get(name), int)]
     error = _text_field(result, "error")
     if result.get("is_error") is True or any(code != 0 for code in exit_codes):
-        return (error or output or _error_text(result.get("content"))), False
+        return (error or output or error_text(result.get("content"))), False
     if error.strip():
         return error, False
     if str(tool_name or "") in SHELL_TOOLS and _STDERR_ERROR.search(stderr):
@@ -333,7 +332,7 @@ def _text_field(result: dict[str, Any], name: str) -> str:
     return value[:MAX_SCAN_CHARS] if isinstance(value, str) else ""
 
 
-def _error_text(error: Any) -> str:
+def error_text(error: Any) -> str:
     if isinstance(error, str):
         return error[:MAX_SCAN_CHARS]
     if isinstance(error, list):  # a tool result's content parts
@@ -355,20 +354,20 @@ def _error_lines(text: str) -> list[str]:
         line = " ".join(raw.replace("`", "'").split())
         if not line or _EXIT_STATUS.match(line) or (line.startswith("<") and line.endswith(">")):
             continue
-        kept.append(_shorten(line, MAX_ERROR_LINE_CHARS))
+        kept.append(shorten(line, MAX_ERROR_LINE_CHARS))
         if len(kept) == MAX_ERROR_LINES:
             break
     return kept
 
 
-def _command_of(tool_name: str, tool_input: Any) -> str:
+def command_of(tool_name: str, tool_input: Any) -> str:
     if not isinstance(tool_input, dict):
         return ""
     command = tool_input.get("command")
     if isinstance(command, str):
         return " ".join(command.replace("`", "'").split())
     shown = ", ".join(f"{k}={v}" for k, v in list(tool_input.items())[:3] if isinstance(v, str | int | float))
-    return f"{tool_name}({_shorten(shown, MAX_COMMAND_CHARS)})" if shown else ""
+    return f"{tool_name}({shorten(shown, MAX_COMMAND_CHARS)})" if shown else ""
 
 
 def _is_red_test(command: str, error: str) -> bool:
@@ -388,7 +387,7 @@ def _is_code_verdict(command: str, error: str) -> bool:
 
 def _is_read_probe(command: str, error: str) -> bool:
     """A subcommand that only reads (`kubectl get`, `gh pr view`) and found nothing."""
-    program = _program(command)
+    program = program_of(command)
     words = [word.rsplit("/", 1)[-1] for word in command.split()]
     if program not in words:
         return False
@@ -423,7 +422,7 @@ def _names_a_missing_file(command: str, lines: list[str]) -> bool:
 
 def _program_and_subcommand(command: str) -> tuple[str, str]:
     """`pip show x` -> ("pip", "show"): the first word after the program, long options aside."""
-    program = _program(command)
+    program = program_of(command)
     words = [word.rsplit("/", 1)[-1] for word in command.split()]
     if program not in words:
         return program, ""
@@ -431,7 +430,7 @@ def _program_and_subcommand(command: str) -> tuple[str, str]:
     return program, (rest[0] if rest else "")
 
 
-def _program(command: str) -> str:
+def program_of(command: str) -> str:
     """The program a shell command runs: past `cd x &&`, `sudo`, env assignments."""
     words = command.split()
     while words:
@@ -457,7 +456,7 @@ def correction_learning(prompt: Any, *, source: str = "") -> Learning | None:
         return None
     if not _is_correction(text):
         return None
-    quote = _shorten(" ".join(text.replace('"', "'").split()), MAX_QUOTE_CHARS)
+    quote = shorten(" ".join(text.replace('"', "'").split()), MAX_QUOTE_CHARS)
     return Learning(
         CORRECTION,
         f'the user corrected the agent: "{quote}"',
@@ -495,117 +494,10 @@ def _only_a_question(text: str) -> bool:
     return bool(sentences) and all(s.endswith("?") for s in sentences)
 
 
-# ---------------------------------------------------------------------- transcripts
-
-
-@dataclass(frozen=True)
-class _Call:
-    id: str
-    name: str
-    input: Any
-    failed: bool
-    error: Any
-    interrupted: bool
-
-
-def transcript_learnings(records: Iterable[Any]) -> list[Learning]:
-    """The learnings of a Claude Code transcript (its JSON Lines records, parsed), in
-    order, one per fingerprint: the PreCompact hook's path, where the calls after a
-    failure are known (flakes are left out, a fix is named)."""
-    events = list(_events(records))
-    calls = [event for event in events if isinstance(event, _Call)]
-    found: list[Learning] = []
-    seen: set[str] = set()
-    prompts = 0
-    for event in events:
-        if isinstance(event, str):
-            learning = correction_learning(event, source=f"prompt:{prompts}")
-            prompts += 1
-        elif event.failed:
-            learning = _failure_in_context(event, calls)
-        else:
-            continue
-        if learning is not None and learning.fingerprint not in seen:
-            seen.add(learning.fingerprint)
-            found.append(learning)
-    return found
-
-
-def _failure_in_context(call: _Call, calls: list[_Call]) -> Learning | None:
-    learning = failure_learning(
-        call.name, call.input, call.error, is_interrupt=call.interrupted, source=call.id
-    )
-    if learning is None:
-        return None
-    after = calls[calls.index(call) + 1 :][:FIX_LOOKAHEAD_CALLS]
-    if after and after[0].name == call.name and after[0].input == call.input and not after[0].failed:
-        return None  # the same call worked at once: a flake
-    if _fixed_by_own_edits(call, after):
-        return None
-    command = _command_of(call.name, call.input)
-    for later in after:
-        later_command = _command_of(later.name, later.input)
-        if (
-            not later.failed
-            and later.name == call.name == "Bash"
-            and later_command != command
-            and _program(later_command) == _program(command)
-        ):
-            fix = f"; then `{_shorten(later_command, MAX_COMMAND_CHARS)}` worked"
-            return Learning(learning.kind, learning.text + fix, learning.source, learning.fingerprint)
-    return learning
-
-
-def _fixed_by_own_edits(call: _Call, after: list[_Call]) -> bool:
-    """The same call succeeded later and only edits to files came between."""
-    for later in after:
-        if later.name == call.name and later.input == call.input:
-            return not later.failed
-        if later.name not in BOOKKEEPING_TOOLS and later.name not in LOOKUP_TOOLS:
-            return False
-    return False
-
-
-def _events(records: Iterable[Any]) -> Iterator[_Call | str]:
-    """User prompts (str) and tool calls with their outcome, in transcript order."""
-    pending: dict[str, tuple[str, Any]] = {}
-    for record in records:
-        if not isinstance(record, dict) or record.get("isMeta") or record.get("isCompactSummary"):
-            continue
-        message = record.get("message")
-        if not isinstance(message, dict):
-            continue
-        role, content = message.get("role", record.get("type")), message.get("content")
-        if role == "user" and isinstance(content, str):
-            yield content
-            continue
-        if not isinstance(content, list):
-            continue
-        for part in content[:1000]:
-            if not isinstance(part, dict):
-                continue
-            kind = part.get("type")
-            if role == "assistant" and kind == "tool_use" and isinstance(part.get("id"), str):
-                pending[part["id"]] = (str(part.get("name") or ""), part.get("input"))
-            elif role == "user" and kind == "tool_result" and part.get("tool_use_id") in pending:
-                name, tool_input = pending.pop(part["tool_use_id"])
-                content_text = part.get("content")
-                yield _Call(
-                    part["tool_use_id"],
-                    name,
-                    tool_input,
-                    part.get("is_error") is True,
-                    content_text,
-                    "[Request interrupted" in _error_text(content_text),
-                )
-            elif role == "user" and kind == "text" and isinstance(part.get("text"), str):
-                yield part["text"]
-
-
 # ---------------------------------------------------------------------- helpers
 
 
-def _shorten(text: str, limit: int) -> str:
+def shorten(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     cut = text[:limit].rsplit(" ", 1)[0]

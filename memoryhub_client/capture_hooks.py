@@ -38,8 +38,8 @@ from memoryhub_client.capture import (
     correction_learning,
     failure_learning,
     result_failure,
-    transcript_learnings,
 )
+from memoryhub_client.capture_transcripts import transcript_learnings
 from memoryhub_client.claude_code_hooks import (
     SAFE_SESSION_ID,
     SERVER_SECONDS,

@@ -152,7 +152,7 @@ def hook_learnings(session: Session) -> list[Any]:
 
 
 def pre_compact_learnings(session: Session) -> list[Any]:
-    from memoryhub_client.capture import transcript_learnings
+    from memoryhub_client.capture_transcripts import transcript_learnings
 
     # Through JSON text and back, as the hook reads the file.
     return transcript_learnings(json.loads(json.dumps(record)) for record in session.records)

@@ -13,8 +13,8 @@ from memoryhub_client.capture import (
     MAX_QUOTE_CHARS,
     correction_learning,
     failure_learning,
-    transcript_learnings,
 )
+from memoryhub_client.capture_transcripts import transcript_learnings
 from tests.linear_time import assert_linear_time
 
 

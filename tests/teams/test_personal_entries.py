@@ -280,3 +280,12 @@ def test_a_persons_own_transcript_is_theirs_alone(
         assert "wombat" not in other.client.post(other.url("search/"), query, format="json").content.decode()
     # The team's own transcripts stay the team's: the person sees them too.
     assert mia.client.get(mia.url(f"conversations/{team_talk.json()['id']}/")).status_code == 200
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_personal_fact_is_not_found_over_mcp_by_anyone_else(mia: Agent, max_agent: Agent) -> None:
+    assert mia.client.put(mia.url("facts/@mia/editor/"), {"value": "helix"}, format="json").status_code == 201
+    status, body = call_in_process(max_agent.token, "fact_get", {"entity": "@mia", "key": "editor"})
+    assert status == 200 and body["error"] == "not_found" and "helix" not in str(body)
+    status, body = call_in_process(mia.token, "fact_get", {"entity": "@mia", "key": "editor"})
+    assert status == 200 and "helix" in str(body)
