@@ -272,6 +272,23 @@ def _row_security(conn: psycopg.Connection[Any]) -> dict[str, tuple[bool, bool, 
     }
 
 
+# Tables of personal entries (docs/tenancy.md, "Personal entries"): the team's policy and,
+# restrictive, `personal_rows`.
+PERSONAL_TABLES = {
+    "memories_memory",
+    "memories_fact",
+    "memories_conversation",
+    "memories_conversationline",
+    "search_conversationchunk",
+}
+
+
+def _team_part(state: tuple[bool, bool, list[tuple[str, ...]]]) -> tuple[bool, bool, list[tuple[str, ...]]]:
+    """A table's row security without the personal entries' policy."""
+    enabled, forced, policies = state
+    return enabled, forced, [policy for policy in policies if policy[0] != "personal_rows"]
+
+
 def _shape(conn: psycopg.Connection[Any]) -> dict[str, list[tuple[Any, ...]]]:
     """Columns, constraints and indexes of the public tables, without the names PostgreSQL
     or Django generated (they keep the old table's name after a rename)."""
@@ -346,14 +363,18 @@ def test_database_on_the_old_schema_upgrades_keeping_every_row_and_its_isolation
             # Row-level security moves with the tables: the same ENABLE + FORCE and policies.
             renamed = {MOVED_TABLES.get(table, table): state for table, state in old_security.items()}
             security = _row_security(conn)
+            for table in PERSONAL_TABLES:
+                assert [name for name, *_ in security[table][2]] == ["personal_rows", "team_isolation"], table
+            security = {table: _team_part(state) for table, state in security.items()}
+            team_policy = security["memories_memory"]
             assert not SECURED_SINCE & set(renamed), "secured already before: drop it from SECURED_SINCE"
             for table in SECURED_SINCE:
-                assert security.pop(table) == security["memories_memory"], f"{table}: not the team policy"
+                assert security.pop(table) == team_policy, f"{table}: not the team policy"
             # Team tables made by later migrations (e.g. freshness's nudges) come with the
             # same policy as every other team table.
             for table in sorted(set(security) - set(renamed)):
                 assert table not in old_tables, f"{table}: secured by the upgrade, not in SECURED_SINCE"
-                assert security.pop(table) == security["memories_memory"], f"{table}: not the team policy"
+                assert security.pop(table) == team_policy, f"{table}: not the team policy"
             assert security == renamed
             for table in MOVED_TABLES.values():
                 enabled, forced, policies = renamed[table]
@@ -419,8 +440,9 @@ def test_fresh_database_gets_the_moved_tables_under_row_level_security(fresh_dat
         assert not set(MOVED_TABLES) & tables
         security = _row_security(conn)
         for table in MOVED_TABLES.values():
-            # The same policy as every other team table, e.g. the memories'.
-            assert security[table] == security["memories_memory"]
+            # The same policy as every other team table, e.g. the memories' (theirs but
+            # for the personal entries' own).
+            assert security[table] == _team_part(security["memories_memory"])
             enabled, forced, policies = security[table]
             assert enabled and forced and [name for name, *_ in policies] == ["team_isolation"]
 

@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]  # fuzz
 KNOWN_ERRORS = {
     "invalid", "invalid_characters", "too_deeply_nested", "not_found", "conflict", "stale_version",
     "no_previous_version", "skill_exists", "unknown_type", "content_too_large", "quota_exceeded",
-    "session_ended", "forbidden",
+    "session_ended", "forbidden", "personal_entry",
 }  # fmt: skip
 HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
 

@@ -38,7 +38,7 @@ from memories import selectors, writes
 from memories.models import Memory
 from teams.replicas import replica_reads
 from teams.roles import APP_ROLE
-from teams.scope import TeamBoundTransaction, team_scope
+from teams.scope import TEAM_ONLY, TeamBoundTransaction, team_scope
 from tests.conftest import Agent, operator_view
 from tests.db_roles import service_login
 from tests.search.conftest import free_port
@@ -324,7 +324,7 @@ def test_a_read_after_a_write_in_the_block_is_the_primarys(
     save(member, "unreplayed", "Committed on the primary while the replica is paused.")
     team = member.team
     with TeamBoundTransaction() as request_transaction:
-        request_transaction.bind(team.id)
+        request_transaction.bind(team.id, viewer=TEAM_ONLY)
         with replica_reads(team_id=team.id) as alias:
             assert alias == ALIAS
             assert db_router.read_connection().alias == ALIAS
@@ -341,7 +341,7 @@ def test_a_read_after_a_write_in_the_block_is_the_primarys(
 def test_a_raw_write_pins_the_block_to_the_primary(replica: Standby, member: Agent) -> None:
     team = member.team
     with TeamBoundTransaction() as request_transaction:
-        request_transaction.bind(team.id)
+        request_transaction.bind(team.id, viewer=TEAM_ONLY)
         with replica_reads(team_id=team.id):
             assert db_router.read_alias() == ALIAS
             with connections["default"].cursor() as cursor:
@@ -357,7 +357,7 @@ def test_a_raw_write_pins_the_block_to_the_primary(replica: Standby, member: Age
 def test_reads_inside_a_transaction_of_the_primary_stay_there(replica: Standby, member: Agent) -> None:
     team = member.team
     with TeamBoundTransaction() as request_transaction:
-        request_transaction.bind(team.id)
+        request_transaction.bind(team.id, viewer=TEAM_ONLY)
         with replica_reads(team_id=team.id):
             assert router.db_for_read(Memory) == ALIAS
             with transaction.atomic():
