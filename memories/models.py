@@ -5,7 +5,6 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.db.models import Exists, F, OuterRef, Q
@@ -14,7 +13,7 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Now
 
 from memories.types import DEFAULT_TYPE, MemoryType
-from teams.models import Team
+from teams.models import Team, personal_owner_field
 from teams.validators import validate_key
 
 MAX_CONTENT_BYTES = 64 * 1024
@@ -132,14 +131,7 @@ class Memory(models.Model):
     metadata = models.JSONField(default=dict, blank=True)
     # The person a personal entry belongs to: set by the database from the key's
     # `@<username>` prefix (memories.personal); row-level security shows it to them only.
-    owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        editable=False,
-        on_delete=models.CASCADE,
-        related_name="+",
-    )
+    owner = personal_owner_field()
     is_active = models.BooleanField(default=True)
     deleted_at = models.DateTimeField(null=True, blank=True)
     deleted_by = models.CharField(max_length=200, blank=True, default="")

@@ -6,7 +6,6 @@ Everything here is derived from `Memory` rows and can be rebuilt by re-indexing.
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
@@ -14,7 +13,7 @@ from pgvector.django import VectorField
 
 from memories.conversations.models import Conversation
 from memories.models import Memory
-from teams.models import Team
+from teams.models import Team, personal_owner_field
 
 # The text search configuration of the stored tsvector and of every keyword query.
 SEARCH_CONFIG = "english"
@@ -71,14 +70,7 @@ class ConversationChunk(models.Model):
     embedding = VectorField(null=True, blank=True)
     # Its conversation's owner, copied by the database: row-level security hides it as it
     # hides the conversation.
-    owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        editable=False,
-        on_delete=models.CASCADE,
-        related_name="+",
-    )
+    owner = personal_owner_field()
 
     class Meta:
         constraints = [

@@ -154,6 +154,19 @@ class Membership(models.Model):
         return f"{self.user} in {self.team} ({self.role})"
 
 
+def personal_owner_field() -> models.ForeignKey:  # type: ignore[type-arg]
+    """The owner of a personal row (docs/tenancy.md, "Personal entries"): set by the
+    database, never by a form; row-level security shows the row to that person only."""
+    return models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        editable=False,
+        on_delete=models.CASCADE,
+        related_name="+",
+    )
+
+
 class AgentToken(models.Model):
     """An agent's credential. Only the SHA-256 of the token is stored: tokens are
     256-bit random values, so a fast hash is enough and lookups stay indexed."""

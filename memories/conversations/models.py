@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import uuid
 
-from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from teams.models import Team
+from teams.models import Team, personal_owner_field
 
 # The bound of a transcript, shared with the draft extractors' input
 # (freshness.draft_extraction.transcript reads it from here): the characters of every
@@ -65,14 +64,7 @@ class Conversation(models.Model):
     index_state = models.CharField(max_length=8, default="pending")
     # A person's own transcript (sent with a token issued to them): set by the database
     # from the writer (teams.rls.enable_personal_writer_rows); only they see it.
-    owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        editable=False,
-        on_delete=models.CASCADE,
-        related_name="+",
-    )
+    owner = personal_owner_field()
 
     class Meta:
         indexes = [
@@ -101,14 +93,7 @@ class ConversationLine(models.Model):
     text = models.TextField()
     # Its conversation's owner, copied by the database: row-level security hides it as it
     # hides the conversation.
-    owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        editable=False,
-        on_delete=models.CASCADE,
-        related_name="+",
-    )
+    owner = personal_owner_field()
 
     class Meta:
         constraints = [

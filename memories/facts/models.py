@@ -5,14 +5,13 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.db.models import Exists, OuterRef, Q
 
 from memories.models import CreatedAtField
-from teams.models import Team
+from teams.models import Team, personal_owner_field
 from teams.validators import validate_key
 
 MAX_FACT_VALUE_CHARS = 4000
@@ -66,14 +65,7 @@ class Fact(models.Model):
     scope = models.CharField(max_length=200, default="team")
     # The person a personal entry belongs to: set by the database from the entity's
     # `@<username>` prefix (memories.personal); row-level security shows it to them only.
-    owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        editable=False,
-        on_delete=models.CASCADE,
-        related_name="+",
-    )
+    owner = personal_owner_field()
     domains = ArrayField(models.CharField(max_length=50), default=list, blank=True)
     sensitivity = models.CharField(max_length=8, choices=Sensitivity.choices, default=Sensitivity.NORMAL)
     confidence = models.FloatField(default=1.0)
