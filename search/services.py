@@ -198,11 +198,13 @@ def announce_indexed(*, team_id: int, memory_ids: list[str]) -> int:
     current model. Returns how many were announced."""
     with team_scope(team_id):
         team = Team.objects.filter(id=team_id).first()
-        ids = list(
+        found = set(
             Memory.objects.for_team(team_id)
             .filter(id__in=memory_ids, is_active=True, index_state=IndexState.INDEXED)
             .values_list("id", flat=True)
         )
+    # In the batch's own order (the query's is the plan's), so the work is repeatable.
+    ids = [memory_id for memory_id in (uuid.UUID(str(m)) for m in memory_ids) if memory_id in found]
     if team is None or not ids:
         return 0
     try:
