@@ -17,8 +17,10 @@ import functools
 import logging
 import uuid
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.db import transaction
+from django.utils import timezone
 
 from memories.conversations.models import Conversation, ConversationLine
 from search.chunking import content_hash
@@ -27,7 +29,7 @@ from search.models import ConversationChunk
 from search.services import cached_embeddings, team_provider
 from search.tokens import count_tokens
 from teams.models import Team
-from teams.scope import team_scope
+from teams.scope import dangerously_bypass_team_scope, team_scope
 
 logger = logging.getLogger(__name__)
 
@@ -140,3 +142,21 @@ def _enqueue(team_id: int, conversation_id: str) -> None:
             team_id,
             type(exc).__name__,
         )
+
+
+def stuck_conversations(*, older_than_seconds: float, limit: int) -> list[tuple[int, uuid.UUID]]:
+    """(team_id, conversation_id) of conversations still `pending` this long after they
+    were stored, oldest first, at most `limit`: their indexing message was refused by the
+    broker or lost with a worker. Indexing never leaves one pending otherwise (a provider
+    failure indexes it for keywords), and a second run replaces its windows, so the
+    reconcile job enqueues these again with no lease of their own.
+
+    Runs in the operators' bypass scope: the reconcile job looks at every team."""
+    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
+    with dangerously_bypass_team_scope(reason="reconcile pending conversations", actor="celery-beat"):
+        rows = (
+            Conversation.objects.filter(index_state="pending", created_at__lt=cutoff)
+            .order_by("created_at", "id")
+            .values_list("team_id", "id")[:limit]
+        )
+        return [(team_id, conversation_id) for team_id, conversation_id in rows]

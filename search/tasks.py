@@ -85,7 +85,8 @@ RECONCILE_JOB = "search.reconcile_index_states"
 @shared_task(name=RECONCILE_JOB, ignore_result=True)
 def reconcile_index_states() -> int:
     """Re-enqueue entries left pending or failed (broker or provider was down) that are
-    due: queued longer ago than a lease, past their backoff, not given up on. One
+    due: queued longer ago than a lease, past their backoff, not given up on; and
+    conversations left pending (their indexing message was refused). One
     entry that cannot be enqueued is logged with its team and counted in `errors`; the
     others are enqueued. The run is on record (teams.jobs), as every beat job's."""
     from search import services
@@ -105,7 +106,28 @@ def reconcile_index_states() -> int:
                 outcome["errors"] += 1
         if stuck:
             logger.info("reconcile re-enqueued %d of %d memories", outcome["enqueued"], len(stuck))
+        outcome["conversations"] = _reconcile_conversations()
     return int(outcome["enqueued"])
+
+
+def _reconcile_conversations() -> int:
+    """Enqueue the indexing of conversations left pending (conversation_index.stuck_conversations)."""
+    from search import conversation_index
+
+    stuck = conversation_index.stuck_conversations(
+        older_than_seconds=settings.MEMORYHUB_RECONCILE_AFTER_SECONDS,
+        limit=settings.MEMORYHUB_RECONCILE_BATCH,
+    )
+    enqueued = 0
+    for team_id, conversation_id in stuck:
+        try:
+            publish(index_conversation, (team_id, str(conversation_id)))
+            enqueued += 1
+        except Exception:
+            logger.exception(
+                "reconcile: conversation %s of team %s could not be enqueued", conversation_id, team_id
+            )
+    return enqueued
 
 
 # Entries per broker message of a bulk write's indexing (index_batch_after_commit): an

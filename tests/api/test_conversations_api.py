@@ -12,6 +12,7 @@ from django.test import override_settings
 
 from memories.conversations import services
 from memories.conversations.models import MAX_LINES, MAX_TRANSCRIPT_CHARS, Conversation, ConversationLine
+from search.conversation_index import index_conversation, stuck_conversations
 from search.models import ConversationChunk
 from teams.models import Team
 from teams.scope import team_scope
@@ -266,3 +267,21 @@ def test_the_retention_job_is_in_beats_schedule_and_known_to_the_worker() -> Non
     assert task in celery_app.tasks
     job = PeriodicTask.objects.get(name=name)
     assert (job.task, job.interval.every, job.interval.period) == (task, every, period)
+
+
+def test_a_conversation_left_pending_is_found_by_the_reconcile_job_until_indexed(
+    member: Agent, django_capture_on_commit_callbacks: Any
+) -> None:
+    """Its indexing message lost (the broker refused it, or the worker died with it): the
+    reconcile job enqueues it again; once indexed, it is left alone."""
+    with django_capture_on_commit_callbacks(execute=False):  # stored, never enqueued
+        stored = store(member, talk(3))
+    conversation_id = stored.json()["id"]
+    assert [str(c) for _, c in stuck_conversations(older_than_seconds=0, limit=10)] == [conversation_id]
+    assert stuck_conversations(older_than_seconds=3600, limit=10) == []  # not before its grace
+
+    assert index_conversation(team_id=member.team.id, conversation_id=conversation_id) in {
+        "indexed",
+        "keyword",
+    }
+    assert stuck_conversations(older_than_seconds=0, limit=10) == []
