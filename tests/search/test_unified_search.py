@@ -15,6 +15,7 @@ from search import conversation_index
 from teams.models import Team
 from teams.scope import team_scope
 from tests.conftest import Agent, search
+from tests.mcp.conftest import call_in_process
 
 pytestmark = pytest.mark.django_db
 
@@ -148,3 +149,14 @@ def test_an_outsider_finds_nothing_of_the_team(knowledge: dict[str, Any], outsid
         outsider.url("search/", team="alpha"), {"query": "Paddle", "sources": ["facts"]}, format="json"
     )
     assert other.status_code == 404 and b"Paddle" not in other.content
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_outsider_finds_nothing_of_the_team_over_mcp(knowledge: dict[str, Any], outsider: Agent) -> None:
+    arguments = {
+        "query": "Paddle payments provider flaky login",
+        "sources": ["memories", "facts", "conversations"],
+    }
+    status, body = call_in_process(outsider.token, "memory_search", arguments)
+    assert status == 200 and body["results"] == []
+    assert "Paddle" not in str(body) and "alpha" not in str(body)
