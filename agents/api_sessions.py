@@ -26,6 +26,7 @@ from rest_framework.response import Response
 from agents import sessions
 from agents.models import AgentSession
 from core.api_errors import BODY_ERRORS, TEAM_SCOPED_ERRORS, error_responses
+from core.built_fields import FieldsBuiltOnce
 from core.pagination import KeysetPagination
 from teams.authentication import SESSION_ID
 from teams.models import AgentToken, Team
@@ -100,7 +101,7 @@ class AgentSessionListQuerySerializer(serializers.Serializer):
     )
 
 
-class AgentSessionOutputSerializer(serializers.ModelSerializer):
+class AgentSessionOutputSerializer(FieldsBuiltOnce, serializers.ModelSerializer):
     status = serializers.SerializerMethodField(method_name="render_status")
     end_reason = serializers.ChoiceField(choices=["", *AgentSession.EndReason.values], read_only=True)
 

@@ -15,6 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api_errors import BODY_ERRORS, TEAM_SCOPED_ERRORS, error_responses
+from core.built_fields import FieldsBuiltOnce
 from core.errors import InvalidInput
 from core.pagination import KeysetPagination
 from freshness import fact_contradictions, selectors, services
@@ -77,7 +78,7 @@ class NudgeFactSerializer(serializers.Serializer):  # type: ignore[type-arg]
     )
 
 
-class NudgeOutputSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+class NudgeOutputSerializer(FieldsBuiltOnce, serializers.ModelSerializer):  # type: ignore[type-arg]
     """Rendered with the context's `team_slug` and `may_see_high` (whether the reader may
     see `high` facts' values; False unless said)."""
 

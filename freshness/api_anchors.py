@@ -13,6 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api_errors import BODY_ERRORS, TEAM_SCOPED_ERRORS, error_responses
+from core.built_fields import FieldsBuiltOnce
 from core.errors import NotFound
 from core.pagination import KeysetPagination
 from freshness import anchor_checks, selectors
@@ -62,7 +63,7 @@ class AnchorValueSerializer(serializers.Serializer):  # type: ignore[type-arg]
     expect = serializers.JSONField(required=False, help_text="A status (int) or a substring.")
 
 
-class AnchoredEntrySerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+class AnchoredEntrySerializer(FieldsBuiltOnce, serializers.ModelSerializer):  # type: ignore[type-arg]
     anchor = AnchorValueSerializer(read_only=True)
     anchor_broken = serializers.SerializerMethodField()
 
@@ -119,7 +120,7 @@ class FileReportOutputSerializer(serializers.Serializer):  # type: ignore[type-a
     )
 
 
-class AnchorCheckSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+class AnchorCheckSerializer(FieldsBuiltOnce, serializers.ModelSerializer):  # type: ignore[type-arg]
     class Meta:
         model = AnchorCheck
         fields = ["checked_at", "source", "ok", "status", "detail", "duration_ms", "reported_by"]

@@ -20,6 +20,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api_errors import BODY_ERRORS, TEAM_SCOPED_ERRORS, ErrorSerializer, error_responses
+from core.built_fields import FieldsBuiltOnce
 from core.pagination import KeysetPagination
 from freshness import drafts
 from freshness.api import NudgeOutputSerializer, _version_path
@@ -138,7 +139,7 @@ class DraftConversationSerializer(serializers.Serializer):  # type: ignore[type-
     last_line = serializers.IntegerField(allow_null=True, help_text="The last line holding it.")
 
 
-class DraftOutputSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+class DraftOutputSerializer(FieldsBuiltOnce, serializers.ModelSerializer):  # type: ignore[type-arg]
     state = serializers.ChoiceField(choices=DraftState.choices, read_only=True)
     kind = serializers.ChoiceField(
         choices=DraftKind.choices,

@@ -13,6 +13,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from core.compiled_once import CompiledOnce
 from memories.models import Annotation, Memory
 from memories.selectors import MAX_ANNOTATIONS_SHOWN, find_active_memory_query
 from teams.models import Team
@@ -21,6 +22,10 @@ from teams.models import Team
 # (memories.serializers.detail_payload reads them instead of asking again).
 NOTES_ATTRIBUTE = "notes_read_with_it"
 
+ACTIVE_ENTRY = CompiledOnce(
+    lambda team_id, key: find_active_memory_query(team=Team(id=team_id), key=key), team_id=int, key=str
+)
+
 
 def read_active_entry_counted(*, team: Team, key: str) -> Memory | None:
     """The key's active entry with its access counted as memories.feedback.record_access
@@ -28,7 +33,7 @@ def read_active_entry_counted(*, team: Team, key: str) -> Memory | None:
     is the one before plus this read) and its newest notes of any version of the key,
     as memories.selectors.annotations_for finds them. None when the key has no active
     entry."""
-    entry_sql, entry_params = find_active_memory_query(team=team, key=key).query.sql_with_params()
+    entry_sql, entry_params = ACTIVE_ENTRY.sql_with_params(team_id=team.id, key=key)
     now = timezone.now()
     sql = f"""
         WITH entry AS ({entry_sql}),

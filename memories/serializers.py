@@ -13,6 +13,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core.api_errors import ErrorSerializer
+from core.built_fields import FieldsBuiltOnce
 from memories import selectors
 from memories.anchors import ANCHOR_TYPES
 from memories.entry_read import NOTES_ATTRIBUTE
@@ -48,7 +49,7 @@ class SkillTriggerSerializer(serializers.Serializer):
     always_on = serializers.BooleanField()
 
 
-class MemoryOutputSerializer(serializers.ModelSerializer):
+class MemoryOutputSerializer(FieldsBuiltOnce, serializers.ModelSerializer):
     """One version. `superseded_by` comes from the context ("successors": {id: payload},
     see selectors.successors_of); it is null for active and deleted versions."""
 
@@ -155,7 +156,7 @@ class MemoryOutputSerializer(serializers.ModelSerializer):
         return freshness_of(memory, windows[memory.team_id], timezone.now())
 
 
-class AnnotationOutputSerializer(serializers.ModelSerializer):
+class AnnotationOutputSerializer(FieldsBuiltOnce, serializers.ModelSerializer):
     memory_id = serializers.UUIDField(read_only=True, help_text="The version the note was written on.")
 
     class Meta:

@@ -13,6 +13,7 @@ from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.request import Request
 
+from core.compiled_once import CompiledOnce
 from core.errors import InvalidInput
 from teams import token_cache
 from teams.models import AgentToken, Team
@@ -20,6 +21,8 @@ from teams.scope import token_lookup_scope
 
 # Recording every use would turn every read into a write; a minute is precise enough.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+TEAM_ROW = CompiledOnce(lambda team_id: Team.objects.filter(id=team_id).order_by("pk")[:1], team_id=int)
 
 
 @dataclass(frozen=True)
@@ -80,7 +83,7 @@ def _cached_live_token(token_hash: str) -> AgentToken | None:
     entry = token_cache.cached_token(token_hash)
     if entry is None:
         return None
-    team = Team.objects.filter(id=entry.team_id).first()
+    team = TEAM_ROW.first(team_id=entry.team_id)
     if team is None or team.token_version != entry.token_version:
         token_cache.forget_token(token_hash)
         return None

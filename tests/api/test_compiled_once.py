@@ -1,0 +1,86 @@
+"""What a read reuses between requests: a query's SQL compiled once per process
+(core.compiled_once) and a serializer's fields worked out once per class
+(core.built_fields). Both must give exactly what building them anew gives."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from rest_framework import serializers
+
+import agents.api_sessions  # noqa: F401 (defines serializers that use FieldsBuiltOnce)
+import freshness.api
+import freshness.api_anchors
+import freshness.api_drafts  # noqa: F401
+import memories.serializers
+from core.built_fields import FieldsBuiltOnce
+from core.compiled_once import CompiledOnce
+from memories.entry_read import ACTIVE_ENTRY
+from memories.models import Memory
+from memories.selectors import find_active_memory_query
+from teams.authentication import TEAM_ROW
+from teams.models import Team
+from teams.scope import team_scope
+from tests.conftest import Agent
+
+
+def _subclasses(cls: type) -> list[type]:
+    found = []
+    for sub in cls.__subclasses__():
+        found += [sub, *_subclasses(sub)]
+    return found
+
+
+@pytest.mark.parametrize("serializer_class", _subclasses(FieldsBuiltOnce), ids=lambda cls: cls.__name__)
+def test_fields_built_once_are_the_fields_the_model_gives(serializer_class: type) -> None:
+    first = serializer_class(context={}).get_fields()
+    again = serializer_class(context={}).get_fields()
+    built_anew = serializers.ModelSerializer.get_fields(serializer_class(context={}))
+    # A field's repr names its class and every argument it was made with.
+    assert {name: repr(field) for name, field in first.items()} == {
+        name: repr(field) for name, field in built_anew.items()
+    }
+    assert list(again) == list(built_anew)
+    assert all(again[name] is not first[name] for name in first)
+
+
+def test_each_serializer_binds_fields_of_its_own() -> None:
+    one, other = memories.serializers.MemoryOutputSerializer(), memories.serializers.MemoryOutputSerializer()
+    assert one.fields["key"] is not other.fields["key"]
+    assert one.fields["key"].parent is one and other.fields["key"].parent is other
+
+
+@pytest.mark.django_db
+def test_a_compiled_query_is_the_queryset_with_the_callers_values(member: Agent, save: Any) -> None:
+    save(member, "deploy-day", "Deploys happen on Tuesdays.")
+    save(member, "other", "Something else.")
+    team = member.team
+    for key in ("deploy-day", "other", "missing", "it's %s; DROP"):
+        sql, params = ACTIVE_ENTRY.sql_with_params(team_id=team.id, key=key)
+        expected_sql, expected_params = find_active_memory_query(team=team, key=key).query.sql_with_params()
+        assert (sql, params) == (expected_sql, list(expected_params))
+    with team_scope(team.id):
+        assert TEAM_ROW.first(team_id=team.id) == Team.objects.get(id=team.id)
+        assert TEAM_ROW.first(team_id=-1) is None
+        compiled = CompiledOnce(lambda key: Memory.objects.filter(key=key, is_active=True), key=str)
+        assert compiled.first(key="deploy-day").content == "Deploys happen on Tuesdays."
+
+
+def test_a_value_the_query_transforms_is_refused_when_compiled() -> None:
+    # `__icontains` wraps the value in %...%: no parameter holds it unchanged.
+    transformed = CompiledOnce(lambda key: Memory.objects.filter(key__icontains=key), key=str)
+    with pytest.raises(ValueError, match="does not reach"):
+        transformed.sql_with_params(key="x")
+    with pytest.raises(TypeError):
+        CompiledOnce(lambda when: Memory.objects.filter(created_at=when), when=float).sql_with_params(
+            when=1.0
+        )
+
+
+def test_a_constant_of_the_query_keeps_its_place() -> None:
+    compiled = CompiledOnce(
+        lambda team_id: Memory.objects.filter(team_id=team_id, access_count=1), team_id=int
+    )
+    assert [int(value) for value in compiled.sql_with_params(team_id=7)[1]] == [1, 7]
+    assert [int(value) for value in compiled.sql_with_params(team_id=1)[1]] == [1, 1]
