@@ -1,5 +1,7 @@
 """The capture rules: which tool failures and user prompts of a coding agent's session are
-learnings worth a person's review (docs/agents.md, "Capture"). Pure functions, no I/O: the
+learnings worth a person's review (docs/agents.md, "Capture"); the prompts' rules are in
+memoryhub_client.capture_corrections, the whole transcript's in capture_transcripts.
+Pure functions, no I/O: the
 hooks (memoryhub_client.capture_hooks, and Cursor's and Windsurf's in cursor_hooks) feed
 them one event at a time, or a whole transcript before Claude Code compacts it, and send
 what they find as drafts. A result reported as a success that shows a failure (Claude
@@ -13,14 +15,19 @@ version 2 changed what that set showed wrong (marked "v2" below) and was frozen 
 its second set was written; version 3 changed what both sets showed wrong (marked "v3")
 and was frozen before the third set was written; version 4 changed what the three sets
 showed wrong, aiming at per-event precision (marked "v4"), and was frozen before the
-fourth set, the held-out one, was written:
+fourth set was written; version 5 changed what the four sets showed wrong, as general
+principles rather than the sets' wordings (marked "v5": a name the command itself gave,
+any linter, a held lock, the team's practice stated with no rule word, an answer to the
+agent's question), and was frozen before the fifth set, the held-out one, was written:
 
 A tool failure is a learning unless
 - the user interrupted or declined it (`is_interrupt`, "user doesn't want to proceed"...);
 - it is transient: a timeout, a reset connection, a rate limit, "try again", a lock
   held by someone else ("database is locked", v2), a hung-up socket or a gateway error
   (v3), a name that did not resolve ("no such host", "could not resolve host"), a remote
-  that hung up, an unexpected EOF, a 502/503/504 (v4);
+  that hung up, an unexpected EOF, a 502/503/504 (v4); a lock being acquired or held by
+  someone else (Terraform's state lock), a socket error, a device or command that did not
+  answer ("unresponsive", "not responding"), an unreachable network (v5);
 - the tool only looks things up (Read, Glob, Grep, LS, WebFetch, WebSearch...): a probe
   that found nothing;
 - it is the agent's own bookkeeping (Edit, MultiEdit, Write, NotebookEdit: "string not
@@ -30,7 +37,8 @@ A tool failure is a learning unless
   or asks whether a package or ref is there (`pip show`, `npm ls`, `git rev-parse`...: v3;
   `git ls-remote`: v4), or the error holds nothing but an exit status;
 - a shell command's subcommand only reads (`kubectl get`, `gh pr view`, `helm status`,
-  `git show`...) and the error says the thing asked for is not there (v4);
+  `git show`...) and the error says the thing asked for is not there (v4; options such
+  as `-chdir=stacks/data` set aside before the subcommand is read, v5);
 - the error says a path the command itself names is not there ("can't open file
   'scripts/improt.py'", "file or directory not found: tests/test_x.py"): a typo or a
   guess; a path the command does not name (a tool, a file a script reads) stays a
@@ -38,6 +46,11 @@ A tool failure is a learning unless
 - a package manager's script or a build tool's task is not there (npm's "Missing script",
   pnpm's ERR_PNPM_NO_SCRIPT, yarn's `Command "x" not found`, Gradle's "Task 'x' not
   found", rake's "Don't know how to build task"): the agent guessed a name (v4);
+- the agent guessed a name (v5): the tool offers a near one ("Did you mean `ingester`?"),
+  or the error says a thing it quotes is not there ("Cannot find project 'billing'", "no
+  bin target named `ingest`") and the command itself gave that name; a name the command
+  did not give (a profile, a connection the config refers to) stays a learning, and so do
+  a missing command or plugin and any error with an environment cue;
 - a test run fails on its assertions only (pytest, jest, `go test`, `cargo test`...,
   an AssertionError or "N failed" with no import, missing-module or environment error):
   the verdict on code the agent is writing, not knowledge of the project (v3; v4 knows
@@ -48,36 +61,22 @@ A tool failure is a learning unless
   mypy, pyright, eslint, `ruff check`, `npm run build/lint/typecheck`...) reports
   diagnostics on the code (`file:line: ...`, `error[E0308]`, `error TS2339`) with no
   environment cue (a missing module or package, a version requirement, credentials...):
-  the agent's own slip, fixed by its next edit (v4);
+  the agent's own slip, fixed by its next edit (v4; since v5 any linter, a program named
+  "*lint" such as actionlint, tflint, hadolint, ktlint, and shellcheck, `terraform
+  validate`, `prettier/black/biome ... check`, with hadolint's and shellcheck's
+  `file:line CODE` diagnostics);
 - in a transcript, the very next call is the same call and it succeeds: a flake; or
   the same call succeeds later with only the agent's edits in between: it fixed its own
-  code (v3).
+  code (v3), unless the error states a constraint of the environment ("cannot run inside
+  a transaction block", "not supported", "not allowed": the edit applied the lesson, v5;
+  memoryhub_client.capture_transcripts).
 The learning reads "`command` failed: the error's first lines", and, in a transcript,
 "then `other command` worked" when one of the next calls runs the same program
 differently and succeeds.
 
-A user prompt is a correction when (slash commands, tool results and the client's own
-`<tags>` are never prompts; a leading "hmm", "wait", "ok", "yes", "well"... is skipped,
-in the prompt and in each sentence, v3)
-- it opens with a negation: "no, …", "nope", "wrong", "that's not right", "not quite",
-  "actually, …", "that's not how …" (v3), "not in …" (v4) (but not "no thanks", "no
-  worries", "no problem", "no need", "no rush", "no, that's all", nor "actually" followed
-  by a change to the task: "actually, make it orange", v4), with at least
-  MIN_CORRECTION_WORDS words after it (4 since v4: "no, just the backend" answers a
-  question); or
-- a sentence of it states a rule: opens with "never", "always", "don't"/"do not"/"please
-  don't" (but not "don't worry/forget/bother"), "stop …ing", or says "use … instead" (v2:
-  "instead" alone was any change request), "we use X, not Y" (v2: up to 80 characters
-  between), "use X, not Y" (v3), "we only/always/never use", "we don't/never/always …"
-  (v3, not "we don't need/have to/want", v4), "we … in this repo/codebase/project" (v4),
-  ", never …" (v2), "I told you", "I said" — and is not a question nor "never mind" (v3),
-  and has at least MIN_CORRECTION_WORDS words ("don't push it" is about the task, v4);
-- and in either case it is not limited to the task at hand (v2): "for now", "this time",
-  "today", "in this change/PR/branch/commit", "for this task", "just this once"; "yet",
-  "until I/we/you", "right now", "at/for the moment", "for/in this ticket/issue/story/
-  release" (v4).
-The learning reads "the user corrected the agent: "…"" with the prompt's first
-MAX_QUOTE_CHARS characters.
+A user prompt's rules (corrections) are in memoryhub_client.capture_corrections (v5 split
+them out, unchanged in kind); RULES_VERSION numbers both.
+
 
 Nothing is scrubbed here: the server scrubs credentials, the team's secrets and PII
 before any text becomes a draft (freshness.draft_extraction.transcript), the one place
@@ -93,15 +92,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-RULES_VERSION = 4
+RULES_VERSION = 5
 ERROR = "error"
 CORRECTION = "correction"
 MAX_SCAN_CHARS = 4000
 MAX_COMMAND_CHARS = 160
 MAX_ERROR_LINES = 3
 MAX_ERROR_LINE_CHARS = 160
-MAX_QUOTE_CHARS = 300
-MIN_CORRECTION_WORDS = 4
 FIX_LOOKAHEAD_CALLS = 5
 
 LOOKUP_TOOLS = frozenset({"Read", "Glob", "Grep", "LS", "WebFetch", "WebSearch", "TodoRead", "TodoWrite"})
@@ -147,6 +144,12 @@ _TRANSIENT = re.compile(
     r"|\bunexpected eof\b|econnaborted|connection (?:aborted|closed by (?:remote|peer))|bad gateway"
     r"|service unavailable|\bstatus(?: code)?:? 50[234]\b"
 )
+# v5: a lock someone else holds, a socket or device that did not answer: retried, it passes.
+_TRANSIENT_V5 = re.compile(
+    r"(?i)\b(?:acquir(?:e|ing)|obtain(?:ing)?|waiting for) (?:the |a )?(?:[\w-]{1,20} )?lock\b"
+    r"|\block (?:is )?(?:already )?held by\b|\bsocket error\b|unresponsive|\bnot responding\b"
+    r"|\bnetwork is unreachable\b|\bdevice (?:offline|not found)\b"
+)
 _TEST_RUN = re.compile(
     r"(?i)(?:^|[\s;&|(/])(?:pytest|py\.test|jest|vitest|mocha|rspec|phpunit|tox|nox|ctest|bats)\b"
     r"|\b(?:go|cargo|deno|dotnet|mvn|gradle|gradlew|bun|mix|rails|rake|swift|flutter|dart|zig)\s+test\b"
@@ -179,9 +182,16 @@ _CHECK_RUN = re.compile(
     r"|\bdotnet\s+build\b|\b(?:npm|pnpm|yarn|bun)\b(?: run)? (?:build|typecheck|type-check|lint|check)\b"
     r"|\bvue-tsc\b|\bmake\s+(?:build|lint|check|typecheck)\b"
 )
+# v5: any linter (`actionlint`, `tflint`, `hadolint`, `ktlint`...: a program named "*lint")
+# and the validators that check files the agent writes.
+_LINT_RUN = re.compile(
+    r"(?i)(?:^|[\s;&|(/])[\w-]{0,30}lint\b|\bshellcheck\b|\b(?:terraform|tofu|packer)\s+validate\b"
+    r"|\bkubeconform\b|\bcheck-jsonschema\b|\b(?:prettier|black|biome)\b[^;&|]{0,40}\bcheck\b"
+)
 _CODE_DIAGNOSTIC = re.compile(
     r"(?i)^[\w./-]{1,200}\.\w{1,10}[:(]\d+(?:[:,]\d+)?\)?:?\s|^error\[e\d{3,5}\]|\berror ts\d{3,5}\b"
     r"|^-->\s\S|^\d+:\d+\s+error\s"
+    r"|^[\w./-]{1,200}:\d+(?::\d+)? [a-z]{2,4}\d{3,5}\b"  # v5: `Dockerfile:3 DL3008` (hadolint, shellcheck)
 )
 # A package manager's script, a build tool's task or recipe that is not there: the agent
 # guessed a name (v4).
@@ -190,6 +200,18 @@ _UNKNOWN_SCRIPT = re.compile(
     r"|task '[^']{1,80}' not found in"
     r"|don't know how to build task|justfile does not contain recipe"
 )
+# v5: the tool offers a near name: the agent guessed one ("Did you mean `ingester`?").
+_NEAR_NAME = re.compile(
+    r"(?i)\bdid you mean\b|\bperhaps you meant\b|\bsimilar (?:names?|\w+s) (?:exist|are)\b"
+)
+# v5: the error says a thing it quotes is not there ("Cannot find project 'billing'", "no bin
+# target named `ingest`"): a guess when the command itself named it.
+_QUOTED_NAME = re.compile(r"['\"`\u2018\u201c]([^'\"`\u2019\u201d\s]{1,80})['\"`\u2019\u201d]")
+_NAME_NOT_THERE = re.compile(
+    r"(?i)not found|cannot find|can't find|could not find|no such|does not exist|doesn't exist"
+    r"|\bunknown\b|\bno [\w-]{1,20}(?: [\w-]{1,20})? named\b|\bnot (?:a )?(?:known|valid)\b"
+)
+_MISSING_COMMAND = re.compile(r"(?i)\b(?:sub)?command\b|\bplugin\b|\bexecutable\b")
 # A file or folder the command named and that is not there: a probe or a slip (v4).
 _MISSING_FILE = re.compile(
     r"(?i)no such file\b|cannot access|cannot open|can't open|does not exist|doesn't exist"
@@ -212,45 +234,6 @@ _STDERR_ERROR = re.compile(
     r"(?im)^[ \t]*(?:error\b|fatal\b|traceback \(most recent call last\)|[\w.]{0,80}(?:error|exception):"
     r"|npm err!|panic:|e: )"
 )
-
-_INTERJECTION = re.compile(
-    r"(?i)^(?:hm+|wait|ok(?:ay)?|yes|yeah|yep|well|oh|ah|so|sorry|uh+|um+|erm?)\b[\s,.!:;-]+"
-)
-_NEGATION_OPENER = re.compile(
-    r"(?i)^(?:no\b|nope\b|wrong\b|incorrect\b|not quite\b|not like that\b|not that\b|actually\b"
-    r"|that'?s (?:not right|not what|not how|wrong|incorrect)|that is (?:not right|not how|wrong|incorrect)"
-    r"|this (?:isn'?t|is not) (?:how|right|what)|we don'?t do (?:it|that|things) that way"
-    r"|you'?re wrong|this is wrong|not in\b)[\s,.!:;-]*"
-)
-# After "actually", a change of mind about the task ("actually, make it orange") (v4).
-_TASK_VERB = re.compile(
-    r"(?i)^(?:just\s+|please\s+|let'?s\s+)?(?:make|change|do|try|put|add|remove|delete|rename|move|set|show|switch"
-    r"|undo|revert|go|call|use the other|skip|can you|could you)\b"
-)
-_NOT_A_CORRECTION_OPENER = re.compile(
-    r"(?i)^no\b[\s,.!-]*(?:worries|problem|thanks|thank|rush|need|that'?s (?:all|it|everything|fine)"
-    r"|all good|nothing else|more)\b|^actually,? (?:yes|that'?s (?:great|good|fine|perfect))\b"
-    r"|^(?:never ?mind|forget it|leave it)\b"
-)
-_RULE_SENTENCE = re.compile(
-    r"(?i)^(?:please\s+|and\s+|also\s+|but\s+)?(?:never\b|always\b|don'?t\b|do not\b|stop \w+ing\b)"
-    r"|\buse\b[^.!?]{0,80}\binstead\b|\binstead of\b[^.!?]{0,80}\buse\b"
-    r"|\bwe use\b[^.!?]{0,80}\bnot\b|\bwe (?:only|always|never) use\b|,\s*never\b"
-    r"|^use\b[^.!?]{0,60},\s*not\b|\bwe (?:don'?t|do not|never|always)\s+(?!need\b|have to\b|want\b)\w+"
-    r"|\bwe (?!(?:need|should|could|can|might|want|will|would|must|have|had)\b)\w+[^.!?]{0,60}"
-    r"\bin this (?:repo|repository|codebase|project|team)\b"
-    r"|\bi (?:told|asked) you\b|\bi said\b"
-)
-_ONE_OFF = re.compile(
-    r"(?i)\bfor now\b|\bthis time\b|\btoday\b|\bin this (?:change|pr|pull request|branch|commit)\b"
-    r"|\bfor this task\b|\bjust this once\b"
-    r"|\byet\b|\buntil (?:i|we|you)\b|\bright now\b|\b(?:at|for) the moment\b"
-    r"|\b(?:for|in) this (?:ticket|issue|story|one|release|sprint)\b"
-)
-_NOT_A_RULE = re.compile(
-    r"(?i)^(?:please\s+)?(?:don'?t|do not) (?:worry|forget|bother|mind)\b|^never ?mind\b"
-)
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
 @dataclass(frozen=True)
@@ -279,7 +262,7 @@ def failure_learning(
     text = error_text(error)
     if is_interrupt is True or _DECLINED.search(text):
         return None
-    if name in LOOKUP_TOOLS or name in BOOKKEEPING_TOOLS or _TRANSIENT.search(text):
+    if name in LOOKUP_TOOLS or name in BOOKKEEPING_TOOLS or _is_transient(text):
         return None
     lines = _error_lines(text)
     if not lines:
@@ -295,11 +278,12 @@ def failure_learning(
         or _UNKNOWN_SCRIPT.search(text)
         or _is_read_probe(command, text)
         or _names_a_missing_file(command, lines)
+        or _guessed_a_name(command, text)
     ):
         return None
     shown = shorten(command, MAX_COMMAND_CHARS) if command else name
     body = f"`{shown}` failed: " + " / ".join(lines)
-    fingerprint = _fingerprint(ERROR, name, _normalise(command), _normalise(lines[0]))
+    fingerprint = fingerprint_of(ERROR, name, normalise(command), normalise(lines[0]))
     return Learning(ERROR, body, source, fingerprint)
 
 
@@ -370,6 +354,41 @@ def command_of(tool_name: str, tool_input: Any) -> str:
     return f"{tool_name}({shorten(shown, MAX_COMMAND_CHARS)})" if shown else ""
 
 
+def _is_transient(text: str) -> bool:
+    return bool(_TRANSIENT.search(text) or _TRANSIENT_V5.search(text))
+
+
+def _guessed_a_name(command: str, error: str) -> bool:
+    """The tool offers a near name, or says a name the command itself gave is not there
+    (a project, a target, a model): the agent guessed it (v5). A name the command does not
+    give (a profile, a connection a config refers to) stays a learning."""
+    if _ENVIRONMENT_FAILURE.search(error):
+        return False
+    if _NEAR_NAME.search(error):
+        return True
+    words = {word.strip("'\"`,:=") for word in _options_aside(command.split()[:60])}
+    for line in error.splitlines()[:20]:
+        # A command or plugin that is not there is the environment's (`cargo nextest`).
+        if not _NAME_NOT_THERE.search(line) or _MISSING_COMMAND.search(line):
+            continue
+        for quoted in _QUOTED_NAME.finditer(line):
+            if quoted.group(1).rsplit("/", 1)[-1] in words or quoted.group(1) in words:
+                return True
+    return False
+
+
+def _options_aside(words: list[str]) -> list[str]:
+    """A command's words without its options, `--bin=x` read as `x`."""
+    kept = []
+    for word in words:
+        if word.startswith("-"):
+            if "=" in word:
+                kept.append(word.split("=", 1)[1])
+            continue
+        kept.append(word)
+    return kept
+
+
 def _is_red_test(command: str, error: str) -> bool:
     """A test run that failed on its assertions, with nothing wrong around the code."""
     if not _TEST_RUN.search(command) or _ENVIRONMENT_FAILURE.search(error):
@@ -380,7 +399,7 @@ def _is_red_test(command: str, error: str) -> bool:
 def _is_code_verdict(command: str, error: str) -> bool:
     """A compiler, type checker or linter that found errors in the code, with nothing wrong
     around the code: the agent's own slip, fixed by its next edit."""
-    if not _CHECK_RUN.search(command) or _ENVIRONMENT_FAILURE.search(error):
+    if not (_CHECK_RUN.search(command) or _LINT_RUN.search(command)) or _ENVIRONMENT_FAILURE.search(error):
         return False
     return any(_CODE_DIAGNOSTIC.search(line.strip()) for line in error.splitlines()[:60])
 
@@ -388,10 +407,11 @@ def _is_code_verdict(command: str, error: str) -> bool:
 def _is_read_probe(command: str, error: str) -> bool:
     """A subcommand that only reads (`kubectl get`, `gh pr view`) and found nothing."""
     program = program_of(command)
-    words = [word.rsplit("/", 1)[-1] for word in command.split()]
+    # Options aside before paths are cut: `-chdir=stacks/data` is no subcommand (v5).
+    words = [word.rsplit("/", 1)[-1] for word in command.split() if not word.startswith("-")]
     if program not in words:
         return False
-    rest = [word for word in words[words.index(program) + 1 :] if not word.startswith("-")][:2]
+    rest = words[words.index(program) + 1 :][:2]
     return any(word in READ_SUBCOMMANDS for word in rest) and bool(_NOT_THERE.search(error))
 
 
@@ -444,56 +464,6 @@ def program_of(command: str) -> str:
     return ""
 
 
-# ---------------------------------------------------------------------- corrections
-
-
-def correction_learning(prompt: Any, *, source: str = "") -> Learning | None:
-    """The learning of one user prompt (Claude Code's UserPromptSubmit), or None."""
-    if not isinstance(prompt, str):
-        return None
-    text = prompt.strip()[:MAX_SCAN_CHARS]
-    if not text or text[0] in "</!" or text.startswith("[Request interrupted"):
-        return None
-    if not _is_correction(text):
-        return None
-    quote = shorten(" ".join(text.replace('"', "'").split()), MAX_QUOTE_CHARS)
-    return Learning(
-        CORRECTION,
-        f'the user corrected the agent: "{quote}"',
-        source,
-        _fingerprint(CORRECTION, _normalise(quote)),
-    )
-
-
-def _is_correction(text: str) -> bool:
-    text = _without_interjection(text)
-    if _NOT_A_CORRECTION_OPENER.match(text) or _ONE_OFF.search(text):
-        return False
-    opener = _NEGATION_OPENER.match(text)
-    if opener is not None:
-        rest = text[opener.end() :]
-        if opener.group(0).lower().startswith("actually") and _TASK_VERB.match(rest):
-            return False
-        return len(rest.split()) >= MIN_CORRECTION_WORDS and not _only_a_question(rest)
-    for sentence in _SENTENCE_END.split(text):
-        sentence = _without_interjection(sentence.strip())
-        if not sentence or sentence.endswith("?") or _NOT_A_RULE.match(sentence):
-            continue
-        if _RULE_SENTENCE.search(sentence) and len(sentence.split()) >= MIN_CORRECTION_WORDS:
-            return True
-    return False
-
-
-def _without_interjection(text: str) -> str:
-    opener = _INTERJECTION.match(text)
-    return text[opener.end() :] if opener is not None else text
-
-
-def _only_a_question(text: str) -> bool:
-    sentences = [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
-    return bool(sentences) and all(s.endswith("?") for s in sentences)
-
-
 # ---------------------------------------------------------------------- helpers
 
 
@@ -504,10 +474,10 @@ def shorten(text: str, limit: int) -> str:
     return (cut if len(cut) > limit // 2 else text[:limit]) + "…"
 
 
-def _normalise(text: str) -> str:
+def normalise(text: str) -> str:
     """Case, digits and spacing aside: one failure's runs differ in line numbers and ids."""
     return " ".join(re.sub(r"\d+", "0", text.lower()).split())
 
 
-def _fingerprint(*parts: str) -> str:
+def fingerprint_of(*parts: str) -> str:
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]

@@ -35,11 +35,11 @@ from typing import Any
 from memoryhub_client.api import ApiError, MemoryHubApi
 from memoryhub_client.capture import (
     Learning,
-    correction_learning,
     failure_learning,
     result_failure,
 )
-from memoryhub_client.capture_transcripts import transcript_learnings
+from memoryhub_client.capture_corrections import correction_learning
+from memoryhub_client.capture_transcripts import agent_asked_before, transcript_learnings
 from memoryhub_client.claude_code_hooks import (
     SAFE_SESSION_ID,
     SERVER_SECONDS,
@@ -57,6 +57,9 @@ CAPTURE_SERVER_SECONDS = 5.0
 CAPTURE_CLIENT_TIMEOUT_SECONDS = 15
 MAX_REMEMBERED = 1000  # fingerprints kept per session
 MAX_PER_REQUEST = 15  # the server's cap on drafts from one extraction
+# What user-prompt-submit reads of the transcript's end to see whether the agent just asked
+# a question (only for a prompt that reads as a correction): a turn or two.
+PROMPT_CONTEXT_BYTES = 256 * 1024
 # Set to 0 to turn every capture hook off (the hooks then exit at once).
 CAPTURE_ENV = "MEMORYHUB_CAPTURE"
 
@@ -137,8 +140,39 @@ def capture_tool_result(arguments: argparse.Namespace, event: dict[str, Any]) ->
 
 def capture_prompt(arguments: argparse.Namespace, event: dict[str, Any]) -> None:
     """A user prompt (`prompt`), when it corrects the agent."""
-    learning = correction_learning(event.get("prompt"))
+    learning = prompt_learning(event.get("prompt"), event.get("transcript_path"))
     _send(arguments, event, [learning] if learning else [], seconds=CAPTURE_SERVER_SECONDS)
+
+
+def prompt_learning(prompt: Any, transcript_path: Any) -> Learning | None:
+    """The correction rules on one prompt; when they find one, the transcript's tail says
+    whether the prompt answers the question the agent just asked (then only a rule counts,
+    as on the pre-compact path). Only a prompt that reads as a correction costs a read."""
+    learning = correction_learning(prompt)
+    if learning is None or not isinstance(transcript_path, str) or not transcript_path:
+        return learning
+    try:
+        asked = agent_asked_before(_tail_records(Path(transcript_path)), str(prompt))
+    except OSError:
+        return learning
+    return correction_learning(prompt, answers_a_question=True) if asked else learning
+
+
+def _tail_records(path: Path) -> list[Any]:
+    """The transcript's last PROMPT_CONTEXT_BYTES as records, a cut or broken line skipped."""
+    with path.open("rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        handle.seek(max(0, size - PROMPT_CONTEXT_BYTES))
+        lines = handle.read(PROMPT_CONTEXT_BYTES).split(b"\n")
+    if size > PROMPT_CONTEXT_BYTES:
+        lines = lines[1:]
+    records = []
+    for line in lines:
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            continue
+    return records
 
 
 def run_pre_compact(arguments: argparse.Namespace) -> int:

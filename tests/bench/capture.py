@@ -1,13 +1,16 @@
-"""`python -m tests.bench capture`: the capture rules (memoryhub_client/capture.py) on the
+"""`python -m tests.bench capture`: the capture rules (memoryhub_client/capture*.py) on the
 labelled sessions of tests/bench/capture_set/ (its README: the format, the labelling rule
-and the four files: the first set, written after rules v1; the second, written after v2
-was frozen; the third, written after v3 was frozen; the fourth, written after v4 was
-frozen: v4's honest figure, the first three being the source of v4's changes, so tuning
-sets). Each set gets its own rows; the held-out set's come first.
+and the files: the first set, written after rules v1; the second, written after v2 was
+frozen; the third, written after v3 was frozen; the fourth, written after v4 was frozen;
+all four are the tuning sets of rules v5; and the fifth, `held_out_v5.txt`, written after
+v5 was frozen: v5's honest figure, measured when the file is there and skipped when it
+is not). Each set gets its own rows; the held-out set's come first.
+`python -m tests.bench.capture_folds` estimates v5 by leave-one-set-out on the four.
 
 Two paths, as the hooks run them:
 - hooks: each failed call as PostToolUseFailure gives it (no knowledge of what follows)
-  and each prompt as UserPromptSubmit gives it;
+  and each prompt as UserPromptSubmit gives it, with the transcript up to it (the hook
+  reads its tail when the prompt reads as a correction: was it an answer?);
 - pre-compact: the whole transcript as Claude Code's JSON Lines records (a flake, the
   same call succeeding at once, is left out).
 A captured learning is right when the event it came from (a failed call, a prompt) is
@@ -24,9 +27,10 @@ from __future__ import annotations
 
 import json
 import random
+import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,13 +40,24 @@ SET_DIR = harness.REPO / "tests" / "bench" / "capture_set"
 SET_FILE = SET_DIR / "transcripts.txt"
 SECOND_SET_FILE = SET_DIR / "held_out.txt"
 THIRD_SET_FILE = SET_DIR / "held_out_v3.txt"
-HELD_OUT_FILE = SET_DIR / "held_out_v4.txt"
-SETS = {
-    "held out (written after v4)": HELD_OUT_FILE,
-    "third set (v4 tuned on it)": THIRD_SET_FILE,
-    "second set (v3 and v4 tuned on it)": SECOND_SET_FILE,
-    "first set (v2, v3 and v4 tuned on it)": SET_FILE,
+FOURTH_SET_FILE = SET_DIR / "held_out_v4.txt"
+HELD_OUT_FILE = SET_DIR / "held_out_v5.txt"
+TUNING_SETS = {
+    "fourth set (written after v4; v5 tuned on it)": FOURTH_SET_FILE,
+    "third set (v4 and v5 tuned on it)": THIRD_SET_FILE,
+    "second set (v3, v4 and v5 tuned on it)": SECOND_SET_FILE,
+    "first set (v2 to v5 tuned on it)": SET_FILE,
 }
+
+
+def sets_present() -> dict[str, Path]:
+    """The held-out set first when it is there (it is written after the rules it measures
+    were frozen), then the tuning sets."""
+    held_out = {"held out (written after v5)": HELD_OUT_FILE} if HELD_OUT_FILE.exists() else {}
+    return {**held_out, **TUNING_SETS}
+
+
+SETS = sets_present()
 LABEL = " @learn"
 RESAMPLES = 2000
 SEED = 31
@@ -58,6 +73,7 @@ class Session:
     records: list[dict[str, Any]] = field(default_factory=list)
     failures: list[dict[str, Any]] = field(default_factory=list)  # PostToolUseFailure inputs
     prompts: list[str] = field(default_factory=list)
+    prompt_records: list[int] = field(default_factory=list)  # each prompt's index in records
     labelled: set[str] = field(default_factory=set)  # sources of the events labelled @learn
     secrets: list[str] = field(default_factory=list)
     events: dict[str, str] = field(default_factory=dict)  # source -> the line, for the listing
@@ -81,6 +97,7 @@ def load_set(path: Path = SET_FILE) -> list[Session]:
         if kind == "user":
             source = f"prompt:{len(session.prompts)}"
             session.prompts.append(text)
+            session.prompt_records.append(len(session.records))
             session.records.append(_record("user", text))
         elif kind == "assistant":
             session.records.append(_record("assistant", [{"type": "text", "text": text}]))
@@ -131,7 +148,8 @@ def _record(role: str, content: Any) -> dict[str, Any]:
 
 
 def hook_learnings(session: Session) -> list[Any]:
-    from memoryhub_client.capture import correction_learning, failure_learning
+    from memoryhub_client.capture import failure_learning
+    from memoryhub_client.capture_hooks import prompt_learning
 
     found = []
     for failure in session.failures:
@@ -144,10 +162,15 @@ def hook_learnings(session: Session) -> list[Any]:
         )
         if learning is not None:
             found.append(learning)
-    for index, prompt in enumerate(session.prompts):
-        learning = correction_learning(prompt, source=f"prompt:{index}")
-        if learning is not None:
-            found.append(learning)
+    with tempfile.TemporaryDirectory() as folder:
+        for index, prompt in enumerate(session.prompts):
+            # The transcript as UserPromptSubmit finds it: every record up to the prompt's.
+            transcript = Path(folder) / f"{index}.jsonl"
+            records = session.records[: session.prompt_records[index] + 1]
+            transcript.write_text("\n".join(json.dumps(record) for record in records) + "\n")
+            learning = prompt_learning(prompt, str(transcript))
+            if learning is not None:
+                found.append(replace(learning, source=f"prompt:{index}"))
     return found
 
 
@@ -228,7 +251,7 @@ def run(*, quick: bool = False) -> dict[str, Any]:
         "targets": {"precision": TARGET_PRECISION, "recall": TARGET_RECALL},
         "sets": {},
     }
-    for name, path in SETS.items():
+    for name, path in sets_present().items():
         payload["sets"][name] = measure_set(name, load_set(path))
     return payload
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from memoryhub_client.capture import Learning
 from tests.bench import capture
 
@@ -72,3 +74,23 @@ def test_each_committed_set_holds_at_least_30_sessions_with_failures_corrections
         assert any(source.startswith("prompt:") for source in labelled), path
         assert any(not source.startswith("prompt:") for source in labelled), path
         assert len({s.id for s in sessions}) == len(sessions), path
+
+
+def test_the_held_out_set_is_measured_first_when_it_is_there_and_skipped_when_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    absent = tmp_path / "held_out_v5.txt"
+    monkeypatch.setattr(capture, "HELD_OUT_FILE", absent)
+    assert list(capture.sets_present().values()) == list(capture.TUNING_SETS.values())
+
+    absent.write_text(TINY)
+    present = capture.sets_present()
+    assert list(present.values()) == [absent, *capture.TUNING_SETS.values()]
+    assert next(iter(present)).startswith("held out")
+
+
+def test_the_four_tuning_sets_are_the_committed_files() -> None:
+    assert [path.name for path in capture.TUNING_SETS.values()] == [
+        "held_out_v4.txt", "held_out_v3.txt", "held_out.txt", "transcripts.txt"
+    ]  # fmt: skip
+    assert all(path.exists() for path in capture.TUNING_SETS.values())

@@ -4,16 +4,16 @@ pin what each rule does."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from memoryhub_client import capture
-from memoryhub_client.capture import (
-    MAX_QUOTE_CHARS,
-    correction_learning,
-    failure_learning,
-)
+from memoryhub_client import capture, capture_corrections, capture_transcripts
+from memoryhub_client.capture import failure_learning
+from memoryhub_client.capture_corrections import MAX_QUOTE_CHARS, correction_learning
+from memoryhub_client.capture_hooks import PROMPT_CONTEXT_BYTES, prompt_learning
 from memoryhub_client.capture_transcripts import transcript_learnings
 from tests.linear_time import assert_linear_time
 
@@ -215,7 +215,7 @@ def test_a_transcript_names_the_fix_and_leaves_a_flake_out() -> None:
 )
 def test_each_pattern_takes_time_linear_in_the_text(name: str) -> None:
     # The hooks bound what they scan (MAX_SCAN_CHARS); the patterns stay linear regardless.
-    pattern = getattr(capture, name)
+    pattern = getattr(capture, name, None) or getattr(capture_corrections, name)
 
     def text(size: int) -> str:
         return ("we use it instead of not use " * (size // 29 + 1))[:size]
@@ -381,7 +381,7 @@ def test_v4_not_corrections(prompt: str) -> None:
     ],
 )
 def test_each_v4_pattern_takes_time_linear_in_the_text(name: str) -> None:
-    pattern = getattr(capture, name)
+    pattern = getattr(capture, name, None) or getattr(capture_corrections, name)
 
     def text(size: int) -> str:
         return ("src/a.go:1: no such no x x x found not ok 1 test, " * (size // 50 + 1))[:size]
@@ -398,3 +398,184 @@ def test_a_long_adversarial_failure_takes_time_linear_in_the_text() -> None:
 
     # failure_learning scans at most MAX_SCAN_CHARS, so the growth is bounded, never quadratic.
     assert_linear_time(work, text, 256 * 1024)
+
+
+# ---------------------------------------------------------------------- v5
+
+
+@pytest.mark.parametrize(
+    ("command", "error"),
+    [
+        ("terraform plan", "Error: Error acquiring the state lock\nLock Info:\n  Who: runner@ci"),
+        ("flutter pub get", "Got socket error trying to find package http at https://pub.dev."),
+        ("./gradlew connectedAndroidTest", "com.android.ddmlib.ShellCommandUnresponsiveException"),
+        ("npx nx test billing", " NX   Cannot find project 'billing'"),
+        ("cargo run --bin ingest", "error: no bin target named `ingest`.\n\tDid you mean `ingester`?"),
+        ("cargo nexttest", "error: no such command: `nexttest`\n\n\tDid you mean `nextest`?"),
+        ("actionlint", '.github/workflows/ci.yml:34:9: property "node-versions" is not defined [expression]'),
+        ("hadolint Dockerfile", "Dockerfile:3 DL3008 warning: Pin versions in apt get install"),
+        ("yamllint .", "deploy/values.yaml\n  3:1  error  wrong indentation: expected 2 but found 4"),
+        (
+            "terraform -chdir=stacks/data state show aws_s3_bucket.exports",
+            "No instance found for the given address!",
+        ),
+    ],
+    ids=[
+        "terraform-state-lock",
+        "socket-error",
+        "unresponsive-emulator",
+        "guessed-project",
+        "guessed-bin-near-name",
+        "guessed-subcommand-near-name",
+        "actionlint-slip",
+        "hadolint-slip",
+        "yamllint-slip",
+        "read-only-subcommand-past-chdir",
+    ],
+)
+def test_v5_failures_that_are_no_learning(command: str, error: str) -> None:
+    assert bash_failure(command, error) is None
+
+
+@pytest.mark.parametrize(
+    ("command", "error"),
+    [
+        # Names the command did not give: the project's environment, not a guess.
+        ("dbt run --select stg_orders", "Runtime Error\n  Could not find profile named 'analytics'"),
+        ("airflow dags test orders_daily 2026-11-01", "AirflowNotFoundException: The conn_id `warehouse` isn't defined"),
+        # A named thing missing with an environment cue stays: the module is not installed.
+        ("python -m build", "No module named 'build'"),
+        ("tflint", "Failed to initialize plugins; Plugin `aws` not found. Did you run `tflint --init`?"),
+    ],
+)  # fmt: skip
+def test_v5_keeps_names_the_command_did_not_give(command: str, error: str) -> None:
+    assert bash_failure(command, error) is not None
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "Versions go in gradle/libs.versions.toml, the module build files only reference the catalog.",
+        "Credentials only ever come from the environment, take that URL back out.",
+        "Whoa, stop. Nobody applies from their own machine, Atlantis runs the apply.",
+        "We log with zerolog everywhere in the services, with fields.",
+        "Run the affected ones only. The full run is forty minutes on this monorepo.",
+        "The webhook URL is a secret, it lives in the repo secrets.",
+    ],
+)
+def test_v5_corrections_that_state_the_teams_practice(prompt: str) -> None:
+    assert correction_learning(prompt) is not None
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "Don't touch the CI file until Marco's MR lands, he's rewriting the whole pipeline.",
+        "Leave the Android side alone, Priya is reworking the navigation there.",
+        "We need to listen for Postgres notifications in the worker.",
+        "We'll revert it after the demo, just force the flag on.",
+        "Stop the worker and start it again.",
+        "Where does the config come from?",
+    ],
+)
+def test_v5_not_corrections(prompt: str) -> None:
+    assert correction_learning(prompt) is None
+
+
+def text_record(role: str, text: str) -> dict[str, Any]:
+    return record(role, [{"type": "text", "text": text}])
+
+
+def test_v5_a_transcript_reads_an_answer_to_the_agents_question_as_an_answer() -> None:
+    records = [
+        text_record("assistant", "The branch has six commits. Do you want me to squash them?"),
+        record("user", "No, keep them separate, it's easier to review that way."),
+        text_record("assistant", "Shall I use npm?"),
+        record("user", "No, we only use pnpm in this repo, never npm."),
+        text_record("assistant", "Done."),
+        record("user", "No, keep the old importer, the new one drops rows."),
+    ]
+    # The answer that states a rule stays; a "no" with no question before it is a correction.
+    assert [learning.source for learning in transcript_learnings(records)] == ["prompt:1", "prompt:2"]
+    # Per event (no transcript), the first is read as a correction: the hook cannot know.
+    assert correction_learning("No, keep them separate, it's easier to review that way.") is not None
+
+
+def test_v5_a_constraint_the_agents_edit_worked_around_stays_a_learning() -> None:
+    edit = record(
+        "assistant",
+        [
+            {
+                "type": "tool_use",
+                "id": "e",
+                "name": "Edit",
+                "input": {"file_path": "/m.sql", "old_string": "x"},
+            }
+        ],
+    )
+    records = [
+        record("user", "Add the index and run the migration."),
+        call("a", "goose up"),
+        result("a", "ERROR: CREATE INDEX CONCURRENTLY cannot run inside a transaction block", failed=True),
+        edit,
+        result("e", "The file has been updated.", failed=False),
+        call("b", "goose up"),
+        result("b", "OK", failed=False),
+    ]
+    assert [learning.source for learning in transcript_learnings(records)] == ["a"]
+
+
+@pytest.mark.parametrize(
+    ("module", "name"),
+    [
+        (capture, "_TRANSIENT_V5"),
+        (capture, "_LINT_RUN"),
+        (capture, "_NEAR_NAME"),
+        (capture, "_QUOTED_NAME"),
+        (capture, "_NAME_NOT_THERE"),
+        (capture, "_MISSING_COMMAND"),
+        (capture_corrections, "_PLACEMENT"),
+        (capture_corrections, "_UNIVERSAL"),
+        (capture_corrections, "_WE_PRACTICE"),
+        (capture_corrections, "_PROJECT_SCOPE"),
+        (capture_corrections, "_TEMPORARY"),
+        (capture_transcripts, "_CONSTRAINT"),
+    ],
+)
+def test_each_v5_pattern_takes_time_linear_in_the_text(module: Any, name: str) -> None:
+    pattern = getattr(module, name)
+
+    def text(size: int) -> str:
+        return (
+            "until we 'a lint-lint `b no x named cannot run in goes in acquiring lock " * (size // 70 + 1)
+        )[:size]
+
+    assert_linear_time(pattern.search, text, 256 * 1024)
+    assert_linear_time(lambda t: list(pattern.finditer(t)), text, 256 * 1024)
+
+
+def test_a_long_adversarial_failure_with_quoted_names_takes_time_linear_in_the_text() -> None:
+    def work(error: str) -> object:
+        return bash_failure("nx test " + "'a' " * 40, error)
+
+    def text(size: int) -> str:
+        return ("'a' not found 'a' cannot find `a`\n" * (size // 35 + 1))[:size]
+
+    assert_linear_time(work, text, 256 * 1024)
+
+
+def test_v5_the_prompt_hook_reads_the_transcripts_tail_only_for_a_correction(tmp_path: Path) -> None:
+    answer = "No, keep them separate, it's easier to review that way."
+    transcript = tmp_path / "t.jsonl"
+    question = {"type": "assistant", "message": {"role": "assistant", "content": "Squash them?"}}
+    # A huge first record (cut by the tail read), a broken line, NUL and unicode: skipped.
+    transcript.write_text(
+        json.dumps({"x": "é\x00" * (PROMPT_CONTEXT_BYTES // 2)}) + "\n{broken\n" + json.dumps(question) + "\n"
+    )
+
+    assert prompt_learning(answer, str(transcript)) is None
+    assert prompt_learning("Add a CSV export.", str(transcript)) is None
+    # No transcript, or one that cannot be read: the prompt alone decides.
+    assert prompt_learning(answer, None) is not None
+    assert prompt_learning(answer, str(tmp_path / "missing.jsonl")) is not None
+    assert prompt_learning(answer, str(tmp_path)) is not None  # a folder

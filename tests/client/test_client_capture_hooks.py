@@ -271,3 +271,25 @@ def test_another_teams_token_drafts_nothing_in_either_team(
     assert (ran.returncode, ran.stdout) == (0, "")
     assert "not found (404 not_found)" in ran.stderr and intruder not in ran.stderr
     assert drafts_of(team) == [] and drafts_of(other_team) == []
+
+
+def test_a_no_that_answers_the_agents_question_is_no_draft(
+    mcp_server: Server, team: Team, cli: Cli, tmp_path: Path
+) -> None:
+    env = server_env(mcp_server, "alpha", make_agent(team, "claude", ["read", "write"]).token)
+    answer = "No, keep them separate, it's easier to review that way."
+    asked = transcript_line("assistant", [{"type": "text", "text": "Shall I squash the six commits?"}])
+    (tmp_path / "transcript.jsonl").write_text(asked + "\n" + transcript_line("user", answer) + "\n")
+
+    ran = cli("hook", "claude-code", "user-prompt-submit", input=prompt(tmp_path, answer), **env)
+
+    assert (ran.returncode, ran.stdout) == (0, ""), ran.stderr
+    assert drafts_of(team) == []
+    # The same words with no question before them correct the agent.
+    (tmp_path / "transcript.jsonl").write_text(
+        transcript_line("assistant", [{"type": "text", "text": "Done."}])
+    )
+    again = cli("hook", "claude-code", "user-prompt-submit", input=prompt(tmp_path, answer), **env)
+    assert again.returncode == 0, again.stderr
+    [draft] = drafts_of(team)
+    assert draft.content.startswith('the user corrected the agent: "No, keep them separate')
