@@ -107,7 +107,7 @@ class AgentCall:
         # A read writes no vault entry, so the version its token's lookup read with the
         # team's row is still the vault's when the answer is redacted: no second query.
         self.vault_version = team.vault_version if kind == "read" else None
-        self.transaction.bind(team.id, viewer=viewer_of(token.user_id))
+        self.transaction.bind(team.id, viewer=viewer_of(token.user_id), durable=kind == "write")
         if kind == "write":
             # A token's writes run one at a time; waiting for the slot holds no transaction.
             with self.transaction.outside():

@@ -44,6 +44,7 @@ VIEWER_SETTING = "memoryhub.viewer"
 TEAM_ONLY = "team"
 EVERY_OWNER = "*"
 ROLE_SETTING = "role"
+SYNCHRONOUS_COMMIT_SETTING = "synchronous_commit"
 # How "not set" is written back when a scope restores a setting: `SET ROLE NONE`, back to
 # the role the connection logged in as.
 _UNSET = {ROLE_SETTING: "none"}
@@ -94,15 +95,21 @@ def viewer_of(user_id: int | None) -> str:
     return TEAM_ONLY if user_id is None else str(int(user_id))
 
 
-def set_request_team(team_id: int, *, viewer: str) -> dict[str, str]:
+def set_request_team(team_id: int, *, viewer: str, durable: bool = True) -> dict[str, str]:
     """Bind the current transaction to one team, seen as `viewer` (viewer_of); returns
     the previous binding, which the caller restores with `reset_request_team` when the
-    request ends.
+    request ends. A read's transaction (`durable=False`) writes only counters (access
+    counts, a token's last use, a session's last contact): its COMMIT does not wait for
+    the disk, and a database crash may lose its last fraction of a second of them, never
+    half of one (docs/operations.md, "The read path's round trips").
 
     Used by the API once per request, inside the request's transaction."""
     if not connection.in_atomic_block:
         raise RuntimeError("team scope must be set inside transaction.atomic()")
-    return _set_local({TEAM_SETTING: str(int(team_id)), VIEWER_SETTING: viewer})
+    binding = {TEAM_SETTING: str(int(team_id)), VIEWER_SETTING: viewer}
+    if not durable:
+        binding[SYNCHRONOUS_COMMIT_SETTING] = "off"
+    return _set_local(binding)
 
 
 def reset_request_team(previous: dict[str, str]) -> None:
@@ -178,6 +185,7 @@ class TeamBoundTransaction:
     def __init__(self) -> None:
         self.team_id: int | None = None
         self.viewer = TEAM_ONLY
+        self.durable = True
         self._previous_binding: dict[str, str] = {}
 
     def __enter__(self) -> TeamBoundTransaction:
@@ -189,9 +197,9 @@ class TeamBoundTransaction:
     def __exit__(self, *exc_info: Any) -> None:
         self._atomic.__exit__(*exc_info)
 
-    def bind(self, team_id: int, *, viewer: str) -> None:
-        self.team_id, self.viewer = team_id, viewer
-        self._previous_binding = set_request_team(team_id, viewer=viewer)
+    def bind(self, team_id: int, *, viewer: str, durable: bool = True) -> None:
+        self.team_id, self.viewer, self.durable = team_id, viewer, durable
+        self._previous_binding = set_request_team(team_id, viewer=viewer, durable=durable)
         # Workers indexing other teams' entries wait while this team is being served.
         note_team_request(team_id)
 
@@ -216,4 +224,4 @@ class TeamBoundTransaction:
         finally:
             self._atomic = transaction.atomic()
             self._atomic.__enter__()
-            self.bind(team_id, viewer=self.viewer)
+            self.bind(team_id, viewer=self.viewer, durable=self.durable)

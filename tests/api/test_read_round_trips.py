@@ -7,15 +7,16 @@ revoked, expired or re-scoped token still stops at once."""
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from teams import services, token_cache
 from teams.models import AgentToken
-from teams.scope import team_scope
+from teams.scope import set_request_team, team_scope
 from tests.conftest import Agent
 
 # As the service runs it: the request's transaction is the outermost one.
@@ -161,3 +162,35 @@ def test_a_stale_save_of_the_team_does_not_bring_a_revoked_token_back(member: Ag
 
     assert member.client.get(member.url("memories/k1/")).status_code == 401
     assert Team.objects.get(id=member.team.id).token_version > stale.token_version
+
+
+def test_a_reads_commit_does_not_wait_for_the_disk_and_a_writes_does(member: Agent) -> None:
+    """A read writes only counters (its access count): losing a database crash's last
+    fraction of a second of them is cheaper than a disk flush on every read."""
+
+    def binding_of(send: Any) -> str:
+        with CaptureQueriesContext(connection) as captured:
+            response = send()
+        assert response.status_code in (200, 201), response.content
+        bindings = [
+            q["sql"] for q in captured.captured_queries if "set_config('memoryhub.team_id'" in q["sql"]
+        ]
+        assert bindings
+        return "\n".join(bindings)
+
+    saved = binding_of(
+        lambda: member.client.post(member.url("memories/"), {"key": "k1", "content": "Kept."}, format="json")
+    )
+    read = binding_of(lambda: member.client.get(member.url("memories/k1/")))
+    searched = binding_of(lambda: member.client.post(member.url("search/"), {"query": "kept"}, format="json"))
+
+    assert "synchronous_commit" not in saved
+    assert "'synchronous_commit', 'off'" in read and "'synchronous_commit', 'off'" in searched
+    with transaction.atomic():
+        set_request_team(member.team.id, viewer="team", durable=False)
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW synchronous_commit")
+            assert cursor.fetchone() == ("off",)
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")  # transaction-local: gone with it
+        assert cursor.fetchone() == ("on",)
