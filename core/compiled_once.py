@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.db.models import Model, QuerySet
+from django.db.models.query import RawQuerySet
 
 # Values no caller ever passes, so each is found only where its argument went.
 INT_MARKER = -8_070_450_532_247_928_831
@@ -37,11 +38,15 @@ class CompiledOnce:
                 params[position] = arguments[name]
         return sql, params
 
-    def first(self, **arguments: Any) -> Any:
-        """The query's first row as a model instance, or None."""
+    def rows(self, **arguments: Any) -> RawQuerySet[Any]:
+        """The query's rows as model instances."""
         model = self._compile()[0]
         sql, params = self.sql_with_params(**arguments)
-        return next(iter(model._default_manager.raw(sql, params)), None)
+        return model._default_manager.raw(sql, params)
+
+    def first(self, **arguments: Any) -> Any:
+        """The query's first row as a model instance, or None."""
+        return next(iter(self.rows(**arguments)), None)
 
     def _compile(self) -> tuple[type[Model], str, list[Any], dict[str, list[int]]]:
         compiled = self._compiled

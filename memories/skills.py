@@ -20,12 +20,13 @@ for; a skill without projects fires everywhere.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from django.db.models import BooleanField
 from django.db.models.expressions import RawSQL
 
+from core.compiled_once import CompiledOnce
 from core.errors import InvalidInput
 from memories.exceptions import MemoryNotFound
 from memories.metadata_extraction import metadata_filter_q
@@ -140,6 +141,26 @@ def active_skill_holder(*, team_id: int, name: str) -> Memory | None:
     return _active_skills(team_id).filter(skill_trigger__name=name).first()
 
 
+def _skills_with_a_keyword_in(team_id: int, normalised_query: str) -> MemoryQuerySet:
+    """The active skills with a keyword that is a substring of the query."""
+    has_keyword = RawSQL(
+        "EXISTS (SELECT 1 FROM jsonb_array_elements_text(memories_memory.skill_trigger -> 'keywords') AS kw"
+        " WHERE strpos(%s, kw) > 0)",
+        [normalised_query],
+        output_field=BooleanField(),
+    )
+    return _active_skills(team_id).alias(has_keyword=has_keyword).filter(has_keyword=True)
+
+
+_UNFILTERED_SKILLS = CompiledOnce(
+    lambda team_id, normalised_query: _skills_with_a_keyword_in(team_id, normalised_query).order_by(
+        "created_at", "id"
+    ),
+    team_id=int,
+    normalised_query=str,
+)
+
+
 def triggered_skills(
     *,
     team_id: int,
@@ -159,18 +180,18 @@ def triggered_skills(
     if limit <= 0:
         return []
     normalised = normalise_phrase(query)
-    has_keyword = RawSQL(
-        "EXISTS (SELECT 1 FROM jsonb_array_elements_text(memories_memory.skill_trigger -> 'keywords') AS kw"
-        " WHERE strpos(%s, kw) > 0)",
-        [normalised],
-        output_field=BooleanField(),
-    )
-    rows = _active_skills(team_id).alias(has_keyword=has_keyword).filter(has_keyword=True)
-    if types:
-        rows = rows.filter(type__in=types)
-    rows = rows.filter(metadata_filter_q(tags, people, topics))
+    rows: Iterable[Memory]
+    if types or tags or people or topics:
+        rows = (
+            _skills_with_a_keyword_in(team_id, normalised)
+            .filter(**({"type__in": types} if types else {}))
+            .filter(metadata_filter_q(tags, people, topics))
+            .order_by("created_at", "id")
+        )
+    else:  # every search asks this; the SQL is compiled once
+        rows = _UNFILTERED_SKILLS.rows(team_id=team_id, normalised_query=normalised)
     fired: list[tuple[Memory, str]] = []
-    for memory in rows.order_by("created_at", "id"):
+    for memory in rows:
         trigger = memory.skill_trigger or {}
         if not fires_in_project(trigger, project):
             continue

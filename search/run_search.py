@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -40,7 +41,9 @@ def embed_query(*, team: Team, query: str) -> tuple[QueryVector | None, list[str
         provider = team_provider(team)
         if provider is None:
             return None, []
-        with outside_request_transaction():
+        # A query to a model in this process keeps the transaction: stepping out and back
+        # in would cost a COMMIT, a BEGIN and the team's binding, more than the wait.
+        with outside_request_transaction() if provider.waits_on_network else nullcontext():
             started = time.perf_counter()
             values = provider.embed_query(query)
         QUERY_EMBEDDING_SECONDS.labels(outcome="ok").observe(time.perf_counter() - started)

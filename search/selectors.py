@@ -180,8 +180,10 @@ def _read_candidates(
     and the candidates, a fired skill not being a candidate too, collapsed to one entry
     per key (search.retrieval.versions), with their memories, snippets and successors.
     In a replica block, on the replica (core.db_router)."""
+    # No savepoint of its own: a statement that fails here fails the whole search (a
+    # cancelled one answers 503), so there is nothing to roll back to and go on from.
     with (
-        transaction.atomic(using=read_connection().alias),
+        transaction.atomic(using=read_connection().alias, savepoint=False),
         statements_limited_to(settings.MEMORYHUB_SEARCH_STATEMENT_TIMEOUT_MS),
     ):
         fired = fire_skills(

@@ -67,6 +67,10 @@ class EmbeddingProvider(ABC):
     # Texts per call to the model or the endpoint; background indexing looks at other
     # teams' requests between batches (core.yield_to_requests).
     batch_size: int
+    # Whether a call waits on a service elsewhere (its timeouts, retries, a dead endpoint),
+    # so that a request steps out of its transaction meanwhile; a model in this process
+    # answers in a few milliseconds of its own CPU, which a transaction may span.
+    waits_on_network: bool = True
 
     @abstractmethod
     def embed_documents(self, texts: list[str]) -> list[list[float]]:

@@ -167,6 +167,8 @@ def _embed_batch(model: _LoadedModel, texts: list[str]) -> np.ndarray:
 class LocalOnnxProvider(EmbeddingProvider):
     """The default provider: always available unless the model file is wrong."""
 
+    waits_on_network = False
+
     def __init__(self, profile: Profile) -> None:
         self.profile = profile.name
         self.model = profile.model or DEFAULT_MODEL_ID

@@ -17,9 +17,11 @@ NEW_TEXT = "The billing service pages the on-call engineer after three failed re
 
 @pytest.fixture
 def provider_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, bool]]]:
-    """(first text, whether a transaction was open) of every call to the team's provider."""
+    """(first text, whether a transaction was open) of every call to the team's provider,
+    which says it waits on the network as a remote endpoint does."""
     provider = provider_for("local")
     assert provider is not None
+    monkeypatch.setattr(provider, "waits_on_network", True)
     calls: list[tuple[str, bool]] = []
     original = provider.embed_documents
 
@@ -63,3 +65,33 @@ def test_the_duplicate_check_and_the_query_embed_with_no_transaction_open(
     # only this team's entries.
     assert [r["key"] for r in searched.json()["results"]][:1] == ["billing"]
     assert b"Bravo only" not in searched.content
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_query_to_the_model_in_this_process_keeps_the_transaction(
+    member: Agent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stepping out costs a COMMIT, a BEGIN and the binding: more than the model's few
+    milliseconds. The save's duplicate check still steps out (it yields to other teams'
+    requests, which may take longer)."""
+    provider = provider_for("local")
+    assert provider is not None and provider.waits_on_network is False
+    calls: list[tuple[str, bool]] = []
+    original = provider.embed_documents
+
+    def observed(texts: list[str]) -> list[list[float]]:
+        calls.append((texts[0], connection.in_atomic_block))
+        return original(texts)
+
+    monkeypatch.setattr(provider, "embed_documents", observed)
+    saved = member.client.post(
+        member.url("memories/"), {"key": "billing", "content": NEW_TEXT}, format="json"
+    )
+    assert saved.status_code == 201, saved.content
+    calls.clear()
+    searched = member.client.post(
+        member.url("search/"), {"query": "who gets paged about renewals", "mode": "hybrid"}, format="json"
+    )
+    assert searched.status_code == 200, searched.content
+    assert calls == [("who gets paged about renewals", True)]
+    assert [r["key"] for r in searched.json()["results"]][:1] == ["billing"]
