@@ -6,6 +6,8 @@ answer what the database would refuse with an error (docs/tenancy.md, "Personal 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django.db import connection
 
 from core.errors import DomainError
@@ -32,25 +34,48 @@ def entry_scope(*, name: str, project: str = "") -> str:
     return f"project:{project}" if project else "team"
 
 
-def check_personal_names(names: list[str], *, field: str) -> None:
-    """Refuse a write of a personal name by anyone but its owner (403 `personal_entry`).
-    One query, and only when a name is personal."""
-    owners = {owner for name in names if (owner := personal_owner_name(name)) is not None}
-    if not owners:
-        return
-    viewer, username = _viewer()
-    if viewer == EVERY_OWNER:
-        return  # the team's own jobs and commands; the database checks membership
-    if username is None:
-        raise PersonalNameRefused(
-            "names starting with @ are personal; a team's token cannot write them "
-            "(use a token issued to a person)",
-            field=field,
-        )
-    if owners != {username}:
-        raise PersonalNameRefused(
-            f"names starting with @ are personal: yours start with @{username}", field=field
-        )
+class PersonalNames:
+    """The check of the personal names that one write, batch or import of a team carries:
+    refuse a personal name by anyone but its owner (403 `personal_entry`).
+
+    Only a personal name costs a query: the transaction's viewer, read once, on the first
+    one, however many entries follow."""
+
+    def __init__(self, team_id: int) -> None:
+        self.team_id = team_id
+        self._viewer: tuple[str, str | None] | None = None
+
+    def expect(self, names: Iterable[str]) -> None:
+        """Read now, in one query, what checking `names` one by one will need."""
+        if _owners(names):
+            self._viewer_and_username()
+
+    def check(self, names: Iterable[str], *, field: str) -> None:
+        owners = _owners(names)
+        if not owners:
+            return
+        viewer, username = self._viewer_and_username()
+        if viewer == EVERY_OWNER:
+            return  # the team's own jobs and commands; the database checks membership
+        if username is None:
+            raise PersonalNameRefused(
+                "names starting with @ are personal; a team's token cannot write them "
+                "(use a token issued to a person)",
+                field=field,
+            )
+        if owners != {username}:
+            raise PersonalNameRefused(
+                f"names starting with @ are personal: yours start with @{username}", field=field
+            )
+
+    def _viewer_and_username(self) -> tuple[str, str | None]:
+        if self._viewer is None:
+            self._viewer = _viewer()
+        return self._viewer
+
+
+def _owners(names: Iterable[str]) -> set[str]:
+    return {owner for name in names if (owner := personal_owner_name(name)) is not None}
 
 
 def _viewer() -> tuple[str, str | None]:
