@@ -123,7 +123,7 @@ def save_batch(*, team: Team, entries: list[BatchEntry], updated_by: str) -> lis
     outcomes: dict[int, BatchOutcome] = {}
     prepared: dict[int, PreparedSave] = {}
     secrets = team_secret_values(team_id=team.id)
-    # Who writes: read once for the whole batch, not once per personal entry.
+    # Who writes, and which of the batch's personal names are members: read once.
     personal = PersonalNames(team.id)
     personal.expect(entry.key for entry in entries)
     first_of_key: dict[str, int] = {}

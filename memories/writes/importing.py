@@ -143,7 +143,7 @@ def import_export(
         # Read once, after the vault lines: they are the only writes of an import that
         # change the team's secrets.
         secrets = team_secret_values(team_id=team.id)
-        # Who imports: read once for the whole file, not once per personal key or fact.
+        # Who imports, and which of the file's personal names are members: read once.
         personal = PersonalNames(team.id)
         personal.expect([*parsed.keys, *_fact_entities(parsed)])
         existing = _ExistingKeys(
