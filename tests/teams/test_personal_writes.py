@@ -1,7 +1,7 @@
 """The write side of personal entries (memories.personal.PersonalNames): who writes is read
 once per batch or import, not once per entry; the team's own jobs and commands (viewer
 `*`) get a clean `personal_entry` error, never the database trigger's, for a name whose
-owner is no member. Who sees what:
+owner is no member; and hostile names are a 4xx in linear time. Who sees what:
 tests/teams/test_personal_entries.py."""
 
 from __future__ import annotations
@@ -15,17 +15,22 @@ import pytest
 from django.contrib.auth.models import AbstractUser
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from rest_framework import serializers
 
+from core.errors import InvalidInput
 from memories import writes
 from memories.facts.models import Fact
 from memories.facts.services import set_fact
+from memories.inputs import key_field
 from memories.models import Memory
-from memories.personal import PersonalNameRefused
+from memories.personal import PersonalNameRefused, PersonalNames, personal_owner_name
 from memories.writes.batch import BatchEntry
 from teams import memberships
 from teams.models import Membership, Team
 from teams.scope import team_scope
+from teams.validators import is_key
 from tests.conftest import Agent, operator_view
+from tests.linear_time import assert_linear_time
 from tests.teams.test_personal_entries import join, personal_agent
 from tests.transfer.helpers import import_file
 
@@ -229,3 +234,111 @@ def test_a_persons_import_of_a_strangers_name_gets_the_same_per_line_error(mia: 
     report = response.json()
     assert [(error["line"], error["error"]) for error in report["errors"]] == [(2, "personal_entry")]
     assert report["keys"] == {"team-notes": "created"}
+
+
+# --- Hostile names ----------------------------------------------------------------------
+
+HOSTILE_NAMES = {
+    "64 KiB after @": "@" + "a" * 65536,
+    "64 KiB of @": "@" * 65536,
+    "NUL": "@mia\x00:notes",
+    "NUL in the owner": "@m\x00ia",
+    "unicode owner": "@mïa:notes",
+    "right-to-left override": "@\u202emia:notes",
+    "64 KiB of emoji": "@mia:" + "\U0001f600" * 16384,
+}
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES.values(), ids=HOSTILE_NAMES.keys())
+def test_a_hostile_personal_name_is_a_clear_4xx_on_every_write(mia: Agent, name: str) -> None:
+    saved = mia.client.post(mia.url("memories/"), {"key": name, "content": "x"}, format="json")
+    if len(name) > 200:  # says what is wrong with it
+        assert "no more than 200 characters" in saved.content.decode(), saved.content
+    assert saved.status_code == 400 and saved.json()["error"] in ("invalid", "invalid_characters"), (
+        saved.content
+    )
+    batch = mia.client.post(
+        mia.url("memories/batch/"),
+        {"entries": [{"key": name, "content": "x"}, {"key": "@mia:fine", "content": "fine"}]},
+        format="json",
+    )
+    if "\x00" in name:  # refused whole by the API's JSON parser
+        assert batch.status_code == 400 and batch.json()["error"] == "invalid_characters", batch.content
+    else:
+        assert batch.status_code == 200, batch.content
+        assert [r["status"] for r in batch.json()["results"]] == ["error", "created"], batch.content
+    if "\x00" not in name:  # a NUL cannot travel in a URL's path
+        fact = mia.client.put(mia.url(f"facts/{name}/editor/"), {"value": "vim"}, format="json")
+        assert fact.status_code == 400 and fact.json()["error"] == "invalid", fact.content
+    imported = import_file(
+        mia, export_lines(memory_line(name, "x"), fact_line(name, "x"), memory_line("@mia:kept", "kept"))
+    )
+    assert imported.status_code == 200, imported.content
+    refused = "invalid_characters" if "\x00" in name else "invalid"
+    assert [(e["line"], e["error"]) for e in imported.json()["errors"]] == [(2, refused), (3, refused)]
+    assert imported.json()["keys"] == {"@mia:kept": "created"}
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES.values(), ids=HOSTILE_NAMES.keys())
+def test_an_operators_write_of_a_hostile_name_is_a_4xx_and_asks_the_database_nothing(
+    team: Team, name: str
+) -> None:
+    with team_scope(team.id):
+        with pytest.raises(InvalidInput):
+            writes.save_memory(team=team, key=name, content="x", updated_by="manage.py")
+        with pytest.raises(InvalidInput):
+            set_fact(team=team, entity=name, key="editor", value="x", actor="manage.py")
+        owner = personal_owner_name(name)
+        if owner is not None and is_key(owner):
+            return  # a member's name could follow: check_key above is what refuses it
+        # The check itself, on an owner no key could name: refused, and no query sends the
+        # name to the database (a NUL there would be a DataError).
+        personal = PersonalNames(team.id)
+        personal.check(["team-notes"], field="key")
+
+        def check() -> None:
+            with pytest.raises(PersonalNameRefused) as refused:
+                personal.expect([name])
+                personal.check([name], field="key")
+            assert len(refused.value.detail) < 200  # the name is not echoed whole
+
+        assert queries_naming(MEMBERSHIPS, check) == 0
+
+
+SIZE = 64 * 1024
+
+
+def key_field_refuses(text: str) -> None:
+    """The API's key field (memories.inputs.key_field), as a save's body meets it."""
+    with pytest.raises(serializers.ValidationError):
+        key_field().run_validation(text)
+
+
+@pytest.mark.parametrize(
+    "work",
+    [personal_owner_name, is_key, key_field_refuses],
+    ids=["personal_owner_name", "is_key", "key_field"],
+)
+@pytest.mark.parametrize(
+    "shape",
+    [lambda n: "@" + "a" * n, lambda n: "@" * n, lambda n: "@" + "a:" * (n // 2), lambda n: "@" + "ï" * n],
+    ids=["@aaa", "@@@", "@a:a:", "@unicode"],
+)
+def test_reading_a_personal_name_takes_linear_time(
+    work: Callable[[str], object], shape: Callable[[int], str]
+) -> None:
+    assert_linear_time(work, shape, SIZE)
+
+
+def test_refusing_a_hostile_name_as_an_operator_takes_linear_time(team: Team) -> None:
+    with team_scope(team.id):
+        personal = PersonalNames(team.id)
+
+        def refuse(name: str) -> None:
+            try:
+                personal.check([name], field="key")
+            except PersonalNameRefused:
+                return
+            raise AssertionError("not refused")
+
+        assert_linear_time(refuse, lambda n: "@" + "a" * n, SIZE)
