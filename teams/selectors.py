@@ -45,6 +45,16 @@ def find_membership(*, team: Team, user_id: int) -> Membership | None:
     return Membership.objects.select_related("user").filter(team=team, user_id=user_id).first()
 
 
+def member_usernames(*, team_id: int, usernames: set[str]) -> set[str]:
+    """Which of `usernames` are members of the team (exact usernames, as the database's
+    personal-owner trigger compares them): one query."""
+    return set(
+        Membership.objects.filter(team_id=team_id, user__username__in=usernames).values_list(
+            "user__username", flat=True
+        )
+    )
+
+
 def find_team(*, slug: str) -> Team | None:
     return Team.objects.filter(slug=slug).first()
 

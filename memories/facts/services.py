@@ -15,7 +15,7 @@ from core.errors import InvalidInput
 from core.locks import advisory_xact_lock
 from memories.facts.exceptions import FactConflict, FactNotFound
 from memories.facts.models import MAX_FACT_VALUE_CHARS, Fact, Sensitivity
-from memories.personal import check_personal_names, personal_owner_name
+from memories.personal import PersonalNames, personal_owner_name
 from teams.models import AuditEvent, Team
 from teams.scrubber import scrub
 from teams.services import record_event
@@ -97,6 +97,7 @@ def set_fact(
     reason: str | None = None,
     source_draft: uuid.UUID | None = None,
     imported_from: dict[str, str] | None = None,
+    personal: PersonalNames | None = None,
 ) -> FactSetResult:
     """Set `(entity, key)` to `value`. A new fact is created; the active one is left as
     it is when it already holds exactly this (`unchanged`); a different value
@@ -104,9 +105,10 @@ def set_fact(
     otherwise). The same value with other attributes is a new version without a reason
     (the recorded reason names what changed). An attribute left out (None) carries
     over from the active version. The value is scrubbed of credentials and of the
-    team's vault secrets before anything is compared or stored."""
+    team's vault secrets before anything is compared or stored. `personal`: the check of
+    personal names a caller writing many facts shares (an import); one of its own otherwise."""
     check_entity_and_key(entity, key)
-    check_personal_names([entity], field="entity")
+    (personal or PersonalNames(team.id)).check([entity], field="entity")
     scope = _personal_scope(entity, scope)
     reason = (reason or "").strip()
     if len(reason) > MAX_FACT_REASON_CHARS:

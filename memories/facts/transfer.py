@@ -37,7 +37,7 @@ from core.errors import DomainError
 from memories.facts.inputs import FactSetInputSerializer
 from memories.facts.models import Fact
 from memories.facts.services import check_entity_and_key, lock_fact, set_fact
-from memories.personal import check_personal_names
+from memories.personal import PersonalNames
 from teams.models import Team
 from teams.scrubber import scrub
 from teams.vault_matcher import team_secret_matcher
@@ -211,9 +211,12 @@ def import_facts(
     source_team: str,
     actor: str,
     skip_existing: bool,
+    personal: PersonalNames | None = None,
 ) -> FactImport:
-    """Apply the file's fact records (see the module docstring), in the caller's transaction."""
+    """Apply the file's fact records (see the module docstring), in the caller's
+    transaction. `personal`: the import's check of personal names, shared with its memories."""
     report = FactImport()
+    personal = personal or PersonalNames(team.id)
     now = timezone.now()
     groups: dict[tuple[str, str], list[FactLine]] = {}
     broken: set[tuple[str, str]] = set()
@@ -232,16 +235,26 @@ def import_facts(
             continue  # a version of it is bad: the pair is left as it was
         try:
             with transaction.atomic():
-                _apply(team, lines, actor=actor, skip_existing=skip_existing, report=report)
+                _apply(
+                    team, lines, actor=actor, skip_existing=skip_existing, report=report, personal=personal
+                )
         except (DomainError, IntegrityError, DataError) as error:
             detail = error.detail if isinstance(error, DomainError) else "the versions do not fit together"
             report.errors.append((lines[0].line, getattr(error, "code", "invalid"), detail))
     return report
 
 
-def _apply(team: Team, lines: list[FactLine], *, actor: str, skip_existing: bool, report: FactImport) -> None:
+def _apply(
+    team: Team,
+    lines: list[FactLine],
+    *,
+    actor: str,
+    skip_existing: bool,
+    report: FactImport,
+    personal: PersonalNames,
+) -> None:
     entity, key = lines[0].entity, lines[0].key
-    check_personal_names([entity], field="entity")
+    personal.check([entity], field="entity")
     lock_fact(team.id, entity, key)
     versions = Fact.objects.for_team(team.id).filter(entity=entity, key=key)
     if not versions.exists():
@@ -268,6 +281,7 @@ def _apply(team: Team, lines: list[FactLine], *, actor: str, skip_existing: bool
         session=last.session,
         source_draft=last.source_draft,
         imported_from=last.provenance,
+        personal=personal,
         **{**last.attributes, "reason": IMPORTED_REASON},
     )
     report.versions_written += 1

@@ -26,6 +26,7 @@ from memories import hooks
 from memories.feedback import checked_note
 from memories.locks import lock_keys, lock_skill_name
 from memories.models import Annotation, Confirmation, Memory, MemoryState
+from memories.personal import PersonalNames
 from memories.writes._export_file import LineError, MemoryLine
 from memories.writes._pipeline import (
     SOFT_SUPERSEDE_REASON,
@@ -118,6 +119,7 @@ class NewKeyWriter:
 
     team: Team
     secrets: list[str]
+    personal: PersonalNames
     actor: str
     ids: dict[str, uuid.UUID]
     errors: list[LineError]
@@ -240,6 +242,7 @@ class NewKeyWriter:
             skill_trigger=line.skill_trigger,
             anchor=line.anchor,
             secrets=self.secrets,
+            personal=self.personal,
             pinned=line.pinned,
             auto_captured=line.auto_captured,
         )

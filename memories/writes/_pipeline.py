@@ -1,7 +1,7 @@
 """The stages of the write pipeline, private to memories.writes: its drivers (a single
 save, a batch, an import) run them and differ only in how they batch.
 
-    prepare        validate and scrub (no query)
+    prepare        validate and scrub (no query, but a personal name's check, once per driver)
     (duplicate)    the driver asks memories.hooks.find_duplicate(s), before any lock
     store          lock the key, read its active entry, check the expected version, the
                    conflict, a duplicate to supersede and the quota, then insert_version
@@ -35,7 +35,7 @@ from memories.hooks import DuplicateMatch
 from memories.locks import lock_active_memory, lock_skill_name, try_lock_key
 from memories.metadata_extraction import with_extracted_metadata
 from memories.models import MAX_CONTENT_BYTES, Memory, SupersedeKind
-from memories.personal import check_personal_names
+from memories.personal import PersonalNames
 from memories.skills import active_skill_holder, normalise_skill_trigger
 from memories.types import (
     ACCEPTED_TYPE_NAMES,
@@ -128,15 +128,17 @@ def prepare(
     skill_trigger: dict[str, Any] | Unset | None,
     anchor: dict[str, Any] | Unset | None,
     secrets: list[str],
+    personal: PersonalNames,
     pinned: bool | None = None,
     inherit_pinned: bool = False,
     auto_captured: bool = False,
 ) -> PreparedSave:
-    """Validate and scrub a write (no query, but for a personal key's writer); raises the
-    save's domain errors."""
+    """Validate and scrub a write; raises the save's domain errors. No query, but the
+    personal key's check (`personal`: one per driver, so that a batch or an import reads
+    who writes once, not once per entry)."""
     check_key(key)
     _refuse_credential_key(key)
-    check_personal_names([key], field="key")
+    personal.check([key], field="key")
     reason = clean_reason(supersede_reason, field="supersede_reason", required=False)
     memory_type = None
     if type_name and type_name.strip():

@@ -6,7 +6,8 @@ The stages are save_memory's (memories.writes._pipeline), with the slow ones don
 for the whole batch:
 
 1. every entry validated and scrubbed on its own (prepare), the team's
-   secrets read once; a key named a second time is an error of that entry;
+   secrets and who writes (for personal keys) read once; a key named a second time is
+   an error of that entry;
 2. the exact duplicate check of the new keys in one go (memories.hooks.find_duplicates:
    one query, no embedding), before any lock; a text an earlier entry of the same batch
    stored is a duplicate of that entry. The near check is not made here: an entry it
@@ -45,6 +46,7 @@ from memories.exceptions import KeyRepeatedInBatch
 from memories.hooks import DuplicateMatch
 from memories.locks import lock_active_memory
 from memories.models import Memory, SupersedeKind
+from memories.personal import PersonalNames
 from memories.writes._pipeline import (
     SOFT_SUPERSEDE_REASON,
     UNSET,
@@ -121,6 +123,9 @@ def save_batch(*, team: Team, entries: list[BatchEntry], updated_by: str) -> lis
     outcomes: dict[int, BatchOutcome] = {}
     prepared: dict[int, PreparedSave] = {}
     secrets = team_secret_values(team_id=team.id)
+    # Who writes, and which of the batch's personal names are members: read once.
+    personal = PersonalNames(team.id)
+    personal.expect(entry.key for entry in entries)
     first_of_key: dict[str, int] = {}
     for entry in entries:
         if entry.key in first_of_key:
@@ -143,6 +148,7 @@ def save_batch(*, team: Team, entries: list[BatchEntry], updated_by: str) -> lis
                 skill_trigger=entry.skill_trigger,
                 anchor=entry.anchor,
                 secrets=secrets,
+                personal=personal,
                 pinned=entry.pinned,
                 inherit_pinned=entry.inherit_pinned,
             )

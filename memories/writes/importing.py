@@ -19,8 +19,8 @@ Each key is applied in a savepoint of its own: a line the pipeline refuses is re
 with its line number and its key is left as it was. `strict` refuses the whole file,
 with nothing applied, when any line is bad. `dry_run` applies everything and rolls it
 back, so it reports exactly what an import would do. Indexing is left to the workers:
-enqueued after commit (never, for a dry run). The file's latest versions and the
-team's secrets are read once per import.
+enqueued after commit (never, for a dry run). The file's latest versions, the
+team's secrets and who imports (for personal names) are read once per import.
 
 Every version an import writes is the importer's (`actor`: the token, or `name/session`):
 its updated_by, deleted_by and archived_by. What the file said (its team, who wrote each
@@ -52,6 +52,7 @@ from memories.conversations.transfer import ConversationImport, import_conversat
 from memories.facts.transfer import FactImport, import_facts
 from memories.feedback import checked_note
 from memories.models import Annotation, Confirmation, Memory, MemoryState
+from memories.personal import PersonalNames
 from memories.writes._export_file import (
     BadLine,
     LineError,
@@ -142,8 +143,16 @@ def import_export(
         # Read once, after the vault lines: they are the only writes of an import that
         # change the team's secrets.
         secrets = team_secret_values(team_id=team.id)
+        # Who imports, and which of the file's personal names are members: read once.
+        personal = PersonalNames(team.id)
+        personal.expect([*parsed.keys, *_fact_entities(parsed)])
         existing = _ExistingKeys(
-            team=team, secrets=secrets, actor=actor, skip_existing=skip_existing, report=report
+            team=team,
+            secrets=secrets,
+            personal=personal,
+            actor=actor,
+            skip_existing=skip_existing,
+            report=report,
         )
 
         def created(key: str, plan: Any) -> None:
@@ -154,6 +163,7 @@ def import_export(
         new_keys = NewKeyWriter(
             team=team,
             secrets=secrets,
+            personal=personal,
             actor=actor,
             ids={},
             errors=report.errors,
@@ -181,6 +191,7 @@ def import_export(
             source_team=source_team if isinstance(source_team, str) else "",
             actor=actor,
             skip_existing=skip_existing,
+            personal=personal,
         )
         report.errors += [LineError(line, error, detail) for line, error, detail in report.facts.errors]
         report.conversations = import_conversations(
@@ -230,6 +241,7 @@ class _ExistingKeys:
 
     team: Team
     secrets: list[str]
+    personal: PersonalNames
     actor: str
     skip_existing: bool
     report: ImportReport
@@ -319,9 +331,14 @@ class _ExistingKeys:
             skill_trigger=last.skill_trigger,
             anchor=last.anchor,
             secrets=self.secrets,
+            personal=self.personal,
             pinned=last.pinned,
             auto_captured=last.auto_captured,
         )
+
+
+def _fact_entities(parsed: ParsedFile) -> list[str]:
+    return [entity for _, record in parsed.facts if isinstance(entity := record.get("entity"), str)]
 
 
 def _summary(report: ImportReport) -> str:

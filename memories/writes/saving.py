@@ -10,6 +10,7 @@ from django.db import transaction
 
 from memories import hooks
 from memories.models import Memory
+from memories.personal import PersonalNames
 from memories.writes._pipeline import (
     UNSET,
     SaveResult,
@@ -74,6 +75,7 @@ def save_memory(
         skill_trigger=skill_trigger,
         anchor=anchor,
         secrets=secrets,
+        personal=PersonalNames(team.id),
         pinned=pinned,
         inherit_pinned=inherit_pinned,
         auto_captured=auto_captured,
