@@ -25,6 +25,8 @@ def provider_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, 
     """(first text, whether a transaction was open) of every call to the team's provider."""
     provider = provider_for("local")
     assert provider is not None
+    # As a remote endpoint: the model in this process keeps the search's transaction.
+    monkeypatch.setattr(provider, "waits_on_network", True)
     calls: list[tuple[str, bool]] = []
     original = provider.embed_documents
 
