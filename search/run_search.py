@@ -206,7 +206,8 @@ def search_for(
     through a search."""
     outcome = embed_and_search(team=team, may_see_high=may_see_high, **asdict(arguments))
     if outcome.results:
-        secrets = team_secret_matcher(team_id=team.id)
+        # The team's row was read in this request's transaction, with its vault's version.
+        secrets = team_secret_matcher(team_id=team.id, vault_version=team.vault_version)
         for result in outcome.results:
             result.snippet = scrub(result.snippet, secrets).text
             if result.fact is not None:
