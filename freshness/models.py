@@ -16,7 +16,7 @@ from django.db.models import Q
 
 from memories.facts.models import Fact
 from memories.models import Memory
-from teams.models import Team
+from teams.models import Team, personal_owner_field
 
 MAX_MESSAGE_CHARS = 2000
 
@@ -62,6 +62,9 @@ class Nudge(models.Model):
     other_memory = models.ForeignKey(
         Memory, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
     )
+    # The owner of the personal entry or fact it is about (docs/tenancy.md, "Personal
+    # entries"), copied by the database: a nudge about a personal entry is its owner's alone.
+    owner = personal_owner_field()
     message = models.TextField()
     # What the job found, for the reader and for the resolution flows (e.g. the days
     # since the last confirmation, an anchor check's status). Small, job-written.

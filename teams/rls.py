@@ -183,3 +183,47 @@ def enable_personal_writer_rows(table: str, *, owner_from: str) -> migrations.Ru
         DROP POLICY IF EXISTS personal_rows ON {table};
         """,
     )
+
+
+# A nudge has no name of its own: it is its subject's (an entry, the other entry of a
+# contradiction, or a fact), seen with the inserting transaction's own visibility (the
+# jobs that open nudges see every owner).
+SUBJECT_OWNER_FUNCTION = """
+CREATE OR REPLACE FUNCTION memoryhub_owner_from_subject() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.owner_id := coalesce(
+        (SELECT m.owner_id FROM memories_memory m WHERE m.id = NEW.memory_id),
+        (SELECT m.owner_id FROM memories_memory m WHERE m.id = NEW.other_memory_id),
+        (SELECT f.owner_id FROM memories_fact f WHERE f.id = NEW.fact_id)
+    );
+    RETURN NEW;
+END $$;
+"""
+SUBJECT_OWNER_FUNCTION_REVERSE = "DROP FUNCTION IF EXISTS memoryhub_owner_from_subject();"
+
+
+def enable_personal_subject_rows(table: str) -> migrations.RunSQL:
+    """The `personal_rows` policy on `table`, whose rows take their owner from their
+    subject (memoryhub_owner_from_subject) when written; rows written before are given
+    theirs here (the owning role lifts FORCE for that one statement's tables)."""
+    subject_tables = (table, "memories_memory", "memories_fact")
+    lift = "".join(f"ALTER TABLE {name} NO FORCE ROW LEVEL SECURITY;" for name in subject_tables)
+    restore = "".join(f"ALTER TABLE {name} FORCE ROW LEVEL SECURITY;" for name in subject_tables)
+    return migrations.RunSQL(
+        f"""
+        CREATE POLICY personal_rows ON {table} AS RESTRICTIVE
+            USING ({PERSONAL_CONDITION}) WITH CHECK ({PERSONAL_CONDITION});
+        CREATE TRIGGER {table}_personal_owner
+            BEFORE INSERT OR UPDATE OF memory_id, other_memory_id, fact_id ON {table}
+            FOR EACH ROW EXECUTE FUNCTION memoryhub_owner_from_subject();
+        {lift}
+        UPDATE {table} SET memory_id = memory_id
+            WHERE memory_id IS NOT NULL OR other_memory_id IS NOT NULL OR fact_id IS NOT NULL;
+        {restore}
+        """,  # noqa: S608 (table names and this module's constants, no input)
+        reverse_sql=f"""
+        DROP TRIGGER IF EXISTS {table}_personal_owner ON {table};
+        DROP POLICY IF EXISTS personal_rows ON {table};
+        """,
+    )

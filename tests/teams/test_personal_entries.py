@@ -289,3 +289,43 @@ def test_a_personal_fact_is_not_found_over_mcp_by_anyone_else(mia: Agent, max_ag
     assert status == 200 and body["error"] == "not_found" and "helix" not in str(body)
     status, body = call_in_process(mia.token, "fact_get", {"entity": "@mia", "key": "editor"})
     assert status == 200 and "helix" in str(body)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_nudge_about_a_personal_entry_is_its_owners_alone(
+    team: Team,
+    saved: dict[str, Any],
+    mia: Agent,
+    max_agent: Agent,
+    admin_member: Agent,
+    max_user: AbstractUser,
+) -> None:
+    """The team's jobs see every owner's entries (the due job here): what they open about
+    a personal entry (its key, its text) reaches no one but the owner."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from dashboard.selectors import open_review_count
+    from freshness.models import Nudge
+    from freshness.services import mark_due_entries
+
+    with operator_view():
+        Memory.objects.filter(key=PERSONAL_KEY).update(last_confirmed_at=timezone.now() - timedelta(days=400))
+    assert mark_due_entries().flagged >= 1
+    with operator_view():
+        assert Nudge.objects.filter(memory__key=PERSONAL_KEY).count() == 1
+
+    mine = mia.client.get(mia.url("nudges/")).content.decode()
+    assert PERSONAL_KEY in mine
+    for other in (max_agent, admin_member):
+        assert PERSONAL_KEY not in other.client.get(other.url("nudges/")).content.decode()
+        assert PERSONAL_KEY not in other.client.get(other.url("injection/")).json()["text"]
+        status, body = call_in_process(other.token, "memory_nudges", {})
+        assert status == 200 and PERSONAL_KEY not in str(body)
+    with team_scope(team.id, viewer=str(max_user.pk)):
+        assert open_review_count(team=team) == 0
+    review = Client()
+    review.force_login(max_user)
+    page = review.get(reverse("dashboard:review", kwargs={"slug": team.slug})).content.decode()
+    assert PERSONAL_KEY not in page
