@@ -7,21 +7,30 @@ client POSTs memories through the API; a second thread polls
 
 - burst: N memories posted back to back; the worker drains the queue while they
   arrive, so save-to-searchable includes the time spent waiting in the queue;
-- one at a time: each memory is posted only after the previous one is searchable,
-  so save-to-searchable is the latency of an idle pipeline.
+- one at a time: each memory is posted only after the previous one is searchable and
+  the worker has gone quiet again (the contradiction pass and the announcement run after
+  an entry is marked indexed), so save-to-searchable is the latency of an idle pipeline.
 
 - batch: N memories posted through `POST memories/batch/` (up to BATCH_SIZE entries a
   request, each request under BATCH_BYTES), one request after the other; the worker
   indexes them in messages of 100 (search.index_memories), so the poller follows the
   last key of each hundred, and every key is checked indexed at the end (untimed).
 
+Reads meanwhile: before the batch phase, with the worker quiet and nothing queued, a
+reader (another agent's token, its own client and connection) GETs existing entries one
+after the other (the idle baseline); during the batch phase a thread does the same GETs
+back to back until the poller has seen the last key indexed. The poller's own GETs are
+the bench's instrument and are not counted among the reads.
+
 The embedding cache is emptied first and every text is new, so each chunk is embedded.
 """
 
 from __future__ import annotations
 
+import random
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +41,9 @@ TEAM_SLUG = "bench-ingest"
 POLL_INTERVAL = 0.01  # seconds between two polls of a pending key
 TIMEOUT = 600.0
 LONG_SHARE = 0.15  # share of long, multi-chunk memories
+IDLE_READS = 300  # GETs of the idle read baseline (--quick: 100)
+READ_WARMUP = 5  # untimed GETs that open a reader's connection
+WORKER_QUIET_SECONDS = 0.5  # the worker is idle once it spends under 5% of this in CPU
 
 
 @dataclass
@@ -112,13 +124,22 @@ def _post(client: Any, base: str, item: Posted, memory_type: str, content: str) 
 
 
 def _run_phase(
-    client: Any, poll_client: Any, base: str, rows: list[Any], prefix: str, *, burst: bool
+    client: Any,
+    poll_client: Any,
+    base: str,
+    rows: list[Any],
+    prefix: str,
+    *,
+    burst: bool,
+    before_each: Callable[[], None] | None = None,
 ) -> Phase:
     phase = Phase()
     errors: list[str] = []
     poller = threading.Thread(target=_poller, args=(poll_client, base, phase, errors), daemon=True)
     poller.start()
     for i, (memory_type, content, marker, chunks) in enumerate(rows):
+        if before_each is not None:
+            before_each()
         item = Posted(key=f"{prefix}-{i:05d}", chunks_expected=chunks, marker=marker)
         phase.items.append(item)
         _post(client, base, item, memory_type, content)
@@ -130,6 +151,67 @@ def _run_phase(
     if errors:
         raise RuntimeError("; ".join(errors))
     return phase
+
+
+class Reader:
+    """GETs of existing entries, one after the other, on a client of its own: what an
+    agent reading the team waits for. `measure(n)` times n of them in this thread;
+    `start()` ... `stop()` times them back to back in a thread of its own."""
+
+    def __init__(self, base: str, token: str, keys: list[str]) -> None:
+        import httpx
+
+        self._url = f"{base}/api/v1/teams/{TEAM_SLUG}/memories/"
+        self._headers = {"Authorization": f"Bearer {token}"}
+        self._keys = list(keys)
+        random.Random(17).shuffle(self._keys)
+        self._client_class = httpx.Client
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._ms: list[float] = []
+        self._errors: list[str] = []
+
+    def _read_all(self, count: int | None) -> list[float]:
+        """`count` timed GETs (None: until stopped) on a new client, after its warm-up GETs."""
+        ms: list[float] = []
+        with self._client_class(headers=self._headers, timeout=60) as client:
+            for i in range(READ_WARMUP):
+                self._get(client, i)
+            i = 0
+            while (count is None and not self._stop.is_set()) or (count is not None and i < count):
+                began = time.perf_counter()
+                self._get(client, i)
+                ms.append((time.perf_counter() - began) * 1000)
+                i += 1
+        return ms
+
+    def _get(self, client: Any, i: int) -> None:
+        key = self._keys[i % len(self._keys)]
+        response = client.get(f"{self._url}{key}/")
+        if response.status_code != 200:
+            raise RuntimeError(f"read GET {key}: {response.status_code} {response.text[:300]}")
+
+    def measure(self, count: int) -> list[float]:
+        return self._read_all(count)
+
+    def start(self) -> None:
+        def loop() -> None:
+            try:
+                self._ms = self._read_all(None)
+            except Exception as error:  # reported by stop(), in the bench's thread
+                self._errors.append(repr(error))
+
+        self._stop.clear()
+        self._thread = threading.Thread(target=loop, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> list[float]:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(TIMEOUT)
+        if self._errors:
+            raise RuntimeError("; ".join(self._errors))
+        return self._ms
 
 
 BATCH_SIZE = 500  # entries per POST memories/batch/, the endpoint's limit
@@ -164,13 +246,15 @@ def _merged_after_indexing(client: Any, base: str, key: str) -> bool:
 
 
 def _run_batch_phase(
-    client: Any, poll_client: Any, base: str, rows: list[Any], prefix: str
-) -> tuple[dict[str, Any], Phase]:
+    client: Any, poll_client: Any, base: str, rows: list[Any], prefix: str, reader: Reader
+) -> tuple[dict[str, Any], Phase, list[float]]:
     """POST the rows in batches; the poller follows the last key of each hundred (the
-    worker indexes a hundred per message, first in, first out)."""
+    worker indexes a hundred per message, first in, first out). The reader reads from
+    before the first POST until the poller has seen the last key indexed."""
     phase = Phase()
     errors: list[str] = []
     poller = threading.Thread(target=_poller, args=(poll_client, base, phase, errors), daemon=True)
+    reader.start()
     poller.start()
     request_ms: list[float] = []
     markers = {f"{prefix}-{i:05d}": row[2] for i, row in enumerate(rows)}
@@ -196,6 +280,7 @@ def _run_batch_phase(
     last_saved = time.perf_counter()
     phase.done.set()
     poller.join(TIMEOUT)
+    reads_ms = reader.stop()
     if errors:
         raise RuntimeError("; ".join(errors))
     last_indexed = max(i.indexed_at or 0 for i in phase.items)
@@ -212,21 +297,25 @@ def _run_batch_phase(
             not_indexed.append(key)
     if not_indexed:
         raise RuntimeError(f"{len(not_indexed)} batch memories not indexed, e.g. {not_indexed[0]}")
-    return {
-        "memories": len(rows),
-        "merged_as_near_duplicates": len(merged),
-        "chunks": sum(r[3] for r in rows),
-        "multi_chunk_memories": sum(1 for r in rows if r[3] > 1),
-        "requests": len(request_ms),
-        "saved_per_second": round(len(rows) / (last_saved - first), 1),
-        "indexed_per_second": round(len(rows) / (last_indexed - first), 1),
-        "seconds_until_all_saved": round(last_saved - first, 2),
-        "seconds_until_all_indexed": round(last_indexed - first, 2),
-        "save_request_ms": harness.summarize(request_ms),
-        "save_to_searchable_ms": harness.summarize(
-            [(i.indexed_at - i.saved_at) * 1000 for i in phase.items if i.indexed_at is not None]
-        ),
-    }, phase
+    return (
+        {
+            "memories": len(rows),
+            "merged_as_near_duplicates": len(merged),
+            "chunks": sum(r[3] for r in rows),
+            "multi_chunk_memories": sum(1 for r in rows if r[3] > 1),
+            "requests": len(request_ms),
+            "saved_per_second": round(len(rows) / (last_saved - first), 1),
+            "indexed_per_second": round(len(rows) / (last_indexed - first), 1),
+            "seconds_until_all_saved": round(last_saved - first, 2),
+            "seconds_until_all_indexed": round(last_indexed - first, 2),
+            "save_request_ms": harness.summarize(request_ms),
+            "save_to_searchable_ms": harness.summarize(
+                [(i.indexed_at - i.saved_at) * 1000 for i in phase.items if i.indexed_at is not None]
+            ),
+        },
+        phase,
+        reads_ms,
+    )
 
 
 def _phase_figures(phase: Phase, *, burst: bool) -> dict[str, Any]:
@@ -295,15 +384,30 @@ def _check_searchable(client: Any, base: str, items: list[Posted]) -> dict[str, 
     return {"searches": checked, "found_first": found}
 
 
+def _queued(redis_url: str, queue: str) -> int:
+    """Messages waiting in the broker's queue (not yet taken by the worker)."""
+    import redis
+
+    client = redis.Redis.from_url(redis_url.replace("redis+socket://", "unix://", 1))
+    try:
+        return int(client.llen(queue))
+    finally:
+        client.close()
+
+
 def run(*, quick: bool = False) -> dict[str, Any]:
+    import os
+
     import httpx
     from django.conf import settings
 
     from teams.services import create_team, create_token
+    from tests.bench.capacity import _Processes
 
     burst_n = 100 if quick else 300
     serial_n = 20 if quick else 50
     batch_n = 500 if quick else 2000
+    idle_reads = 100 if quick else IDLE_READS
     queue = getattr(settings, "CELERY_TASK_DEFAULT_QUEUE", None) or "celery"
     print(
         f"\n== ingest: {burst_n} memories in a burst, then {serial_n} one at a time, then {batch_n} "
@@ -313,6 +417,8 @@ def run(*, quick: bool = False) -> dict[str, Any]:
     harness.reset_data()
     team = create_team(slug=TEAM_SLUG, name="Bench ingest")
     token = create_token(team=team, name="bench", scopes=["read", "write"], actor="test").raw
+    # Another agent of the team: its in-flight slots and rate budget are its own.
+    reader_token = create_token(team=team, name="bench-reader", scopes=["read"], actor="test").raw
     burst_rows = _texts(burst_n, 0)
     serial_rows = _texts(serial_n, 50_000)
     batch_rows = _texts(batch_n, 60_000)
@@ -337,8 +443,23 @@ def run(*, quick: bool = False) -> dict[str, Any]:
         warm = _run_phase(client, poll_client, base, _texts(3, 90_000), "warmup", burst=False)
         del warm
         burst = _run_phase(client, poll_client, base, burst_rows, "burst", burst=True)
-        serial = _run_phase(client, poll_client, base, serial_rows, "serial", burst=False)
-        batch_figures, batch = _run_batch_phase(client, poll_client, base, batch_rows, "batch")
+        processes = _Processes()
+
+        def worker_idle() -> None:
+            processes.wait_worker_idle(quiet_seconds=WORKER_QUIET_SECONDS)
+
+        serial = _run_phase(
+            client, poll_client, base, serial_rows, "serial", burst=False, before_each=worker_idle
+        )
+        reader = Reader(base, reader_token, [i.key for i in burst.items + serial.items])
+        worker_idle()
+        queued_before_idle_reads = _queued(redis_url, queue)
+        load_before_idle_reads = os.getloadavg()
+        idle_reads_ms = reader.measure(idle_reads)
+        batch_figures, batch, busy_reads_ms = _run_batch_phase(
+            client, poll_client, base, batch_rows, "batch", reader
+        )
+        load_after_batch = os.getloadavg()
         check = _check_searchable(client, base, burst.items + serial.items + batch.items)
     # Measured after the phases, on the machine the bench no longer loads.
     ceiling = _embedding_ceiling(batch_rows)
@@ -371,7 +492,8 @@ def run(*, quick: bool = False) -> dict[str, Any]:
     harness.print_table(headers_row, rows)
     print(
         "saved/s: burst memories / time from the first POST to the last 201 (one client, sequential).\n"
-        "indexed/s: memories / time from the first POST until the last one was seen indexed.\n"
+        "indexed/s: memories / time from the first POST until the last one was seen indexed "
+        "(one_at_a_time: including the waits for a quiet worker before each save).\n"
         f"memories/batch: save p50/p95 are per request of up to {BATCH_SIZE} entries; to searchable "
         f"follows the last key of each {INDEX_MESSAGE} (the worker's indexing message).\n"
         "to searchable: from the 201 to the first GET that shows index_state=indexed "
@@ -381,11 +503,67 @@ def run(*, quick: bool = False) -> dict[str, Any]:
         f"memories/batch: {figures['memories/batch']['merged_as_near_duplicates']} entries were found, once "
         "indexed, to repeat another and superseded by it (the worker's near-duplicate check)."
     )
+    reads: dict[str, Any] = {
+        "idle": harness.summarize(idle_reads_ms),
+        "while_ingesting": harness.summarize(busy_reads_ms),
+        "queued_before_idle_reads": queued_before_idle_reads,
+        "load_average_before_idle_reads": [round(x, 2) for x in load_before_idle_reads],
+        "load_average_after_batch": [round(x, 2) for x in load_after_batch],
+    }
+    reads["p95_while_ingesting_to_idle"] = round(reads["while_ingesting"]["p95"] / reads["idle"]["p95"], 2)
+    print()
+    harness.print_table(
+        ["reads (GET memories/<key>/)", "GETs", "p50", "p95", "p99", "max"],
+        [
+            [
+                name,
+                str(r["n"]),
+                f"{r['p50']:.1f} ms",
+                f"{r['p95']:.1f} ms",
+                f"{r['p99']:.1f} ms",
+                f"{r['max']:.1f} ms",
+            ]
+            for name, r in (
+                ("idle (worker quiet, nothing queued)", reads["idle"]),
+                ("while memories/batch is ingesting", reads["while_ingesting"]),
+            )
+        ],
+    )
+    print(
+        "reads: another token's client and connection, one GET after the other of the burst's and the "
+        f"one-at-a-time phase's entries; {READ_WARMUP} untimed GETs first. While ingesting: from before "
+        "the first batch POST until the poller saw the last key indexed (the poller's GETs are not counted).\n"
+        f"queued before the idle reads: {queued_before_idle_reads}; load average (1, 5, 15 min) before the "
+        f"idle reads {reads['load_average_before_idle_reads']}, after the batch phase "
+        f"{reads['load_average_after_batch']}."
+    )
+
     batch_rate = figures["memories/batch"]["indexed_per_second"]
     single_rate = figures["burst"]["saved_per_second"] or 0.0
+    to_ceiling = batch_rate / ceiling["memories_per_second"]
+    read_ratio = reads["p95_while_ingesting_to_idle"]
+    serial_p95 = figures["one_at_a_time"]["save_to_searchable_ms"]["p95"]
     targets = [
         ("memories/batch until searchable", f"{batch_rate:.1f}/s", ">= 200/s", batch_rate >= 200),
+        (
+            "memories/batch until searchable / model's own rate",
+            f"{to_ceiling:.0%} ({ceiling['memories_per_second']:.1f}/s)",
+            ">= 70%",
+            to_ceiling >= 0.70,
+        ),
+        (
+            "reads' p95 while ingesting / idle p95",
+            f"{read_ratio:.2f}x ({reads['while_ingesting']['p95']:.0f} / {reads['idle']['p95']:.0f} ms)",
+            "<= 2x",
+            read_ratio <= 2.0,
+        ),
         ("single saves (burst)", f"{single_rate:.1f}/s", ">= 50/s", single_rate >= 50),
+        (
+            "single save -> searchable p95 (one at a time, idle worker)",
+            f"{serial_p95:.0f} ms",
+            "<= 1000 ms",
+            serial_p95 <= 1000,
+        ),
         (
             "memories/batch save -> searchable p95",
             f"{figures['memories/batch']['save_to_searchable_ms']['p95']:.0f} ms",
@@ -402,7 +580,7 @@ def run(*, quick: bool = False) -> dict[str, Any]:
         f"embedding ceiling: the local model alone embeds the batch phase's {ceiling['chunks']} chunks "
         f"({ceiling['memories']} memories) in {ceiling['seconds']:.1f} s on {ceiling['threads']} threads: "
         f"{ceiling['memories_per_second']:.1f} memories/s; memories/batch reached "
-        f"{batch_rate / ceiling['memories_per_second']:.0%} of it."
+        f"{to_ceiling:.0%} of it (with the reader reading meanwhile)."
     )
     for name, f in figures.items():
         if "pending_in_save_response" in f and f["pending_in_save_response"] != f["memories"]:
@@ -421,6 +599,12 @@ def run(*, quick: bool = False) -> dict[str, Any]:
             "embedding_ceiling": "provider_for('local').embed_documents over the batch phase's chunks, split "
             "over one thread per worker process, after the phases",
             "client": "httpx, one POST at a time; a second thread polls GET /memories/{key}/",
+            "one_at_a_time": "each save after the previous one is indexed and the worker's CPU has been "
+            f"quiet (under 5%) for {WORKER_QUIET_SECONDS} s",
+            "reads": f"GET /memories/{{key}}/ of the burst's and one-at-a-time's entries with another token, "
+            f"its own httpx client and connection, one after the other: {idle_reads} before the batch phase "
+            "(worker quiet, queue empty), then back to back in a thread from before the first batch POST "
+            "until the poller saw the last batch key indexed; the poller's GETs are not counted",
             "batch": f"POST memories/batch/ with up to {BATCH_SIZE} entries and {BATCH_BYTES} bytes a request",
             "texts": f"TextGenerator (latency.py) with a unique marker word; {LONG_SHARE:.0%} are long "
             "(16-41 paragraphs, several chunks); embedding cache emptied first",
@@ -429,6 +613,8 @@ def run(*, quick: bool = False) -> dict[str, Any]:
         "figures": figures,
         "search_check": check,
         "embedding_ceiling": ceiling,
+        "batch_to_embedding_ceiling": round(to_ceiling, 3),
+        "reads": reads,
         "targets": [
             {"target": name, "measured": measured, "goal": goal, "met": met}
             for name, measured, goal, met in targets
