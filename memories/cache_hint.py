@@ -29,9 +29,13 @@ _NUMBER = r"[-+]?\d+(?:[.,]\d+)?"
 _TIMESTAMP = r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
 _EPOCH = r"\d{10}(?:\d{3})?"
 _VALUE = rf"(?:{_TIMESTAMP}|{_EPOCH}|{_NUMBER}\s*%?|\d+\s*/\s*\d+)"
-_TIMESTAMP_ONLY = re2.compile(rf"^(?:{_TIMESTAMP}|{_EPOCH})$")
-_BARE_VALUE = re2.compile(rf"^{_VALUE}$")
-_NAMED_VALUE = re2.compile(rf"^[\pL_][\pL\pN_ .-]{{0,40}}\s*[:=]\s*{_VALUE}$")
+# The Unicode classes make a large program: RE2's default 8 MiB leaves its lazy DFA out of
+# memory ("DFA out of memory" on stderr, and the slower engine) on every save's check.
+_OPTIONS = re2.Options()
+_OPTIONS.max_mem = 32 << 20
+_TIMESTAMP_ONLY = re2.compile(rf"^(?:{_TIMESTAMP}|{_EPOCH})$", _OPTIONS)
+_BARE_VALUE = re2.compile(rf"^{_VALUE}$", _OPTIONS)
+_NAMED_VALUE = re2.compile(rf"^[\pL_][\pL\pN_ .-]{{0,40}}\s*[:=]\s*{_VALUE}$", _OPTIONS)
 
 
 def vault_hint(content: str) -> str | None:

@@ -188,3 +188,14 @@ def test_the_brief_mcp_save_answer_carries_the_hint(member: Agent) -> None:
 
 def test_the_hint_is_linear_in_the_text() -> None:
     assert_linear_time(vault_hint, lambda n: "a: 1\n" * (n // 5), 400_000)
+
+
+def test_the_vault_hint_runs_on_re2s_fast_path(capfd: pytest.CaptureFixture[str]) -> None:
+    """With RE2's default memory its lazy DFA ran out on the Unicode classes, and each
+    save's check wrote "DFA out of memory" to the server's stderr."""
+    from memories.cache_hint import vault_hint
+
+    capfd.readouterr()
+    assert vault_hint("build_count = 17\nlast_run: 2026-11-28T10:00:00Z") is not None
+    assert vault_hint("Zählerstand: 42 %") is not None
+    assert "DFA out of memory" not in capfd.readouterr().err
