@@ -7,8 +7,28 @@ from datetime import datetime
 
 from django.db.models import QuerySet
 
+from core.compiled_once import CompiledOnce
 from memories.facts.exceptions import FactNotFound
-from memories.facts.models import Fact, Sensitivity
+from memories.facts.models import Fact, FactQuerySet, Sensitivity
+
+
+def _fact_query(rows: FactQuerySet, may_see_high: bool, entity: str, key: str) -> FactQuerySet:
+    # At most one row answers (one active version per pair; one active at a time): no
+    # ORDER BY, which .first() would add, so the lookup is the partial unique index alone.
+    return rows.visible_to(may_see_high=may_see_high).filter(entity=entity, key=key)[:1]
+
+
+_ACTIVE_FACT = {
+    may_see_high: CompiledOnce(
+        lambda team_id, entity, key, may_see_high=may_see_high: _fact_query(
+            Fact.objects.for_team(team_id).active(), may_see_high, entity, key
+        ),
+        team_id=int,
+        entity=str,
+        key=str,
+    )
+    for may_see_high in (True, False)
+}
 
 
 def get_fact(
@@ -16,11 +36,13 @@ def get_fact(
 ) -> Fact:
     """The active version of `(entity, key)`, or with `as_of` the version active then.
     A `high` fact is not found by a reader that may not see it."""
-    rows = Fact.objects.for_team(team_id)
-    rows = rows.active() if as_of is None else rows.active_at(as_of)
-    # At most one row answers (one active version per pair; one active at a time): no
-    # ORDER BY, which .first() would add, so the lookup is the partial unique index alone.
-    fact = next(iter(rows.visible_to(may_see_high=may_see_high).filter(entity=entity, key=key)[:1]), None)
+    if as_of is None:  # the exact lookup agents make: its SQL compiled once
+        fact = _ACTIVE_FACT[may_see_high].first(team_id=team_id, entity=entity, key=key)
+    else:
+        fact = next(
+            iter(_fact_query(Fact.objects.for_team(team_id).active_at(as_of), may_see_high, entity, key)),
+            None,
+        )
     if fact is None:
         raise FactNotFound(
             "no active fact under this entity and key"

@@ -84,3 +84,17 @@ def test_a_constant_of_the_query_keeps_its_place() -> None:
     )
     assert [int(value) for value in compiled.sql_with_params(team_id=7)[1]] == [1, 7]
     assert [int(value) for value in compiled.sql_with_params(team_id=1)[1]] == [1, 1]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("may_see_high", [True, False])
+def test_the_compiled_fact_lookup_is_the_selectors_query(member: Agent, may_see_high: bool) -> None:
+    from memories.facts.models import Fact
+    from memories.facts.selectors import _ACTIVE_FACT, _fact_query
+
+    team_id = member.team.id
+    compiled = _ACTIVE_FACT[may_see_high].sql_with_params(team_id=team_id, entity="alpha", key="editor")
+    expected_sql, expected_params = _fact_query(
+        Fact.objects.for_team(team_id).active(), may_see_high, "alpha", "editor"
+    ).query.sql_with_params()
+    assert compiled == (expected_sql, list(expected_params))
