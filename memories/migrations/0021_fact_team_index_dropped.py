@@ -4,7 +4,7 @@ An exact lookup (team, entity, key) has two indexes that answer it outright
 (fact_one_active_per_entity_key, fact_team_entity_key). When the planner's statistics
 did not know the team (its facts written since the last ANALYZE: estimated at one row),
 the index on the team alone cost the same to it, and it chose it: each lookup then read
-and filtered every fact of the team (85 ms at 100,000 facts; docs/facts.md, "Bench").
+and filtered the team's facts (85 ms for one at 100,000 facts; docs/facts.md, "Bench").
 Every read by team alone (lists, unified search, the team's deletion) has an index
 that starts with the team beside it."""
 
