@@ -1,7 +1,13 @@
 """ModelSerializer works its fields out from the model on every instance it makes:
 about a millisecond for an entry's thirty-odd fields, on every read of an entry and for
 every serializer of a search's answer. The fields depend only on the class, so they are
-worked out once per class and copied for each instance (a copy costs about half)."""
+worked out once per class and copied for each instance.
+
+The copy is shallow for a plain field: binding a field to its serializer sets its name,
+parent and source on the copy, and nothing else of a plain field changes after it is
+made (DRF's own deep copy runs every field's __init__ again: most of a read's
+serialization). A nested serializer is deep-copied as DRF does: its child is bound to
+it, and the context reaches the child through that binding."""
 
 from __future__ import annotations
 
@@ -24,4 +30,7 @@ class FieldsBuiltOnce:
             # Two threads may both build it the first time; either result is the same.
             built = _BUILT[cls] = super().get_fields()  # type: ignore[misc]
         # Unbound originals: binding a copy to this instance leaves them untouched.
-        return copy.deepcopy(built)
+        return {
+            name: copy.deepcopy(field) if isinstance(field, serializers.BaseSerializer) else copy.copy(field)
+            for name, field in built.items()
+        }
