@@ -29,6 +29,7 @@ import math
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 from core.db_router import read_connection
@@ -60,6 +61,11 @@ class QueryVector:
     values: list[float]
     model: str
     dimensions: int
+
+    @cached_property
+    def literal(self) -> str:
+        """The text form PostgreSQL casts to a vector (a search's scans share it)."""
+        return "[" + ",".join(repr(float(x)) for x in self.values) + "]"
 
 
 @dataclass
@@ -422,12 +428,14 @@ def _exact_scan(
     # the team's chunks through the team index, filtering: quadratic in the team's size
     # (docs/search.md, "Vector path"). The whole team is read anyway, at
     # most EXACT_SCAN_BELOW vectors, so hashing is linear whatever the statistics say.
-    # Transaction-local; a failed statement rolls it back with the transaction.
-    cursor.execute("SELECT set_config('enable_nestloop', 'off', true)")
+    # Transaction-local; a failed statement rolls it back with the transaction. The
+    # setting, the scan and the reset go in one round trip (client-side binding sends
+    # them as one simple query); the scan's rows are the second result.
     # No cast to vector(n): this expression does not match the HNSW index, so the
     # planner scans the team's rows exactly.
     cursor.execute(
         f"""
+            SELECT set_config('enable_nestloop', 'off', true);
             SELECT memory_id, distance, chunk_id FROM (
                 SELECT DISTINCT ON (c.memory_id) c.memory_id, e.embedding <=> %s::vector AS distance,
                        c.id AS chunk_id
@@ -436,13 +444,13 @@ def _exact_scan(
                 JOIN memories_memory m ON m.id = c.memory_id
                 WHERE e.team_id = %s AND e.model = %s AND {where}
                 ORDER BY c.memory_id, distance
-            ) best ORDER BY distance, memory_id LIMIT %s
+            ) best ORDER BY distance, memory_id LIMIT %s;
+            RESET enable_nestloop
         """,  # noqa: S608
-        [_vector_literal(vector.values), filters.team_id, vector.model, *params, limit],
+        [vector.literal, filters.team_id, vector.model, *params, limit],
     )
-    rows = cursor.fetchall()
-    cursor.execute("RESET enable_nestloop")
-    return rows
+    cursor.nextset()
+    return list(cursor.fetchall())
 
 
 def _named_scan(
@@ -477,7 +485,7 @@ def _named_scan(
             memory_ids,
             memory_ids,
             *params,
-            _vector_literal(vector.values),
+            vector.literal,
             filters.team_id,
             vector.model,
             limit,
@@ -489,11 +497,14 @@ def _named_scan(
 def _index_scan(cursor: Any, vector: QueryVector, filters: SearchFilters, *, limit: int) -> None:
     where, params = filters.sql()
     dims = int(vector.dimensions)
-    literal = _vector_literal(vector.values)
+    literal = vector.literal
     # The index hands out rows in distance order and the filters drop some; the
     # iterative scan goes on reading the index until enough rows pass them.
-    cursor.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
-    cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(min(1000, max(100, limit * 4)))])
+    cursor.execute(
+        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+        " set_config('hnsw.ef_search', %s, true)",
+        [str(min(1000, max(100, limit * 4)))],
+    )
     # Several chunks of one memory may come back; fetch extra and keep the best.
     sql = f"""
                 WITH nearest AS MATERIALIZED (
@@ -520,7 +531,3 @@ def _vector_count(cursor: Any, team_id: int, model: str) -> int:
         [team_id, model, EXACT_SCAN_BELOW],
     )
     return cursor.fetchone()[0]
-
-
-def _vector_literal(vector: list[float]) -> str:
-    return "[" + ",".join(repr(float(x)) for x in vector) + "]"

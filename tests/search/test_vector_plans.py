@@ -171,10 +171,12 @@ def filters_of(team: Team, **options: Any) -> SearchFilters:
 
 
 def captured(run: Callable[[], Any]) -> tuple[Any, list[str]]:
-    """What `run` returns and the statements it sent, parameters in place."""
+    """What `run` returns and the statements it sent, parameters in place (one sent
+    with its setting and reset, as the exact scan sends it, counts as each of them)."""
     with CaptureQueriesContext(connection) as queries:
         result = run()
-    return result, [q["sql"] for q in queries.captured_queries]
+    sent = [part.strip() for q in queries.captured_queries for part in q["sql"].split(";")]
+    return result, [statement for statement in sent if statement]
 
 
 def vector_statement_plan(statements: list[str]) -> list[dict[str, Any]]:

@@ -115,9 +115,9 @@ def run_search(team: Team, **options: Any) -> tuple[list[Any], list[str]]:
 
 def without_iterative_scan(execute: Callable[..., Any], sql: str, *args: Any) -> Any:
     """Runs the selector's statements with the iterative scan turned off instead of on."""
-    if "hnsw.iterative_scan" in sql:
-        sql = "SELECT set_config('hnsw.iterative_scan', 'off', true)"
-    return execute(sql, *args)
+    return execute(
+        sql.replace("'hnsw.iterative_scan', 'relaxed_order'", "'hnsw.iterative_scan', 'off'"), *args
+    )
 
 
 def test_small_team_among_large_ones_is_scanned_exactly(
