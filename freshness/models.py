@@ -51,7 +51,9 @@ class NudgeAction(models.TextChoices):
 
 class Nudge(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    # No index on the team alone: one of this table's indexes starts with the team
+    # (docs/tenancy.md, "Indexes per team").
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+", db_index=False)
     kind = models.CharField(max_length=24, choices=NudgeKind.choices)
     # The entry the nudge is about (the version that was active when it was made); none
     # for a fact_contradiction, which is about `fact`.
@@ -128,7 +130,9 @@ class AnchorCheck(models.Model):
     worktree). A failed check flags the entry `anchor_broken` and opens a nudge."""
 
     id = models.BigAutoField(primary_key=True)
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    # No index on the team alone: one of this table's indexes starts with the team
+    # (docs/tenancy.md, "Indexes per team").
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+", db_index=False)
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="anchor_checks")
     source = models.CharField(max_length=8, choices=AnchorCheckSource.choices)
     checked_at = models.DateTimeField()

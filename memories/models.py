@@ -123,7 +123,9 @@ class Memory(models.Model):
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memories")
+    # No index on the team alone: one of this table's indexes starts with the team
+    # (docs/tenancy.md, "Indexes per team").
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memories", db_index=False)
     key = models.CharField(max_length=200, validators=[validate_key])
     content = models.TextField()
     type = models.CharField(max_length=16, choices=MemoryType.choices, default=DEFAULT_TYPE)
@@ -322,7 +324,9 @@ class Annotation(models.Model):
     (each says which version it was written on), so a correction does not lose them."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    # No index on the team alone: one of this table's indexes starts with the team
+    # (docs/tenancy.md, "Indexes per team").
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+", db_index=False)
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="annotations")
     note = models.TextField()
     created_by = models.CharField(max_length=200, blank=True, default="")
@@ -345,7 +349,9 @@ class Confirmation(models.Model):
     was made. Shown in the key's history (kind "confirmed")."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    # No index on the team alone: one of this table's indexes starts with the team
+    # (docs/tenancy.md, "Indexes per team").
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+", db_index=False)
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="confirmations")
     confirmed_by = models.CharField(max_length=200, blank=True, default="")
     note = models.TextField(blank=True, default="")

@@ -22,7 +22,9 @@ SEARCH_CONFIG = "english"
 class Chunk(models.Model):
     """A piece of one memory version, about 400 tokens, with its stored tsvector."""
 
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    # No index on the team alone: one of this table's indexes starts with the team
+    # (docs/tenancy.md, "Indexes per team").
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+", db_index=False)
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="chunks")
     chunk_index = models.PositiveIntegerField()
     text = models.TextField()
@@ -55,7 +57,9 @@ class ConversationChunk(models.Model):
     exactly what it read before; a profile switch leaves these on the old model until
     the conversation is indexed again (their vector path then skips them)."""
 
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    # No index on the team alone: one of this table's indexes starts with the team
+    # (docs/tenancy.md, "Indexes per team").
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+", db_index=False)
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="chunks")
     first_line = models.PositiveIntegerField()
     last_line = models.PositiveIntegerField()
@@ -96,7 +100,9 @@ class ChunkEmbedding(models.Model):
     dimensions; each model gets its own partial HNSW index on `embedding::vector(n)`
     (see search.vector_index)."""
 
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    # No index on the team alone: one of this table's indexes starts with the team
+    # (docs/tenancy.md, "Indexes per team").
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+", db_index=False)
     chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="embeddings")
     model = models.CharField(max_length=200)
     embedding = VectorField()
@@ -118,7 +124,9 @@ class KeywordStat(models.Model):
     length (lexeme occurrences). Kept by triggers on search_chunk (migration search.0005)
     in the transaction that writes the chunks, rebuilt by reindex_team."""
 
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    # No index on the team alone: one of this table's indexes starts with the team
+    # (docs/tenancy.md, "Indexes per team").
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+", db_index=False)
     lexeme = models.TextField()
     chunks = models.BigIntegerField(default=0)
     length = models.BigIntegerField(default=0)
@@ -139,7 +147,9 @@ class KeyTrigrams(models.Model):
     on memories_memory adds the key of every version written; a key whose versions are
     all gone may stay (a lookup is joined to the memories and their filters)."""
 
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    # No index on the team alone: one of this table's indexes starts with the team
+    # (docs/tenancy.md, "Indexes per team").
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+", db_index=False)
     key = models.CharField(max_length=200)
 
     class Meta:
@@ -159,7 +169,9 @@ class EmbeddingCache(models.Model):
     team's rows are under row-level security like every other team-scoped table and go
     with the team; the same text saved by two teams is embedded once for each."""
 
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    # No index on the team alone: one of this table's indexes starts with the team
+    # (docs/tenancy.md, "Indexes per team").
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+", db_index=False)
     content_hash = models.CharField(max_length=64)
     model = models.CharField(max_length=200)
     dimensions = models.PositiveIntegerField()

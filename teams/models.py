@@ -142,7 +142,9 @@ class Membership(models.Model):
         MEMBER = "member"
         VIEWER = "viewer"
 
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    # No index on the team alone: one of this table's indexes starts with the team
+    # (docs/tenancy.md, "Indexes per team").
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships", db_index=False)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -176,7 +178,9 @@ class AgentToken(models.Model):
         WRITE = "write"
         ADMIN = "admin"
 
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="tokens")
+    # No index on the team alone: one of this table's indexes starts with the team
+    # (docs/tenancy.md, "Indexes per team").
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="tokens", db_index=False)
     name = models.CharField(max_length=100)
     token_hash = models.CharField(max_length=64, unique=True, editable=False)
     prefix = models.CharField(max_length=16, editable=False)
@@ -229,7 +233,9 @@ class VaultEntry(models.Model):
     Secret values live only in `ciphertext` (Fernet); `value` is empty for them.
     """
 
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="vault_entries")
+    # No index on the team alone: one of this table's indexes starts with the team
+    # (docs/tenancy.md, "Indexes per team").
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="vault_entries", db_index=False)
     key = models.CharField(max_length=200, validators=[validate_key])
     value = models.TextField(blank=True, default="")
     ciphertext = models.TextField(blank=True, default="")
@@ -277,7 +283,11 @@ class AuditEvent(models.Model):
 
     # No constraint: the events stay when their team is shut down (its id is never given
     # again), and only the operator reads them then.
-    team = models.ForeignKey(Team, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+")
+    # No index on the team alone: one of this table's indexes starts with the team
+    # (docs/tenancy.md, "Indexes per team").
+    team = models.ForeignKey(
+        Team, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+", db_index=False
+    )
     actor = models.CharField(max_length=200)
     action = models.CharField(max_length=32, choices=Action.choices)
     # Long enough for a settings change listing old -> new of every field.

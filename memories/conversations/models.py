@@ -42,7 +42,9 @@ class Conversation(models.Model):
     deleted whole (by a caller, or by the retention sweep)."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    # No index on the team alone: one of this table's indexes starts with the team
+    # (docs/tenancy.md, "Indexes per team").
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+", db_index=False)
     session = models.CharField(max_length=MAX_SESSION_CHARS, blank=True, default="")
     source = models.CharField(
         max_length=8, choices=ConversationSource.choices, default=ConversationSource.API
@@ -86,7 +88,9 @@ class Conversation(models.Model):
 class ConversationLine(models.Model):
     """Line `number` (from 1) of a conversation: who said it and what."""
 
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    # No index on the team alone: one of this table's indexes starts with the team
+    # (docs/tenancy.md, "Indexes per team").
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+", db_index=False)
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="lines")
     number = models.PositiveIntegerField()
     role = models.CharField(max_length=32)

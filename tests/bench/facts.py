@@ -94,22 +94,6 @@ def _seed(size: int) -> tuple[Any, str, list[tuple[str, str]]]:
     return team, token, pairs
 
 
-def _vacuum_analyze() -> float:
-    """VACUUM ANALYZE the facts as the owner role; its seconds. Checked: an ANALYZE the
-    role may not run is skipped with only a warning."""
-    from django.db import connection
-
-    from teams.roles import as_owner
-
-    began = time.perf_counter()
-    with as_owner(connection), connection.cursor() as cursor:
-        cursor.execute("VACUUM ANALYZE memories_fact")
-        cursor.execute("SELECT reltuples FROM pg_class WHERE relname = 'memories_fact'")
-        if cursor.fetchone()[0] <= 0:
-            raise RuntimeError("memories_fact was not analyzed")
-    return time.perf_counter() - began
-
-
 def _lookup_plan(team: Any, entity: str, key: str) -> str:
     """The plan of the exact lookup's query, as the selector sends it."""
     from django.db import connection
@@ -193,7 +177,7 @@ def run(*, quick: bool = False) -> dict[str, Any]:
             [get_one(e, k) for e, k in rng.sample(pairs, calls)]
         )
         plan_before_analyze = _lookup_plan(team, *pairs[len(pairs) // 3])
-        vacuum_seconds = _vacuum_analyze()
+        vacuum_seconds = harness.vacuum_analyze("memories_fact")
         print(f"VACUUM ANALYZE memories_fact in {vacuum_seconds:.1f} s")
         rows = (
             ("get_fact", get_one),

@@ -99,6 +99,26 @@ def reset_data() -> None:
         cursor.execute("TRUNCATE teams_team, teams_auditevent, search_embeddingcache CASCADE")
 
 
+def vacuum_analyze(*tables: str) -> float:
+    """VACUUM ANALYZE `tables` as the owner role, as an operator follows a bulk load (and
+    as autovacuum would later); its seconds. The application role may not: its ANALYZE
+    is skipped with only a warning, and the planner then plans with statistics of what
+    the table held before (docs/facts.md, "Bench"). Checked by each table's reltuples,
+    which only an ANALYZE (or VACUUM) sets."""
+    from django.db import connection
+
+    from teams.roles import as_owner
+
+    began = time.perf_counter()
+    with as_owner(connection), connection.cursor() as cursor:
+        for table in tables:
+            cursor.execute(f"VACUUM ANALYZE {table}")
+            cursor.execute("SELECT reltuples FROM pg_class WHERE relname = %s", [table])
+            if cursor.fetchone()[0] <= 0:
+                raise RuntimeError(f"{table} was not analyzed")
+    return time.perf_counter() - began
+
+
 def environment() -> dict[str, Any]:
     """What the figures were measured on."""
     import django

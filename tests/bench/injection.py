@@ -49,7 +49,6 @@ SEED = 20251122
 
 def _seed() -> tuple[Any, str, dict[str, int]]:
     """The team, a read token, and how many memories of each type were created."""
-    from django.db import connection
 
     from memories.models import IndexState, Memory
     from teams.scope import team_scope
@@ -83,8 +82,7 @@ def _seed() -> tuple[Any, str, dict[str, int]]:
     with team_scope(team.id):
         for start in range(0, len(memories), INSERT_BATCH):
             Memory.objects.bulk_create(memories[start : start + INSERT_BATCH])
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE memories_memory")
+    harness.vacuum_analyze("memories_memory")
     return team, token, counts
 
 

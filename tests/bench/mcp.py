@@ -55,7 +55,6 @@ SEED = 20261123
 
 def _seed(size: int) -> tuple[Any, str, list[str]]:
     """The team (keyword-only), a read token, and queries: three words of random entries."""
-    from django.db import connection
 
     from memories.models import IndexState, Memory
     from search.chunking import chunk_text
@@ -97,9 +96,7 @@ def _seed(size: int) -> tuple[Any, str, list[str]]:
                 for memory in batch
                 for piece in chunk_text(memory.content)
             )
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE memories_memory")
-        cursor.execute("ANALYZE search_chunk")
+    harness.vacuum_analyze("memories_memory", "search_chunk")
     rng = random.Random(SEED)
     queries = []
     for memory in rng.sample(memories, 50):

@@ -48,7 +48,6 @@ def _seed(size: int) -> tuple[Any, str, Any, str]:
     admin token for each."""
     from datetime import timedelta
 
-    from django.db import connection
     from django.utils import timezone
 
     from memories.models import Annotation, IndexState, Memory
@@ -98,8 +97,7 @@ def _seed(size: int) -> tuple[Any, str, Any, str]:
                 for i, memory in enumerate(saved)
                 if memory.is_active and i % NOTE_SHARE == 0
             )
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE memories_memory")
+    harness.vacuum_analyze("memories_memory")
     return source, source_token, target, target_token
 
 
