@@ -216,6 +216,10 @@ class Explain(TypedDict):
     evidence: NotRequired[float]
     # Full-text rank divided by this query's best rank, 0..1.
     keyword: float
+    # Hybrid mode, only for an identifier-like query (one or two words, one holding a digit, `_`, a
+    # camelCase capital or `-` `.` `:` `/` `@` inside) that the keyword path matched: the keyword path's
+    # weight for this query, the larger of the team's two (the vector path has the other).
+    keyword_weight: NotRequired[float]
     # Hybrid mode: (w_vec * vector_relative + w_kw * keyword) * evidence; a single mode: that path's part.
     merged: float
     # 0.05 per name or short quoted phrase of the query found exactly (case-sensitive, whole words) in the

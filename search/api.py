@@ -128,6 +128,12 @@ class ExplainSerializer(serializers.Serializer):
         help_text="Hybrid mode: this query's best w_vec * vector + w_kw * keyword (one value per query).",
     )
     keyword = serializers.FloatField(help_text="Full-text rank divided by this query's best rank, 0..1.")
+    keyword_weight = serializers.FloatField(
+        required=False,
+        help_text="Hybrid mode, only for an identifier-like query (one or two words, one holding a digit, "
+        "`_`, a camelCase capital or `-` `.` `:` `/` `@` inside) that the keyword path matched: the keyword "
+        "path's weight for this query, the larger of the team's two (the vector path has the other).",
+    )
     merged = serializers.FloatField(
         help_text="Hybrid mode: (w_vec * vector_relative + w_kw * keyword) * evidence; a single mode: that "
         "path's part."

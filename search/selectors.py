@@ -38,6 +38,7 @@ from search.retrieval.candidates import (
     vector_matches,
 )
 from search.retrieval.entities import query_entities
+from search.retrieval.identifiers import is_identifier_query
 from search.retrieval.mmr import diversify as diversify_top
 from search.retrieval.results import SearchOutcome, chunk_snippets, scored_results
 from search.retrieval.scoring import Weights, score_candidates
@@ -86,11 +87,13 @@ def search_memories(
     diversify: bool = True,
     decay: bool = True,
     entity_boost: bool = True,
+    identifier_lead: bool = True,
 ) -> SearchOutcome:
     """Search the team's memories with the query's `embedding` (None: keyword only,
     search_mode "keyword"). `entity_boost`: the query's names and quoted phrases found
-    exactly in an entry raise it (hybrid only, search.retrieval.entities). The caller is
-    inside the team's scope."""
+    exactly in an entry raise it (hybrid only, search.retrieval.entities).
+    `identifier_lead`: an identifier-like query (search.retrieval.identifiers) lets the
+    keyword path lead in hybrid mode. The caller is inside the team's scope."""
     query = check_search_input(query=query, max_results=max_results)
     vector = embedding if mode != "keyword" else None
     search_mode: SearchMode = mode if vector is not None else "keyword"
@@ -127,6 +130,7 @@ def search_memories(
             decay=decay,
             min_score=min_score,
             entities=query_entities(query) if entity_boost else (),
+            keyword_leads=identifier_lead and is_identifier_query(query),
             # A caller's min_score replaces the floor: it keeps its meaning as given.
             relevance_floor=RELEVANCE_FLOOR if min_score is None and search_mode == "hybrid" else None,
         )

@@ -100,6 +100,7 @@ FORMULA_PARTS = [
     ("vector_relative", "Vector, relative", "the cosine within this query's band: 1 for its highest"),
     ("keyword", "Keyword", "full-text rank, relative to the best keyword match"),
     ("evidence", "Evidence", "this query's best weighted sum; it scales every result alike"),
+    ("keyword_weight", "Keyword weight", "identifier-like query: the keyword path leads, larger weight"),
     ("merged", "Merged", "relative vector and keyword, by the team's hybrid weights, times the evidence"),
     ("entity", "Names", "0.05 per name or quoted phrase of the query found exactly, at most 0.15"),
     ("decay", "Decay", "halves every half-life; identity and lesson are exempt"),

@@ -18,6 +18,12 @@ functions of the candidates and their memories; no database, no clock of their o
   team's weights scaled per query by how well each path separates its best candidate
   from the next ones (`adaptive_weights`), measured and not the default
   (docs/search.md, "Levers measured and dropped");
+- identifier-like queries (`keyword_leads`, search.retrieval.identifiers): when the
+  keyword path found something, hybrid mode swaps the weights so that the keyword path
+  has the larger of the team's two (0.7 / 0.3 by default becomes 0.3 / 0.7) for this
+  query's fusion and evidence: the one entry holding the identifier comes first, over
+  the vector path's noise for a token the model never saw. The relevance floor keeps
+  the team's weights;
 - entity = ENTITY_BOOST (0.05) per name or short quoted phrase of the query found
   exactly in the entry, at most 3 (search.retrieval.entities), hybrid mode only;
 - decay = 0.5 ** (age_days / half_life), identity and lesson exempt;
@@ -95,6 +101,7 @@ def score_candidates(
     fusion: Fusion = "relative",
     relevance_floor: float | None = None,
     scopes: ScopeWindows | None = None,
+    keyword_leads: bool = False,
 ) -> list[Scored]:
     """The candidates that have a memory in `memories` and reach `min_score`, best
     first (ties by memory id, so the order never depends on how they were found).
@@ -102,11 +109,16 @@ def score_candidates(
     `fusion` is how hybrid mode merges the paths; `relevance_floor` drops a candidate
     whose relevance (its absolute weighted sum plus entity, before decay and rating)
     is below it (module docstring). With `scopes`, each entry's half-life is capped by
-    its scope's window (memories.scopes)."""
+    its scope's window (memories.scopes). `keyword_leads`: the query is identifier-like
+    (search.retrieval.identifiers), so in hybrid mode the keyword path takes the larger
+    weight when it found a candidate (module docstring)."""
     candidates = list(candidates)
     patterns = entity_patterns(entities) if mode == "hybrid" else []
     best_rank = max((c.keyword_rank for c in candidates), default=0.0) or 1.0
     team_weights = weights
+    leading = mode == "hybrid" and keyword_leads and any(c.keyword_rank > 0 for c in candidates)
+    if leading:
+        weights = keyword_leading(weights)
     if mode == "hybrid" and fusion == "adaptive":
         weights = adaptive_weights(candidates, best_rank=best_rank, weights=weights)
     scale = (
@@ -126,6 +138,8 @@ def score_candidates(
             merged = merge_scores(vector=vector, keyword=keyword, mode=mode, weights=weights)
         else:
             relative = {"vector_relative": scale.vector(vector), "evidence": scale.evidence}
+            if leading:
+                relative["keyword_weight"] = weights.keyword
             merged = (
                 merge_scores(vector=relative["vector_relative"], keyword=keyword, mode=mode, weights=weights)
                 * scale.evidence
@@ -167,6 +181,12 @@ def score_candidates(
         scored.append(Scored(score=score, candidate=c, parts=parts))
     scored.sort(key=lambda item: (-item.score, str(item.candidate.memory_id)))
     return scored
+
+
+def keyword_leading(weights: Weights) -> Weights:
+    """`weights` with the keyword path given the larger of the two (unchanged when it
+    already has it)."""
+    return Weights(vector=min(weights.vector, weights.keyword), keyword=max(weights.vector, weights.keyword))
 
 
 @dataclass(frozen=True)

@@ -354,6 +354,7 @@ def ranked_keys(
     from memories.models import Memory
     from search.retrieval.candidates import SearchFilters, gather_candidates
     from search.retrieval.entities import query_entities
+    from search.retrieval.identifiers import is_identifier_query
     from search.retrieval.mmr import diversify
     from search.retrieval.scoring import Scored, Weights, rating_factor, score_candidates
     from search.selectors import RELEVANCE_FLOOR
@@ -402,6 +403,7 @@ def ranked_keys(
             fusion="relative" if lever.fusion == "relative" else "absolute",
             # The product's default floor: it changes no R@5 on MADial (docs/search.md).
             relevance_floor=RELEVANCE_FLOOR,
+            keyword_leads=is_identifier_query(query),
         )
     picked = diversify(scored, {m.id: m.content for m in memories.values()}, max_results)
     keys = [memories[item.candidate.memory_id].key for item in picked]

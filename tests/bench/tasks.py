@@ -13,6 +13,13 @@ keyword-leaning tasks built from MADial's files, and a no-relevant-answer task.
 - `no relevant answer`: MADial's queries with their gold memories archived (out of
   search) for the length of the query, rolled back after it: how often at most one
   result comes back.
+- `identifiers`: every MADial memory again, in teams of their own, each with one
+  made-up identifier appended (`ingestmark00042`, `ERR_4042`, `INC-20042`,
+  `zq-marker-42`, `billingSvcV42`, `sync_job_042`: one shape per memory, by its id),
+  and each identifier as the query, its memory the gold: whether an identifier-like
+  query (search.retrieval.identifiers) finds the one entry holding it first (R@1).
+  Every memory holds an identifier of its shape family, so to the model they all look
+  alike, as the ingest bench's markers did.
 
 Every task is split into a tune and a held-out half by a stable hash of the query's
 id, and reported with 95% bootstrap intervals (tests/bench/quality.py). Each query's
@@ -39,6 +46,10 @@ TURN_KEY_PREFIX = "turn-"
 # A turn's id: its dialogue's line number times this, plus its line in the dialogue.
 TURN_ID_BASE = 1000
 TURNS_SPLIT_SALT = "madial-turns-split-v1"
+TASK_METRICS = ("R@5", "nDCG@5", "MRR@10")
+IDENTIFIER_TEAM_SLUGS = {1: "madial-ids-bart", 2: "madial-ids-lisa"}
+IDENTIFIER_KEY_PREFIX = "ident-"
+IDENTIFIERS_SPLIT_SALT = "madial-identifiers-split-v1"
 
 
 @dataclass(frozen=True)
@@ -57,6 +68,7 @@ class Task:
     split_salt: str
     # Gold memories archived while the query runs: the no-relevant-answer task.
     without_gold: bool = False
+    metrics: tuple[str, ...] = TASK_METRICS
 
 
 @dataclass(frozen=True)
@@ -130,6 +142,39 @@ def turn_queries(base: Path | None = None) -> list[TaskQuery]:
     ]
 
 
+def identifier_of(memory_id: int) -> str:
+    """The made-up identifier appended to a memory in the identifiers task: one of six
+    shapes by its id."""
+    shapes = (
+        f"ingestmark{memory_id:05d}",
+        f"ERR_{4000 + memory_id}",
+        f"INC-{20000 + memory_id}",
+        f"zq-marker-{memory_id}",
+        f"billingSvcV{memory_id}",
+        f"sync_job_{memory_id:03d}",
+    )
+    return shapes[memory_id % len(shapes)]
+
+
+def identifier_memories(base: Path | None = None) -> list[TurnMemory]:
+    """Every MADial memory's event with its identifier appended, as the ingest bench's
+    marker word was."""
+    return [
+        TurnMemory(id=m.id, user_id=m.user_id, text=f"{m.event} Tag {identifier_of(m.id)}.")
+        for m in quality.load_memories(base)
+    ]
+
+
+def identifier_queries(base: Path | None = None) -> list[TaskQuery]:
+    return [
+        TaskQuery(id=m.id, user_id=m.user_id, text=identifier_of(m.id), gold=(m.id,))
+        for m in quality.load_memories(base)
+    ]
+
+
+IDENTIFIERS_TASK = "identifiers"
+
+
 def all_tasks(base: Path | None = None) -> list[Task]:
     madial = madial_queries(base)
     return [
@@ -137,25 +182,35 @@ def all_tasks(base: Path | None = None) -> list[Task]:
         Task("recall turn", recall_turn_queries(base), quality.KEY_PREFIX, quality.SPLIT_SALT),
         Task("turns as memories", turn_queries(base), TURN_KEY_PREFIX, TURNS_SPLIT_SALT),
         Task("no relevant answer", madial, quality.KEY_PREFIX, quality.SPLIT_SALT, without_gold=True),
+        Task(
+            IDENTIFIERS_TASK,
+            identifier_queries(base),
+            IDENTIFIER_KEY_PREFIX,
+            IDENTIFIERS_SPLIT_SALT,
+            metrics=("R@1", "MRR@10", "R@5"),
+        ),
     ]
 
 
-def ingest_turns(turns: Sequence[TurnMemory]) -> dict[int, Any]:
-    """One team per user holding its dialogues' lines, saved and indexed as the MADial
-    memories are (quality._ingest); no backdating (decay is off in the comparison)."""
+def ingest_turns(
+    turns: Sequence[TurnMemory], slugs: dict[int, str] = TURN_TEAM_SLUGS, key_prefix: str = TURN_KEY_PREFIX
+) -> dict[int, Any]:
+    """One team per user holding its dialogues' lines (or the identifiers task's
+    memories), saved and indexed as the MADial memories are (quality._ingest); no
+    backdating (decay is off in the comparison)."""
     from memories.writes import save_memory
     from search.services import index_memory
     from teams.models import Team
     from teams.scope import team_scope
     from teams.services import create_team
 
-    teams = {uid: create_team(slug=slug, name=f"MADial turns {uid}") for uid, slug in TURN_TEAM_SLUGS.items()}
+    teams = {uid: create_team(slug=slug, name=f"MADial {slug}") for uid, slug in slugs.items()}
     for turn in turns:
         team = teams[turn.user_id]
         with team_scope(team.id):
             saved = save_memory(
                 team=team,
-                key=f"{TURN_KEY_PREFIX}{turn.id}",
+                key=f"{key_prefix}{turn.id}",
                 content=turn.text,
                 updated_by="bench",
                 type_name="context",
@@ -248,10 +303,21 @@ def _picked(g: Gathered, scored: list[Any], prefix: str, max_results: int) -> li
 
 
 MAIN_DEFAULT = "main's default (relative fusion, no floor)"
-FLOORED = "relevance floor 0.2 (the default now)"
+FLOORED = "relevance floor 0.2"
+IDENTIFIER_LEAD = "+ identifier queries: keyword leads (the default now)"
 ADAPTIVE = "adaptive fusion (weights by separation, top 5)"
 SALIENCE = "salience: simulated access counts (+5% per doubling, cap +25%)"
-RANKINGS = (MAIN_DEFAULT, FLOORED, ADAPTIVE, SALIENCE)
+RANKINGS = (MAIN_DEFAULT, FLOORED, IDENTIFIER_LEAD, ADAPTIVE, SALIENCE)
+# The ranking embed_and_search gives, which the bench checks it reproduces.
+DEFAULT_NOW = IDENTIFIER_LEAD
+
+
+def identifier_rule_fires(g: Gathered) -> bool:
+    """The query is identifier-like and the keyword path found a candidate: the
+    keyword path leads for it (search.retrieval.scoring)."""
+    from search.retrieval.identifiers import is_identifier_query
+
+    return is_identifier_query(g.query.text) and any(c.keyword_rank > 0 for c in g.found.values())
 
 
 def rankings_of(
@@ -260,6 +326,7 @@ def rankings_of(
     """Every ranking of RANKINGS for every query of `task`."""
     from dataclasses import replace as replaced
 
+    from search.retrieval.identifiers import is_identifier_query
     from search.selectors import RELEVANCE_FLOOR
     from tests.bench.levers import salience_factor
 
@@ -270,6 +337,10 @@ def rankings_of(
         team = teams[g.query.user_id]
         out[MAIN_DEFAULT].append(_picked(g, scored, p, max_results))
         out[FLOORED].append(_picked(g, _scored(g, team, relevance_floor=RELEVANCE_FLOOR), p, max_results))
+        leads = is_identifier_query(g.query.text)
+        out[IDENTIFIER_LEAD].append(
+            _picked(g, _scored(g, team, relevance_floor=RELEVANCE_FLOOR, keyword_leads=leads), p, max_results)
+        )
         out[ADAPTIVE].append(_picked(g, _scored(g, team, fusion="adaptive"), p, max_results))
     # Access counts of the other half: what the default's top 5 showed there.
     accesses: dict[str, dict[int, int]] = {quality.TUNE: {}, quality.HELD_OUT: {}}
@@ -294,8 +365,6 @@ def rankings_of(
 
 # --------------------------------------------------------------------------- report
 
-TASK_METRICS = ("R@5", "nDCG@5", "MRR@10")
-
 
 def _cell(values: Sequence[float]) -> dict[str, Any]:
     low, high = quality.bootstrap_interval(values)
@@ -319,11 +388,20 @@ def report_task(
         half: [i for i, g in enumerate(gathered) if split_of(g.query.id, task.split_salt) == half]
         for half in (quality.TUNE, quality.HELD_OUT)
     }
-    mismatches = sum(1 for r, g in zip(rankings[FLOORED], gathered, strict=True) if r != g.product)
-    result: dict[str, Any] = {"queries": len(gathered), "default_mismatches": mismatches, "halves": {}}
+    mismatches = sum(1 for r, g in zip(rankings[DEFAULT_NOW], gathered, strict=True) if r != g.product)
+    fired = sum(1 for g in gathered if identifier_rule_fires(g))
+    changed = sum(1 for a, b in zip(rankings[FLOORED], rankings[IDENTIFIER_LEAD], strict=True) if a != b)
+    result: dict[str, Any] = {
+        "queries": len(gathered),
+        "default_mismatches": mismatches,
+        "identifier_rule_fired": fired,
+        "identifier_rule_changed_rankings": changed,
+        "halves": {},
+    }
     print(
         f"\n-- task {task.name}: {len(gathered)} queries ({', '.join(f'{h} {len(m)}' for h, m in halves.items())}); "
-        f"the default ranking here reproduces embed_and_search for {len(gathered) - mismatches} of {len(gathered)}"
+        f"the default ranking here reproduces embed_and_search for {len(gathered) - mismatches} of {len(gathered)}; "
+        f"the identifier rule fired on {fired} and changed {changed} rankings"
     )
     rows = []
     for half, members in halves.items():
@@ -340,7 +418,7 @@ def report_task(
             else:
                 cells = {}
                 texts = []
-                for metric in TASK_METRICS:
+                for metric in task.metrics:
                     values = [quality.score_one(ranked[i], gathered[i].query.gold)[metric] for i in members]
                     base = [
                         quality.score_one(rankings[MAIN_DEFAULT][i], gathered[i].query.gold)[metric]
@@ -357,7 +435,7 @@ def report_task(
     if task.without_gold:
         harness.print_table(["ranking", "half", "share with <= 1 result [95% CI]", "mean results"], rows)
     else:
-        harness.print_table(["ranking", "half", *(f"{m} (delta vs main)" for m in TASK_METRICS)], rows)
+        harness.print_table(["ranking", "half", *(f"{m} (delta vs main)" for m in task.metrics)], rows)
     return result
 
 
@@ -366,6 +444,7 @@ def run_tasks(madial_teams: dict[int, Any], *, quick: bool, max_results: int) ->
     minutes), gathered, ranked and reported."""
     turns_teams: dict[int, Any] = {}
     report: dict[str, Any] = {"rankings": list(RANKINGS), "tasks": {}}
+    identifier_teams = ingest_turns(identifier_memories(), IDENTIFIER_TEAM_SLUGS, IDENTIFIER_KEY_PREFIX)
     if not quick:
         turns_teams, seconds = timed_ingest(turn_memories())
         report["turns_ingest_seconds"] = round(seconds, 1)
@@ -373,7 +452,9 @@ def run_tasks(madial_teams: dict[int, Any], *, quick: bool, max_results: int) ->
     for task in all_tasks():
         if task.key_prefix == TURN_KEY_PREFIX and quick:
             continue
-        teams = turns_teams if task.key_prefix == TURN_KEY_PREFIX else madial_teams
+        teams = {TURN_KEY_PREFIX: turns_teams, IDENTIFIER_KEY_PREFIX: identifier_teams}.get(
+            task.key_prefix, madial_teams
+        )
         gathered = gather(task, teams, max_results=max_results)
         report["tasks"][task.name] = report_task(
             task, gathered, rankings_of(task, gathered, teams, max_results)
