@@ -377,33 +377,6 @@ def _drop_near_check(memory: Memory) -> None:
             Memory.objects.for_team(memory.team_id).filter(id=memory.id).update(near_check_pending=False)
 
 
-def embed_ahead(*, team_id: int, memory_ids: list[str]) -> int:
-    """Embed the chunks of a batch of one team's entries in one provider call (the
-    texts the team's cache lacks), before index_memory indexes them one by one and
-    finds their vectors in the cache: a worker embeds a batch, not entry by entry.
-    Best effort: when the provider fails, each entry's indexing meets the failure and
-    records it. Returns how many chunks it looked up."""
-    with team_scope(team_id):
-        team = Team.objects.filter(id=team_id).first()
-        contents = list(
-            Memory.objects.for_team(team_id)
-            .filter(id__in=memory_ids, deleted_at__isnull=True)
-            .values_list("content", flat=True)
-        )
-    if team is None or not contents:
-        return 0
-    try:
-        provider = team_provider(team)
-        if provider is None:
-            return 0
-        pieces = [piece for content in contents for piece in chunk_text(content)]
-        _embed_yielding(provider, pieces, team_id=team_id)
-    except EmbeddingUnavailable as exc:
-        logger.warning("embedding %d memories of team %s at once failed: %s", len(contents), team.slug, exc)
-        return 0
-    return len(pieces)
-
-
 # How many times one indexing follows a team to a new embedding profile before leaving
 # the entry to the reconcile job.
 MAX_PROFILE_SWITCHES_PER_INDEXING = 3
