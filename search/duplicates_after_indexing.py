@@ -15,11 +15,13 @@ from __future__ import annotations
 import logging
 import uuid
 
+from django.db import transaction
+
 from memories.hooks import DuplicateMatch
 from memories.models import Memory
 from memories.writes import settle_near_check
 from search import hooks
-from search.selectors import nearest_other_active_entries
+from search.selectors import nearest_other_active_entries, nearest_other_active_entries_of_batch
 from teams.models import Team
 from teams.scope import team_scope
 
@@ -41,9 +43,127 @@ def check_indexed_entry(*, team: Team, memory_id: uuid.UUID, model: str, dimensi
         logger.exception("near-duplicate check of memory %s of team %s", memory_id, team.slug)
 
 
-def _near_duplicate(team: Team, memory: Memory, model: str, dimensions: int) -> DuplicateMatch | None:
+def check_indexed_entries(
+    *,
+    team: Team,
+    memory_ids: list[uuid.UUID],
+    batch_order: list[uuid.UUID],
+    unseen: list[uuid.UUID],
+    model: str,
+    dimensions: int,
+) -> None:
+    """check_indexed_entry for the entries a batch just indexed (search.services.index_batch),
+    in the batch's order, with the same outcome as checking each right after its own
+    indexing: an entry is compared with the team's active entries and the batch's
+    entries before it, not with those after it that had no vectors before the batch
+    (`unseen`: when checked one by one, their vectors did not exist yet).
+
+    The nearest entries of all come from one exact scan (selectors.
+    nearest_other_active_entries_of_batch); an entry with none at the team's threshold
+    only has its flag cleared, in one UPDATE for all. Only near duplicates are settled
+    one by one (settle_near_check, as before). An entry whose nearest was superseded by
+    an earlier settlement of this pass is looked up again, alone. A failure is logged
+    and never fails indexing; an entry whose settlement fails keeps its flag."""
+    order = {memory_id: position for position, memory_id in enumerate(batch_order)}
+    later_unseen = set(unseen)
+    try:
+        with team_scope(team.id), transaction.atomic():
+            rows = list(
+                Memory.objects.for_team(team.id)
+                .filter(id__in=batch_order)
+                .values_list("id", "key", "content", "is_active", "near_check_pending")
+            )
+            state = {row[0]: row for row in rows}
+            checked = {m for m in memory_ids if m in state and state[m][4] and state[m][3]}
+            batch = [(m, state[m][1], m in later_unseen) for m in batch_order if m in state]
+            found = (
+                nearest_other_active_entries_of_batch(
+                    team_id=team.id, batch=batch, checked=checked, model=model
+                )
+                if checked
+                else {}
+            )
+    except Exception:
+        logger.exception("near-duplicate checks of %d memories of team %s", len(memory_ids), team.slug)
+        found = None
+    if found is None:
+        for memory_id in memory_ids:
+            _check_one(team, memory_id, model, dimensions, excluded=_later(memory_id, order, later_unseen))
+        return
+    replaced: set[uuid.UUID] = set()
+    cleared: list[uuid.UUID] = []
+    for memory_id in memory_ids:
+        if memory_id not in state or not state[memory_id][4]:
+            continue  # settled by another run meanwhile
+        if memory_id in replaced or memory_id not in checked:
+            cleared.append(memory_id)  # not active: nothing to merge (settle_near_check clears the flag)
+            continue
+        nearest = found.get(memory_id)
+        if nearest is not None and nearest[0] in replaced:
+            # The nearest left this pass: what is nearest now is looked up again.
+            replaced |= _check_one(
+                team, memory_id, model, dimensions, excluded=_later(memory_id, order, later_unseen)
+            )
+            continue
+        if nearest is None or nearest[1] < team.dedup_threshold:
+            cleared.append(memory_id)
+            continue
+        replaced |= _settle(team, memory_id, state[memory_id][2], nearest)
+    if cleared:
+        try:
+            with team_scope(team.id):
+                Memory.objects.for_team(team.id).filter(id__in=cleared, near_check_pending=True).update(
+                    near_check_pending=False
+                )
+        except Exception:
+            logger.exception("clearing the near checks of %d memories of team %s", len(cleared), team.slug)
+
+
+def _later(memory_id: uuid.UUID, order: dict[uuid.UUID, int], unseen: set[uuid.UUID]) -> frozenset[uuid.UUID]:
+    """The batch's entries after `memory_id` that had no vectors before the batch."""
+    return frozenset(other for other in unseen if order[other] > order[memory_id])
+
+
+def _check_one(
+    team: Team, memory_id: uuid.UUID, model: str, dimensions: int, *, excluded: frozenset[uuid.UUID]
+) -> set[uuid.UUID]:
+    """check_indexed_entry of one entry, not compared with `excluded`; the entry it
+    superseded, if any."""
+    try:
+        with team_scope(team.id):
+            memory = Memory.objects.for_team(team.id).filter(id=memory_id, near_check_pending=True).first()
+            if memory is None:
+                return set()
+            duplicate = (
+                _near_duplicate(team, memory, model, dimensions, excluded=excluded)
+                if memory.is_active
+                else None
+            )
+            gone = settle_near_check(team=team, memory_id=memory.id, duplicate=duplicate)
+    except Exception:
+        logger.exception("near-duplicate check of memory %s of team %s", memory_id, team.slug)
+        return set()
+    return {gone.id} if gone is not None else set()
+
+
+def _settle(
+    team: Team, memory_id: uuid.UUID, content: str, nearest: tuple[uuid.UUID, float]
+) -> set[uuid.UUID]:
+    try:
+        with team_scope(team.id):
+            duplicate = duplicate_of_nearest(team, content, nearest)
+            gone = settle_near_check(team=team, memory_id=memory_id, duplicate=duplicate)
+    except Exception:
+        logger.exception("near-duplicate check of memory %s of team %s", memory_id, team.slug)
+        return set()
+    return {gone.id} if gone is not None else set()
+
+
+def _near_duplicate(
+    team: Team, memory: Memory, model: str, dimensions: int, *, excluded: frozenset[uuid.UUID] = frozenset()
+) -> DuplicateMatch | None:
     nearest = nearest_other_active_entries(
-        team_id=team.id, memory_id=memory.id, model=model, dimensions=dimensions, limit=1
+        team_id=team.id, memory_id=memory.id, model=model, dimensions=dimensions, limit=1, excluded=excluded
     )
     return duplicate_of_nearest(team, memory.content, nearest[0] if nearest else None)
 

@@ -26,10 +26,12 @@ from core.errors import InvalidInput
 from core.metric_definitions import observe_search, timed
 from memories.metadata_extraction import metadata_filter_document, normalise_filter_values
 from memories.models import Memory
+from memories.personal import personal_owner_name
 from memories.scopes import ScopeWindows
 from memories.selectors import annotations_for, successors_of
 from search.models import ChunkEmbedding
 from search.retrieval.candidates import (
+    EXACT_SCAN_BELOW,
     Candidate,
     QueryVector,
     SearchFilters,
@@ -279,13 +281,19 @@ MAX_COMPARED_CHUNKS = 4
 
 
 def nearest_other_active_entries(
-    *, team_id: int, memory_id: uuid.UUID, model: str, dimensions: int, limit: int
+    *,
+    team_id: int,
+    memory_id: uuid.UUID,
+    model: str,
+    dimensions: int,
+    limit: int,
+    excluded: frozenset[uuid.UUID] = frozenset(),
 ) -> list[tuple[uuid.UUID, float]]:
     """The team's other active entries nearest to the entry `memory_id` (its vectors of
     `model`, as indexing stored them), with their cosine similarity (the best over
     pairs of chunks), closest first, at most `limit`. Archived, superseded and deleted
     entries are not compared; another team's never (the team filter, and the scope), nor
-    another owner's (SearchFilters.same_owner_as)."""
+    another owner's (SearchFilters.same_owner_as), nor those `excluded`."""
     vectors = list(
         ChunkEmbedding.objects.filter(team_id=team_id, chunk__memory_id=memory_id, model=model)
         .order_by("chunk__chunk_index")
@@ -300,9 +308,91 @@ def nearest_other_active_entries(
     best: dict[uuid.UUID, float] = {}
     for values in vectors:
         query = QueryVector(values=[float(v) for v in values], model=model, dimensions=dimensions)
-        # One more than asked: the entry itself is its own nearest.
-        for other_id, similarity, _chunk in vector_matches(query, filters, limit=limit + 1):
-            if other_id != memory_id and similarity > best.get(other_id, -1.0):
+        # One more than asked: the entry itself is its own nearest (and the excluded).
+        for other_id, similarity, _chunk in vector_matches(query, filters, limit=limit + 1 + len(excluded)):
+            if other_id != memory_id and other_id not in excluded and similarity > best.get(other_id, -1.0):
                 best[other_id] = similarity
     ranked = sorted(best.items(), key=lambda item: (-item[1], str(item[0])))
     return ranked[:limit]
+
+
+def nearest_other_active_entries_of_batch(
+    *, team_id: int, batch: list[tuple[uuid.UUID, str, bool]], checked: set[uuid.UUID], model: str
+) -> dict[uuid.UUID, tuple[uuid.UUID, float] | None] | None:
+    """nearest_other_active_entries (limit 1) of each `checked` entry of a batch, in one
+    exact scan per owner instead of one per entry and chunk. `batch` is the batch's
+    entries in indexing order, (id, key, unseen): an `unseen` entry had no vector before
+    the batch stored them, and is not compared with the entries before it, as when each
+    entry was checked right after its own indexing (a later entry's vectors did not
+    exist yet). None when the team is scanned through the HNSW index (EXACT_SCAN_BELOW
+    vectors or more): the caller looks entry by entry then. The caller is inside the
+    team's scope and a transaction."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM"
+            " (SELECT 1 FROM search_chunkembedding WHERE team_id = %s AND model = %s LIMIT %s) AS capped",
+            [team_id, model, EXACT_SCAN_BELOW],
+        )
+        if cursor.fetchone()[0] >= EXACT_SCAN_BELOW:
+            return None
+        # Hash joins only, as the single entry's exact scan (search.retrieval.candidates).
+        cursor.execute("SELECT set_config('enable_nestloop', 'off', true)")
+        owners: dict[str | None, list[uuid.UUID]] = {}
+        keys = {memory_id: key for memory_id, key, _unseen in batch}
+        for memory_id, key, _unseen in batch:
+            if memory_id in checked:
+                owners.setdefault(personal_owner_name(key), []).append(memory_id)
+        found: dict[uuid.UUID, tuple[uuid.UUID, float] | None] = dict.fromkeys(checked)
+        for ids in owners.values():
+            filters = SearchFilters(
+                team_id=team_id,
+                types=None,
+                project=None,
+                include_superseded=False,
+                same_owner_as=keys[ids[0]],
+            )
+            where, params = filters.sql()
+            cursor.execute(
+                f"""
+                WITH batch AS MATERIALIZED (
+                    SELECT * FROM unnest(%s::uuid[], %s::int[], %s::bool[]) AS b(id, position, unseen)
+                ), queries AS MATERIALIZED (
+                    SELECT c.memory_id AS id, b.position, e.embedding
+                    FROM search_chunk c JOIN batch b ON b.id = c.memory_id
+                    JOIN search_chunkembedding e ON e.chunk_id = c.id
+                    WHERE c.team_id = %s AND e.team_id = %s AND e.model = %s
+                      AND c.memory_id = ANY(%s::uuid[]) AND c.chunk_index < %s
+                ), candidates AS MATERIALIZED (
+                    SELECT c.memory_id AS id, e.embedding
+                    FROM search_chunkembedding e
+                    JOIN search_chunk c ON c.id = e.chunk_id
+                    JOIN memories_memory m ON m.id = c.memory_id
+                    WHERE e.team_id = %s AND e.model = %s AND {where}
+                ), pairs AS (
+                    SELECT q.id AS query_id, k.id AS other_id, min(q.embedding <=> k.embedding) AS distance
+                    FROM queries q CROSS JOIN candidates k LEFT JOIN batch later ON later.id = k.id
+                    WHERE k.id <> q.id
+                      AND NOT (later.id IS NOT NULL AND later.unseen AND later.position > q.position)
+                    GROUP BY q.id, k.id
+                )
+                SELECT DISTINCT ON (query_id) query_id, other_id, distance
+                FROM pairs ORDER BY query_id, distance, other_id
+                """,  # noqa: S608 (constants and SearchFilters' clauses)
+                [
+                    [memory_id for memory_id, _key, _unseen in batch],
+                    list(range(len(batch))),
+                    [unseen for _id, _key, unseen in batch],
+                    team_id,
+                    team_id,
+                    model,
+                    ids,
+                    MAX_COMPARED_CHUNKS,
+                    team_id,
+                    model,
+                    *params,
+                ],
+            )
+            for query_id, other_id, distance in cursor.fetchall():
+                found[query_id] = (other_id, max(0.0, 1.0 - float(distance)))
+        cursor.execute("RESET enable_nestloop")
+    return found

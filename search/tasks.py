@@ -138,9 +138,11 @@ INDEX_BATCH_SIZE = 100
 
 @shared_task(name="search.index_memories", ignore_result=True)
 def index_memories(team_id: int, memory_ids: list[str]) -> dict[str, int]:
-    """index_memory for a batch of one team's entries, one after the other, their chunks
-    embedded first in one provider call (services.embed_ahead). An entry a crash leaves
-    unindexed keeps its lease and is re-enqueued by the reconcile job.
+    """index_memory for a batch of one team's entries, in a few set-based statements
+    per batch (services.index_batch: chunks, one read of the embedding cache, the
+    vectors and the success marks, then the pending near-duplicate checks in one pass).
+    An entry a crash leaves unindexed keeps its lease and is re-enqueued by the
+    reconcile job.
 
     The entries are made searchable first; search.hooks.memory_indexed (freshness's
     contradiction pass, most of an entry's indexing time) runs for them in a message of
@@ -148,15 +150,13 @@ def index_memories(team_id: int, memory_ids: list[str]) -> dict[str, int]:
     batches becomes searchable before its contradictions are looked for."""
     from search import services
 
-    if len(memory_ids) > 1:
-        services.embed_ahead(team_id=team_id, memory_ids=memory_ids)
-    outcomes: Counter[str] = Counter()
-    indexed: list[str] = []
-    for memory_id in memory_ids:
-        outcome = services.index_memory(team_id=team_id, memory_id=memory_id, announce=False)
-        outcomes[outcome] += 1
-        if outcome == services.IndexOutcome.INDEXED:
-            indexed.append(str(memory_id))
+    by_entry = services.index_batch(team_id=team_id, memory_ids=memory_ids)
+    outcomes = Counter(by_entry.get(str(memory_id), services.IndexOutcome.GONE) for memory_id in memory_ids)
+    indexed = [
+        str(memory_id)
+        for memory_id in dict.fromkeys(str(m) for m in memory_ids)
+        if by_entry.get(memory_id) == services.IndexOutcome.INDEXED
+    ]
     if indexed:
         enqueue_announce(team_id, indexed)
     return dict(outcomes)

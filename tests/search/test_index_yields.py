@@ -121,21 +121,38 @@ def test_indexing_waits_before_every_batch_while_another_team_is_served(
     assert all(BUDGET_MS / 1000 <= seconds < BUDGET_MS / 1000 + 2.0 for seconds in waits)
 
 
-def test_a_batchs_chunks_embedded_ahead_wait_before_every_batch_too(
+def test_a_batchs_chunks_wait_before_every_provider_batch_too(
     notes: redis.Redis, team: Team, other_team: Team, keep_noting: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The batch path (memories/batch, imports) embeds a whole message's chunks ahead of
-    indexing them: in provider batches, each after the same look."""
+    """The batch path (memories/batch, imports: search.services.index_batch) embeds a
+    whole message's chunks the cache lacks in provider batches, each after the same look."""
     ids = [_save(team, f"runbook-{n}", f"{n}: {LONG_TEXT}") for n in range(2)]
     keep_noting(other_team.id)
-    steps = _record_steps(monkeypatch)
+    provider = search_services.team_provider(team)
+    assert provider is not None
+    steps: list[tuple[str, float]] = []
+    wait, embed = search_services.yield_to_other_teams, provider.embed_documents
 
-    embedded = search_services.embed_ahead(team_id=team.id, memory_ids=ids)
+    def recorded_wait(team_id: int) -> float:
+        waited = wait(team_id)
+        steps.append(("wait", waited))
+        return waited
 
-    assert embedded == sum(len(chunk_text(f"{n}: {LONG_TEXT}")) for n in range(2))
+    def recorded_embed(texts: list[str]) -> list[list[float]]:
+        steps.append(("embed", len(texts)))
+        return embed(texts)
+
+    monkeypatch.setattr(search_services, "yield_to_other_teams", recorded_wait)
+    monkeypatch.setattr(provider, "embed_documents", recorded_embed)
+
+    outcomes = search_services.index_batch(team_id=team.id, memory_ids=ids)
+
+    assert set(outcomes.values()) == {search_services.IndexOutcome.INDEXED}
+    distinct = {p.content_hash for n in range(2) for p in chunk_text(f"{n}: {LONG_TEXT}")}
     assert [kind for kind, _ in steps] == ["wait", "embed"] * (len(steps) // 2)
-    assert len(steps) // 2 >= 3
-    assert sum(size for kind, size in steps if kind == "embed") == embedded
+    # Each distinct chunk embedded once (the two entries share most of theirs).
+    assert len(steps) // 2 == -(-len(distinct) // provider.batch_size) >= 2
+    assert sum(size for kind, size in steps if kind == "embed") == len(distinct)
     assert all(seconds >= BUDGET_MS / 1000 for kind, seconds in steps if kind == "wait")
 
 
