@@ -52,7 +52,7 @@ def check_indexed_entries(
     model: str,
     dimensions: int,
 ) -> None:
-    """check_indexed_entry for the entries a batch just indexed (search.services.index_batch),
+    """check_indexed_entry for the entries a batch just indexed (search.batch_indexing.index_batch),
     in the batch's order, with the same outcome as checking each right after its own
     indexing: an entry is compared with the team's active entries and the batch's
     entries before it, not with those after it that had no vectors before the batch

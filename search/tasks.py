@@ -139,7 +139,7 @@ INDEX_BATCH_SIZE = 100
 @shared_task(name="search.index_memories", ignore_result=True)
 def index_memories(team_id: int, memory_ids: list[str]) -> dict[str, int]:
     """index_memory for a batch of one team's entries, in a few set-based statements
-    per batch (services.index_batch: chunks, one read of the embedding cache, the
+    per batch (batch_indexing.index_batch: chunks, one read of the embedding cache, the
     vectors and the success marks, then the pending near-duplicate checks in one pass).
     An entry a crash leaves unindexed keeps its lease and is re-enqueued by the
     reconcile job.
@@ -148,9 +148,9 @@ def index_memories(team_id: int, memory_ids: list[str]) -> dict[str, int]:
     contradiction pass, most of an entry's indexing time) runs for them in a message of
     its own (announce_indexed), queued behind the indexing already waiting: a burst of
     batches becomes searchable before its contradictions are looked for."""
-    from search import services
+    from search import batch_indexing, services
 
-    by_entry = services.index_batch(team_id=team_id, memory_ids=memory_ids)
+    by_entry = batch_indexing.index_batch(team_id=team_id, memory_ids=memory_ids)
     outcomes = Counter(by_entry.get(str(memory_id), services.IndexOutcome.GONE) for memory_id in memory_ids)
     indexed = [
         str(memory_id)

@@ -1,4 +1,4 @@
-"""Indexing a batch (search.tasks.index_memories → search.services.index_batch): a few
+"""Indexing a batch (search.tasks.index_memories → search.batch_indexing.index_batch): a few
 set-based statements per batch, not several transactions per entry; the same outcome
 as indexing the entries one after the other (the near-duplicate check included); one
 entry's bad data never stops the others.
@@ -20,7 +20,7 @@ from django.test.utils import CaptureQueriesContext
 from memories import writes
 from memories.models import IndexState, Memory
 from memories.writes.batch import BatchEntry
-from search import services, tasks
+from search import batch_indexing, services, tasks
 from search.chunking import chunk_text
 from teams.models import Team
 from teams.scope import team_scope
@@ -175,6 +175,8 @@ def test_one_entrys_bad_data_does_not_stop_the_others(
             raise ValueError("bad data")
         return chunk(text)
 
+    # The batch's pass and the one-by-one indexing after it both meet the bad entry.
+    monkeypatch.setattr(batch_indexing, "chunk_text", chunk_or_raise)
     monkeypatch.setattr(services, "chunk_text", chunk_or_raise)
 
     outcome = tasks.index_memories(team.id, ids)

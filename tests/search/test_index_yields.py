@@ -18,6 +18,7 @@ from django.conf import settings
 
 from core import yield_to_requests
 from memories import writes
+from search import batch_indexing
 from search import services as search_services
 from search.chunking import chunk_text
 from teams.models import Team
@@ -124,14 +125,14 @@ def test_indexing_waits_before_every_batch_while_another_team_is_served(
 def test_a_batchs_chunks_wait_before_every_provider_batch_too(
     notes: redis.Redis, team: Team, other_team: Team, keep_noting: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The batch path (memories/batch, imports: search.services.index_batch) embeds a
+    """The batch path (memories/batch, imports: search.batch_indexing.index_batch) embeds a
     whole message's chunks the cache lacks in provider batches, each after the same look."""
     ids = [_save(team, f"runbook-{n}", f"{n}: {LONG_TEXT}") for n in range(2)]
     keep_noting(other_team.id)
     provider = search_services.team_provider(team)
     assert provider is not None
     steps: list[tuple[str, float]] = []
-    wait, embed = search_services.yield_to_other_teams, provider.embed_documents
+    wait, embed = batch_indexing.yield_to_other_teams, provider.embed_documents
 
     def recorded_wait(team_id: int) -> float:
         waited = wait(team_id)
@@ -142,10 +143,10 @@ def test_a_batchs_chunks_wait_before_every_provider_batch_too(
         steps.append(("embed", len(texts)))
         return embed(texts)
 
-    monkeypatch.setattr(search_services, "yield_to_other_teams", recorded_wait)
+    monkeypatch.setattr(batch_indexing, "yield_to_other_teams", recorded_wait)
     monkeypatch.setattr(provider, "embed_documents", recorded_embed)
 
-    outcomes = search_services.index_batch(team_id=team.id, memory_ids=ids)
+    outcomes = batch_indexing.index_batch(team_id=team.id, memory_ids=ids)
 
     assert set(outcomes.values()) == {search_services.IndexOutcome.INDEXED}
     distinct = {p.content_hash for n in range(2) for p in chunk_text(f"{n}: {LONG_TEXT}")}
