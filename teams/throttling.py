@@ -3,8 +3,9 @@
 Each agent token has a budget of reads and one of writes per period
 (MEMORYHUB_THROTTLE_READ / _WRITE); requests without a valid token share a budget per
 client address (MEMORYHUB_THROTTLE_ANONYMOUS). Over budget, a request answers 429
-`rate_limited` with Retry-After. The counts live in Django's cache: the Redis named by
-REDIS_URL when there is one, so every web process shares them.
+`rate_limited` with Retry-After. The counts are moving windows (`limits`) in the Redis of
+Django's cache, named by REDIS_URL, so every web process shares them; without a Redis,
+each process counts its own.
 
 A budget bounds how many writes a token sends, not how many run at once: two clients
 sharing a token and saving 64 KiB texts back to back kept both cores busy and every
@@ -15,7 +16,9 @@ before it to finish, holding no transaction, then answers 429 if it still runs.
 
 from __future__ import annotations
 
+import functools
 import logging
+import math
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,11 +26,14 @@ from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError
+from limits import RateLimitItem, RateLimitItemPerSecond
+from limits.storage import MemoryStorage, RedisStorage, Storage
+from limits.strategies import MovingWindowRateLimiter
 from redis.exceptions import RedisError
 from rest_framework import exceptions
 from rest_framework.permissions import SAFE_METHODS
 from rest_framework.request import Request
-from rest_framework.throttling import SimpleRateThrottle
+from rest_framework.throttling import BaseThrottle
 
 from core.client_address import client_address
 from core.locks import advisory_session_unlock, try_advisory_session_lock
@@ -39,33 +45,72 @@ from teams.permissions import needed_scope
 logger = logging.getLogger(__name__)
 
 
-class _SettingsRateThrottle(SimpleRateThrottle):
-    """Reads its rate from settings on every request (DRF binds THROTTLE_RATES at import,
-    which override_settings and a changed environment cannot reach), and lets requests
-    through when the cache cannot be reached: a limit is protection, not a dependency.
-    Each cache call is bounded (CACHES' socket timeouts), and after one fails the
-    throttles do not ask again for a while (core.redis_outage)."""
+# DRF's rate spelling (`600/min`; core.settings_env.read_rate) in seconds per period.
+_PERIOD_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
+
+def rate_item(rate: str) -> RateLimitItem:
+    """`600/min` as the limit `limits` checks: 600 requests per 60 seconds."""
+    count, _, period = rate.partition("/")
+    return RateLimitItemPerSecond(int(count), _PERIOD_SECONDS[period[0]])
+
+
+@functools.cache
+def _limiter_on(backend: str, location: str) -> MovingWindowRateLimiter:
+    if backend.endswith("RedisCache"):
+        options = settings.CACHES["default"].get("OPTIONS", {})
+        storage: Storage = RedisStorage(location, key_prefix="memoryhub:throttle", **options)
+    else:
+        storage = MemoryStorage()
+    return MovingWindowRateLimiter(storage)
+
+
+def limiter() -> MovingWindowRateLimiter:
+    """The moving-window limiter on the cache's Redis (every process shares its counts),
+    or on this process's memory when the cache is local: one per cache, per process."""
+    cache = settings.CACHES["default"]
+    return _limiter_on(cache["BACKEND"], str(cache.get("LOCATION", "")))
+
+
+class _SettingsRateThrottle(BaseThrottle):
+    """A moving window of `rate` requests per period: each request is one Redis round
+    trip (a script that counts and records it, O(1) in the window), a refused one a
+    second (when the oldest request leaves the window, for Retry-After). The rate is
+    read from settings on every request, so override_settings and a changed environment
+    reach it. Requests go through when the cache cannot be reached: a limit is
+    protection, not a dependency. Each call is bounded (CACHES' socket timeouts), and
+    after one fails the throttles do not ask again for a while (core.redis_outage)."""
+
+    scope = ""
     rate_setting = ""
 
-    def get_rate(self) -> str | None:
-        rate: str | None = getattr(settings, self.rate_setting)
-        return rate
+    def __init__(self) -> None:
+        self._wait: float | None = None
+
+    def identity(self, request: Request, view: Any) -> str | None:
+        """Whose budget the request spends, or None when this throttle does not apply."""
+        raise NotImplementedError
 
     def allow_request(self, request: Request, view: Any) -> bool:
-        if redis_skipped():
+        identity = self.identity(request, view)
+        if identity is None or redis_skipped():
             return True
+        item = rate_item(getattr(settings, self.rate_setting))
         try:
-            allowed: bool = super().allow_request(request, view)
+            budget = limiter()
+            if budget.hit(item, self.scope, identity):
+                return True
+            window_ends_at, _ = budget.get_window_stats(item, self.scope, identity)
         except (RedisError, OSError) as exc:
             note_redis_failure("the rate limits' counts", exc)
             return True
-        if not allowed:
-            THROTTLED_REQUESTS.labels(scope=self.scope).inc()
-        return allowed
+        # A place in the window frees strictly after `period`: the first whole second past it.
+        self._wait = float(math.floor(max(window_ends_at - time.time(), 0.0)) + 1)
+        THROTTLED_REQUESTS.labels(scope=self.scope).inc()
+        return False
 
-    def get_ident(self, request: Request) -> str:
-        return client_address(request)
+    def wait(self) -> float | None:
+        return self._wait
 
 
 def request_kind(request: Request, view: Any) -> str:
@@ -78,11 +123,11 @@ def request_kind(request: Request, view: Any) -> str:
 class _AgentTokenThrottle(_SettingsRateThrottle):
     kind = ""
 
-    def get_cache_key(self, request: Request, view: Any) -> str | None:
+    def identity(self, request: Request, view: Any) -> str | None:
         token = request.auth
         if not isinstance(token, AgentToken) or request_kind(request, view) != self.kind:
             return None
-        return self.cache_format % {"scope": self.scope, "ident": token.pk}
+        return str(token.pk)
 
 
 class AgentReadThrottle(_AgentTokenThrottle):
@@ -104,10 +149,10 @@ class AnonymousAddressThrottle(_SettingsRateThrottle):
     scope = "anonymous"
     rate_setting = "MEMORYHUB_THROTTLE_ANONYMOUS"
 
-    def get_cache_key(self, request: Request, view: Any) -> str | None:
+    def identity(self, request: Request, view: Any) -> str | None:
         if isinstance(request.auth, AgentToken):
             return None
-        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
+        return client_address(request)
 
 
 WRITE_SLOT_POLL_SECONDS = 0.025

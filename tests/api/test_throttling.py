@@ -6,22 +6,26 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
+import limits.storage.memory
 import pytest
-from django.core.cache import cache
+from redis import Redis
 from rest_framework.test import APIClient
-from rest_framework.throttling import SimpleRateThrottle
 
+import teams.throttling
+from memoryhub.embedded_redis import EmbeddedRedis
+from teams.throttling import limiter
 from tests.conftest import Agent
 from tests.search.conftest import free_port
 
 
 @pytest.fixture(autouse=True)
 def fresh_counts() -> Iterator[None]:
-    cache.clear()
+    limiter().storage.reset()
     yield
-    cache.clear()
+    limiter().storage.reset()
 
 
 def exhaust(agent: Agent, budget: int, path: str = "memories/") -> Any:
@@ -79,13 +83,17 @@ def test_a_limited_token_is_let_through_again_after_retry_after(
     member: Agent, settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     settings.MEMORYHUB_THROTTLE_READ = "1/min"
-    # The throttles' clock, moved by the test rather than waited out.
+    # The throttles' clock (theirs and their storage's, in this process), moved by the
+    # test rather than waited out.
     started = now = time.time()
-    monkeypatch.setattr(SimpleRateThrottle, "timer", staticmethod(lambda: now))
+    clock = SimpleNamespace(time=lambda: now, monotonic=time.monotonic, sleep=time.sleep)
+    monkeypatch.setattr(limits.storage.memory, "time", clock)
+    monkeypatch.setattr(teams.throttling, "time", clock)
     assert member.client.get(member.url("memories/")).status_code == 200
-    retry_after = assert_rate_limited(member.client.get(member.url("memories/")), at_most=60)
+    # The clock stands still: the first whole second strictly after the minute.
+    retry_after = assert_rate_limited(member.client.get(member.url("memories/")), at_most=61)
 
-    now = started + retry_after - 1
+    now = started + 59  # the minute is not over
     assert member.client.get(member.url("memories/")).status_code == 429
     now = started + retry_after
     assert member.client.get(member.url("memories/")).status_code == 200
@@ -142,3 +150,30 @@ def test_the_schema_documents_429(db: None) -> None:
     operation = schema["paths"]["/api/v1/teams/{team}/memories/"]["get"]
     assert "429" in operation["responses"]
     assert "Retry-After" in operation["responses"]["429"]["description"]
+
+
+def test_a_request_spends_its_budget_in_one_redis_round_trip(
+    member: Agent, settings: Any, embedded_redis: EmbeddedRedis
+) -> None:
+    location = embedded_redis.url.replace("redis+socket://", "unix://", 1)
+    settings.CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": location}
+    }
+    settings.MEMORYHUB_THROTTLE_READ = "3/min"
+    redis = Redis.from_url(location)
+    redis.flushall()
+    assert member.client.get(member.url("memories/")).status_code == 200  # loads the script
+    redis.config_resetstat()
+
+    allowed = [member.client.get(member.url("memories/")).status_code for _ in range(2)]
+    spent = {name: stats["calls"] for name, stats in redis.info("commandstats").items()}
+    refused = member.client.get(member.url("memories/"))
+
+    assert allowed == [200, 200]
+    # One script call per request (the commands it runs inside Redis count apart), no
+    # read of the window and write back.
+    assert spent["cmdstat_evalsha"] == 2, spent
+    assert not {"cmdstat_get", "cmdstat_set", "cmdstat_eval"} & spent.keys(), spent
+    assert_rate_limited(refused, at_most=60)
+    (window,) = redis.keys("memoryhub:throttle:*")
+    assert redis.llen(window) == 3

@@ -16,13 +16,13 @@ from typing import Any
 import httpx
 import pytest
 import redis
-from django.core.cache import cache
 from django.test import Client
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.parser import text_string_to_metric_families
 
 from memoryhub import embedded_redis as embedded
 from search.tasks import reconcile_index_states
+from teams.throttling import limiter
 from tests.conftest import Agent, search
 from tests.web_server import REPO, WebServer, server_env
 from tests.worker import TaskRoute, database_url, wait_for
@@ -162,10 +162,10 @@ def test_index_states_are_counted_per_team_slug_and_reveal_nothing_else(
 
 def test_429s_are_counted_by_throttle_scope(token: str, member: Agent, settings: Any) -> None:
     settings.MEMORYHUB_THROTTLE_READ = "1/min"
-    cache.clear()
+    limiter().storage.reset()
     before = scrape()
     statuses = [member.client.get(member.url("memories/")).status_code for _ in range(3)]
-    cache.clear()
+    limiter().storage.reset()
     assert statuses == [200, 429, 429]
     after = scrape()
     name = "memoryhub_throttled_requests_total"
