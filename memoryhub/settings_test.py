@@ -36,6 +36,15 @@ for _replica in DATABASE_REPLICAS:  # noqa: F405
     DATABASES[_replica]["OPTIONS"].pop("pool", None)  # noqa: F405 (its own dict, not the primary's)
     DATABASES[_replica]["CONN_MAX_AGE"] = DATABASES["default"]["CONN_MAX_AGE"]  # noqa: F405
 
+# The test client loads the middleware for every client it makes; WhiteNoise's scan of the
+# apps' static files runs once per process instead (tests/static_files.py).
+MIDDLEWARE = [
+    "tests.static_files.WhiteNoiseScannedOnce"
+    if name == "whitenoise.middleware.WhiteNoiseMiddleware"
+    else name
+    for name in MIDDLEWARE  # noqa: F405
+]
+
 # Tasks run in-process unless a test routes them to the Redis and the worker the suite
 # starts itself (tests/worker.py): a REDIS_URL in the developer's shell is never used.
 REDIS_URL = ""

@@ -99,7 +99,7 @@ def test_long_queries_are_decided_by_their_token_count() -> None:
     ids=["letters", "digit-last", "joiners", "unicode", "many-tokens", "nul"],
 )
 def test_the_shape_test_is_linear(text_of_size: Any) -> None:
-    assert_linear_time(is_identifier_query, text_of_size, 1 << 20)
+    assert_linear_time(is_identifier_query, text_of_size, 1 << 18)
 
 
 # --------------------------------------------------------------------------- the scoring
@@ -242,15 +242,17 @@ def corpus(member: Agent, save) -> None:  # type: ignore[no-untyped-def]
         save(member, key, content)
 
 
-@pytest.mark.parametrize("identifier", IDENTIFIERS)
-def test_an_identifier_finds_its_entry_first_in_hybrid_mode(
-    corpus: None, member: Agent, identifier: str
-) -> None:
-    body = search(member, identifier, explain=True, max_results=5)
+def test_each_identifier_finds_its_entry_first_in_hybrid_mode(corpus: None, member: Agent) -> None:
+    answers = {
+        identifier: search(member, identifier, explain=True, max_results=5) for identifier in IDENTIFIERS
+    }
 
-    assert body["search_mode"] == "hybrid"
-    assert body["results"][0]["key"] == HOLDERS[identifier][0]
-    assert body["results"][0]["explain"]["keyword_weight"] == pytest.approx(0.7)
+    assert {body["search_mode"] for body in answers.values()} == {"hybrid"}
+    assert {identifier: body["results"][0]["key"] for identifier, body in answers.items()} == {
+        identifier: HOLDERS[identifier][0] for identifier in IDENTIFIERS
+    }
+    for body in answers.values():
+        assert body["results"][0]["explain"]["keyword_weight"] == pytest.approx(0.7)
 
 
 def test_the_rule_decides_the_order(corpus: None, member: Agent) -> None:
