@@ -111,7 +111,7 @@ test: install browser-deps
 	$(BIN)/python manage.py spectacular --validate --fail-on-warn --file /dev/null
 	$(BIN)/lint-imports
 	$(BIN)/mypy
-	$(BIN)/pytest -n $(TEST_PROCESSES) --dist worksteal
+	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n $(TEST_PROCESSES) --dist worksteal
 
 # The edit-test loop: every test but the slow ones (tests/tiers.py: those that start
 # servers, workers, Redis, a browser, PostgreSQL or commands, and the fuzzers), no lint.
