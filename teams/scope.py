@@ -77,12 +77,16 @@ def _local_settings(settings: dict[str, str], *, own_transaction: bool) -> Itera
     inside a transaction, or the settings would end with the statement."""
     if not own_transaction and not connection.in_atomic_block:
         raise RuntimeError("team scope must be set inside transaction.atomic()")
+    # Settings made with set_config(..., true) end with their transaction: a block that
+    # opened the transaction leaves them to its COMMIT or ROLLBACK (a round trip less).
+    opens_the_transaction = own_transaction and not connection.in_atomic_block
     with transaction.atomic() if own_transaction else _already_atomic():
         previous = _set_local(settings)
         try:
             yield
         finally:
-            _restore(previous)
+            if not opens_the_transaction:
+                _restore(previous)
 
 
 @contextmanager

@@ -9,6 +9,7 @@ import psycopg
 import pytest
 from django.db import DatabaseError, connection, transaction
 from django.db.models import Model
+from django.test.utils import CaptureQueriesContext
 
 from search import vector_index
 from teams.models import Team
@@ -190,3 +191,34 @@ def test_no_login_of_the_web_or_the_workers_may_change_or_erase_the_audit_trail(
         assert row == (True,), "the trail must stay writable: every surface appends to it"
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute(statement)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_team_scope_that_opens_its_transaction_leaves_its_settings_to_its_end(team: Team) -> None:
+    def binding() -> tuple[str, str, str]:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT current_user, coalesce(current_setting('memoryhub.team_id', true), ''),"
+                " coalesce(current_setting('memoryhub.viewer', true), '')"
+            )
+            row: tuple[str, str, str] = cursor.fetchone()
+            return row
+
+    before = binding()
+    with CaptureQueriesContext(connection) as sent, team_scope(team.id):
+        inside = binding()
+
+    assert inside == (APP_ROLE, str(team.id), "*")
+    # BEGIN, the binding, the block's statement, COMMIT: no statement to undo the binding.
+    assert [query["sql"].split()[0] for query in sent.captured_queries] == [
+        "BEGIN",
+        "SELECT",
+        "SELECT",
+        "COMMIT",
+    ]
+    assert binding() == before  # the COMMIT ended the transaction's settings
+
+    with transaction.atomic():
+        with team_scope(team.id):
+            assert binding() == inside
+        assert binding() == before  # nested: put back at once, the transaction goes on
