@@ -1,6 +1,6 @@
 """WhiteNoise for the test process: Django's test client loads the middleware anew for
-every client, and WhiteNoise scans every app's static files each time (about 90 ms, a
-fifth of a dashboard test). Here the scan runs once per process; each instance still
+every client, and WhiteNoise scans every app's static files each time (about 90 ms,
+nearly a third of a dashboard test's time). Here the scan runs once per process; each instance still
 serves what the service would serve."""
 
 from __future__ import annotations
