@@ -73,15 +73,30 @@ def kept_secret(path: Path, *, make: Callable[[], str] = _random_secret) -> tupl
     return value, True
 
 
-_RATE_PERIODS = ("s", "sec", "second", "m", "min", "minute", "h", "hour", "d", "day")
+# A throttle rate's period in DRF's spelling (`600/min`), in seconds.
+_RATE_PERIOD_SECONDS = {
+    **dict.fromkeys(("s", "sec", "second"), 1),
+    **dict.fromkeys(("m", "min", "minute"), 60),
+    **dict.fromkeys(("h", "hour"), 3600),
+    **dict.fromkeys(("d", "day"), 86400),
+}
+
+
+def rate_in_seconds(value: str) -> tuple[int, int] | None:
+    """`600/min` as (600 requests, per 60 seconds); None when `value` is not a rate. A
+    count of 0 lets nothing through (writes frozen, say)."""
+    count, _, period = value.strip().partition("/")
+    seconds = _RATE_PERIOD_SECONDS.get(period)
+    if not (count.isdigit() and seconds):
+        return None
+    return int(count), seconds
 
 
 def read_rate(env: environ.Env, name: str, *, default: str) -> str:
     """A throttle rate such as `600/min` (requests per second, minute, hour or day),
     checked at start-up: a typo would otherwise fail every API request."""
     value: str = env.str(name, default=default).strip()
-    count, _, period = value.partition("/")
-    if not (count.isdigit() and int(count) > 0 and period in _RATE_PERIODS):
+    if rate_in_seconds(value) is None:
         raise SettingError(f"{name} must look like 600/min (a count per s, min, hour or day), not {value!r}")
     return value
 

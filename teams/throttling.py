@@ -39,20 +39,21 @@ from core.client_address import client_address
 from core.locks import advisory_session_unlock, try_advisory_session_lock
 from core.metric_definitions import THROTTLED_REQUESTS
 from core.redis_outage import note_redis_failure, redis_skipped
+from core.settings_env import rate_in_seconds
 from teams.models import AgentToken
 from teams.permissions import needed_scope
 
 logger = logging.getLogger(__name__)
 
 
-# DRF's rate spelling (`600/min`; core.settings_env.read_rate) in seconds per period.
-_PERIOD_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
 def rate_item(rate: str) -> RateLimitItem:
-    """`600/min` as the limit `limits` checks: 600 requests per 60 seconds."""
-    count, _, period = rate.partition("/")
-    return RateLimitItemPerSecond(int(count), _PERIOD_SECONDS[period[0]])
+    """`600/min` (core.settings_env.read_rate checked it at start-up) as the limit `limits`
+    checks: 600 requests per 60 seconds."""
+    parsed = rate_in_seconds(rate)
+    if parsed is None:
+        raise ValueError(f"not a rate: {rate!r}")
+    count, seconds = parsed
+    return RateLimitItemPerSecond(count, seconds)
 
 
 @functools.cache

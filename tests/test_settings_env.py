@@ -272,6 +272,27 @@ def test_an_anchor_allow_list_with_a_typo_stops_the_start() -> None:
         check_networks("N", ["10.0.0.0/8", "10.0.0/33"])
 
 
+def test_a_rate_is_read_in_each_spelling_of_its_period_and_a_typo_stops_the_start() -> None:
+    from core.settings_env import SettingError, rate_in_seconds, read_rate
+    from teams.throttling import rate_item
+
+    spellings = {"5/s": 1, "5/sec": 1, "5/second": 1, "5/m": 60, "5/min": 60, "5/minute": 60}
+    spellings |= {"5/h": 3600, "5/hour": 3600, "5/d": 86400, "5/day": 86400}
+    spellings["0/min"] = 60  # nothing gets through
+    for rate, seconds in spellings.items():
+        count = int(rate.split("/")[0])
+        assert rate_in_seconds(rate) == (count, seconds)
+        assert read_rate(environ.Env(), "R", default=rate) == rate
+        # The throttles count the same window as the start-up check read.
+        assert (rate_item(rate).amount, rate_item(rate).get_expiry()) == (count, seconds)
+    for typo in ("600/mins", "600/minutes", "-1/min", "six/min", "600", "600/"):
+        assert rate_in_seconds(typo) is None
+        with pytest.raises(SettingError, match="R must look like 600/min"):
+            read_rate(environ.Env(), "R", default=typo)
+        with pytest.raises(ValueError, match="not a rate"):
+            rate_item(typo)
+
+
 def test_process_counts_follow_the_cores_this_process_may_use(monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
