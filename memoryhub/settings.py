@@ -113,6 +113,11 @@ else:
     # Another database on the same embedded server (the test suite's worker uses this).
     for _database in DATABASES.values():
         _database["NAME"] = env.str("MEMORYHUB_DATABASE_NAME", default=_database["NAME"])
+# Django's PostgreSQL backend, its pool checking what it lends without a round trip while
+# the connection's socket is quiet (core.postgres_backend).
+for _database in DATABASES.values():
+    if _database["ENGINE"] == "django.db.backends.postgresql":
+        _database["ENGINE"] = "core.postgres_backend"
 # One psycopg connection pool per process (docs/operations.md, "Why a pool"): a
 # process holds at most MEMORYHUB_DB_POOL_MAX connections however many threads it serves,
 # and a request that waits MEMORYHUB_DB_POOL_TIMEOUT seconds for one answers 503. The
@@ -133,7 +138,8 @@ if DB_POOL_MAX > 0:
 else:
     DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
 # With the pool, a connection is checked as it is lent out, so one broken by a database
-# restart is replaced instead of failing the request.
+# restart is replaced instead of failing the request (core.database_pool: a round trip only
+# when its socket has something to say).
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # The operator login's pool: operator paths are few (an admin page, a beat job's
 # cross-team read, a scrape), so a small one that keeps nothing open while idle.
@@ -158,6 +164,7 @@ DATABASES[OPERATOR_DATABASE]["CONN_HEALTH_CHECKS"] = True
 DATABASE_REPLICAS: list[str] = []
 for _number, _url in enumerate(env.list("DATABASE_REPLICA_URLS", default=[]), start=1):
     _replica = {**environ.Env.db_url_config(_url), "TEST": {"MIRROR": "default"}}
+    _replica["ENGINE"] = DATABASES["default"]["ENGINE"]
     _replica["OPTIONS"] = {**DATABASES["default"]["OPTIONS"], **_replica.get("OPTIONS", {})}  # the pool
     _replica["CONN_MAX_AGE"] = DATABASES["default"]["CONN_MAX_AGE"]
     _replica["CONN_HEALTH_CHECKS"] = True

@@ -17,11 +17,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import close_old_connections, connection
 from django.test import Client
+from psycopg_pool import ConnectionPool
 
+from core.database_pool import check_lent_connection
 from teams.roles import APP_ROLE, OPERATOR_ROLE, OWNER_ROLE, log_in_as, log_in_as_owner
 from teams.scope import TEAM_SETTING
 from tests.conftest import Agent
@@ -33,7 +36,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def pool_of_one() -> Iterator[None]:
-    """The test's connection draws from a pool of one connection, as a server's would."""
+    """The test's connection draws from a pool of one connection, checked as it is lent
+    as a server's is (memoryhub/settings.py)."""
     db = connection.settings_dict
     saved = db["CONN_MAX_AGE"], db["OPTIONS"]
     connection.close()
@@ -96,6 +100,36 @@ def test_a_pooled_connection_carries_no_role_and_no_team_scope_into_the_next_req
     assert {key: after_operator[key] for key in clean} == clean
     assert {key: after_agent[key] for key in clean} == clean
     assert OPERATOR_ROLE not in {after_operator["user"], after_agent["user"]}
+
+
+def test_a_lent_connection_costs_no_round_trip_and_one_the_server_ended_is_replaced(
+    pool_of_one: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checked_with_a_round_trip: list[int] = []
+    round_trip_check = ConnectionPool.check_connection
+
+    def recorded(lent: psycopg.Connection) -> None:
+        checked_with_a_round_trip.append(lent.info.backend_pid)
+        round_trip_check(lent)
+
+    monkeypatch.setattr(ConnectionPool, "check_connection", staticmethod(recorded))
+    first = session_state()["pid"]
+    assert connection.pool._check is check_lent_connection  # the backend's swap took
+    hand_back()
+    assert session_state()["pid"] == first
+    hand_back()
+    assert checked_with_a_round_trip == []  # a quiet socket: lent as it is
+
+    # The server ends the idle pooled connection (a restart or pg_terminate_backend does).
+    db = connection.settings_dict
+    login = {"host": db["HOST"], "port": db["PORT"], "user": db["USER"], "password": db["PASSWORD"]}
+    with psycopg.connect(dbname=db["NAME"], autocommit=True, **login) as other:
+        assert other.execute("SELECT pg_terminate_backend(%s, 5000)", [first]).fetchone() == (True,)
+
+    # The next request gets a working connection: the goodbye was read, checked, replaced.
+    replaced = session_state()
+    assert replaced["pid"] != first and replaced["user"] == APP_ROLE
+    assert checked_with_a_round_trip == [first]
 
 
 def test_switching_logins_switches_pools(pool_of_one: None) -> None:
@@ -210,6 +244,8 @@ def test_the_real_settings_pool_connections_per_process_within_the_configured_bu
     assert pooled["OPTIONS"]["pool"] == {"min_size": 2, "max_size": 6, "timeout": 3.5}
     assert pooled["CONN_MAX_AGE"] == 0  # Django's pool refuses persistent connections
     assert pooled["CONN_HEALTH_CHECKS"] is True
+    # Whose pool checks what it lends without a round trip (core.database_pool).
+    assert {database["ENGINE"] for database in databases.values()} == {"core.postgres_backend"}
     # The operator login has a small pool of its own, empty while idle.
     operator = databases["operator"]
     assert operator["USER"] == OPERATOR_ROLE and pooled["USER"] == APP_ROLE

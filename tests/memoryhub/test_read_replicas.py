@@ -517,6 +517,7 @@ def test_replica_urls_become_aliases_with_the_primarys_pool(tmp_path: Path) -> N
         assert replica_settings["OPTIONS"]["pool"]["max_size"] == 7
         assert replica_settings["TEST"]["MIRROR"] == "default"
         assert replica_settings["CONN_HEALTH_CHECKS"] is True
+        assert replica_settings["ENGINE"] == "core.postgres_backend"
 
 
 @with_replica

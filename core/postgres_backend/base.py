@@ -1,0 +1,23 @@
+"""DATABASES' ENGINE `core.postgres_backend` (memoryhub/settings.py): Django's own
+PostgreSQL backend, except that with CONN_HEALTH_CHECKS its pool checks a connection as
+it lends it with core.database_pool.check_lent_connection instead of psycopg_pool's
+empty query. Django passes the pool its check itself, so it is swapped on the pool
+Django made (tests/memoryhub/test_database_pool.py checks that it took)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.backends.postgresql import base
+from psycopg_pool import ConnectionPool
+
+from core.database_pool import check_lent_connection
+
+
+class DatabaseWrapper(base.DatabaseWrapper):
+    @property
+    def pool(self) -> Any:
+        pool = super().pool
+        if pool is not None and pool._check is ConnectionPool.check_connection:
+            pool._check = check_lent_connection
+        return pool
