@@ -26,11 +26,14 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
+
+from cachetools import TTLCache
 
 from core.db_router import read_connection
 from core.metric_definitions import timed
@@ -401,7 +404,7 @@ def vector_matches(
     most `limit`. Exact over the team's rows when the team is small or `memory_ids`
     names the memories; through the HNSW index otherwise."""
     with read_connection().cursor() as cursor:
-        if memory_ids is not None or _vector_count(cursor, filters.team_id, vector.model) < EXACT_SCAN_BELOW:
+        if memory_ids is not None or not _scanned_through_index(cursor, filters.team_id, vector.model):
             found = _exact_scan(cursor, vector, filters, limit=limit, memory_ids=memory_ids)
         else:
             _index_scan(cursor, vector, filters, limit=limit)
@@ -521,6 +524,26 @@ def _index_scan(cursor: Any, vector: QueryVector, filters: SearchFilters, *, lim
                 ORDER BY memory_id, distance
             """  # noqa: S608
     cursor.execute(sql, [literal, vector.model, filters.team_id, *params, literal, limit * 2])
+
+
+# Whether a team's vectors of a model are scanned through the HNSW index, by (team, model,
+# the line), kept a minute per process: counting up to EXACT_SCAN_BELOW is a statement of
+# its own on every search (a scan of up to that many index entries). Either way the answer
+# is right; a team that just crossed the line is scanned the old way for up to a minute.
+_SCAN_CHOICES: TTLCache[tuple[int, str, int], bool] = TTLCache(maxsize=4096, ttl=60)
+_SCAN_CHOICES_LOCK = threading.Lock()
+
+
+def _scanned_through_index(cursor: Any, team_id: int, model: str) -> bool:
+    key = (team_id, model, EXACT_SCAN_BELOW)
+    with _SCAN_CHOICES_LOCK:
+        known = _SCAN_CHOICES.get(key)
+    if known is not None:
+        return known
+    through_index = _vector_count(cursor, team_id, model) >= EXACT_SCAN_BELOW
+    with _SCAN_CHOICES_LOCK:
+        _SCAN_CHOICES[key] = through_index
+    return through_index
 
 
 def _vector_count(cursor: Any, team_id: int, model: str) -> int:

@@ -14,6 +14,7 @@ back short."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -134,6 +135,27 @@ def test_small_team_among_large_ones_is_scanned_exactly(
     assert len(results) == 5
     assert {r.key for r in results} <= {f"s{n}" for n in range(8)}
     assert not any("iterative_scan" in q for q in queries)  # scanned exactly
+
+
+def test_a_teams_scan_is_chosen_once_a_minute_and_a_team_that_grew_past_the_line_then_goes_through_the_index(
+    db: None, index_plan: None
+) -> None:
+    team = TeamFactory(slug="growing", name="Growing")
+    add_memories(team, "small", 8, "context", centre=None, spread=1.0)
+
+    _, first = run_search(team, max_results=5)
+    _, second = run_search(team, max_results=5)
+    counted = [q for q in first + second if "AS capped" in q]
+    assert len(counted) == 1  # the first search counted the team's vectors; the second did not
+    assert not any("iterative_scan" in q for q in first + second)  # exactly, both times
+
+    add_memories(team, "grown", 150, "context", centre=None, spread=1.0)  # past the test's line of 100
+    _, within_the_minute = run_search(team, max_results=5)
+    assert not any("iterative_scan" in q or "AS capped" in q for q in within_the_minute)  # still exact: right, slower
+    candidates._SCAN_CHOICES.expire(time.monotonic() + 61)  # a minute later
+    results, after = run_search(team, max_results=5)
+    assert len(results) == 5
+    assert any("AS capped" in q for q in after) and any("'hnsw.iterative_scan', 'relaxed_order'" in q for q in after)
 
 
 def test_narrow_filter_on_a_large_team_gets_k_results_through_the_iterative_scan(
