@@ -1,7 +1,8 @@
 """ModelSerializer works its fields out from the model on every instance it makes:
 about a millisecond for an entry's thirty-odd fields, on every read of an entry and for
-every serializer of a search's answer. The fields depend only on the class, so they are
-worked out once per class and copied for each instance.
+every serializer of a search's answer; a plain Serializer deep-copies its declared fields
+(each field's __init__ again). The fields depend only on the class, so they are worked
+out once per class and copied for each instance.
 
 The copy is shallow for a plain field: binding a field to its serializer sets its name,
 parent and source on the copy, and nothing else of a plain field changes after it is
@@ -20,8 +21,9 @@ _BUILT: dict[type, dict[str, serializers.Field]] = {}  # type: ignore[type-arg]
 
 
 class FieldsBuiltOnce:
-    """Mixed in before `serializers.ModelSerializer`. Only for serializers whose
-    `get_fields` depends on nothing but the class (not on the context or the instance)."""
+    """Mixed in before `serializers.ModelSerializer` or `serializers.Serializer`. Only for
+    serializers whose `get_fields` depends on nothing but the class (not on the context
+    or the instance)."""
 
     def get_fields(self) -> dict[str, Any]:
         cls = type(self)

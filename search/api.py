@@ -10,6 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api_errors import BODY_ERRORS, TEAM_SCOPED_ERRORS, error_responses
+from core.built_fields import FieldsBuiltOnce
 from memories.inputs import TYPE_HELP
 from memories.serializers import AnnotationOutputSerializer, SupersededBySerializer
 from memories.types import ACCEPTED_TYPE_NAMES, resolve_type
@@ -116,7 +117,7 @@ class SearchInputSerializer(StrictInputSerializer):
         return run_search.search_arguments(self.validated_data)
 
 
-class ExplainSerializer(serializers.Serializer):
+class ExplainSerializer(FieldsBuiltOnce, serializers.Serializer):  # type: ignore[type-arg]
     vector = serializers.FloatField(help_text="Cosine similarity of the best chunk, 0..1.")
     vector_relative = serializers.FloatField(
         required=False,
@@ -152,7 +153,7 @@ class ExplainSerializer(serializers.Serializer):
     )
 
 
-class FactHitSerializer(serializers.Serializer):
+class FactHitSerializer(FieldsBuiltOnce, serializers.Serializer):  # type: ignore[type-arg]
     entity = serializers.CharField()
     key = serializers.CharField()
     value = serializers.CharField()
@@ -160,7 +161,7 @@ class FactHitSerializer(serializers.Serializer):
     sensitivity = serializers.CharField()
 
 
-class ConversationHitSerializer(serializers.Serializer):
+class ConversationHitSerializer(FieldsBuiltOnce, serializers.Serializer):  # type: ignore[type-arg]
     id = serializers.UUIDField(help_text="The conversation's id (GET conversations/<id>/).")
     title = serializers.CharField()
     session = serializers.CharField()
@@ -169,7 +170,7 @@ class ConversationHitSerializer(serializers.Serializer):
     text = serializers.CharField(help_text="The window's lines, one `role: text` each.")
 
 
-class SearchResultSerializer(serializers.Serializer):
+class SearchResultSerializer(FieldsBuiltOnce, serializers.Serializer):  # type: ignore[type-arg]
     id = serializers.UUIDField(
         source="memory_id", help_text="The memory version's id; a fact's, or a conversation's for those."
     )
@@ -231,7 +232,7 @@ class SearchResultSerializer(serializers.Serializer):
         return data
 
 
-class SearchOutputSerializer(serializers.Serializer):
+class SearchOutputSerializer(FieldsBuiltOnce, serializers.Serializer):  # type: ignore[type-arg]
     # A plain string in the schema: as an enum it would be a second name for the choice
     # set of the input's `mode` (a drf-spectacular warning, which `make test` fails on).
     search_mode = serializers.CharField(
