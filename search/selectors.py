@@ -31,12 +31,12 @@ from memories.scopes import ScopeWindows
 from memories.selectors import annotations_for, successors_of
 from search.models import ChunkEmbedding
 from search.retrieval.candidates import (
-    EXACT_SCAN_BELOW,
     Candidate,
     QueryVector,
     SearchFilters,
     SearchMode,
     gather_candidates,
+    scanned_through_index,
     vector_matches,
 )
 from search.retrieval.entities import query_entities
@@ -324,16 +324,11 @@ def nearest_other_active_entries_of_batch(
     entries in indexing order, (id, key, unseen): an `unseen` entry had no vector before
     the batch stored them, and is not compared with the entries before it, as when each
     entry was checked right after its own indexing (a later entry's vectors did not
-    exist yet). None when the team is scanned through the HNSW index (EXACT_SCAN_BELOW
+    exist yet). None when the team is searched through the HNSW index (EXACT_SCAN_BELOW
     vectors or more): the caller looks entry by entry then. The caller is inside the
     team's scope and a transaction."""
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM"
-            " (SELECT 1 FROM search_chunkembedding WHERE team_id = %s AND model = %s LIMIT %s) AS capped",
-            [team_id, model, EXACT_SCAN_BELOW],
-        )
-        if cursor.fetchone()[0] >= EXACT_SCAN_BELOW:
+        if scanned_through_index(cursor, team_id, model):
             return None
         # Hash joins only, as the single entry's exact scan (search.retrieval.candidates).
         cursor.execute("SELECT set_config('enable_nestloop', 'off', true)")

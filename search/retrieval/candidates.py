@@ -404,7 +404,7 @@ def vector_matches(
     most `limit`. Exact over the team's rows when the team is small or `memory_ids`
     names the memories; through the HNSW index otherwise."""
     with read_connection().cursor() as cursor:
-        if memory_ids is not None or not _scanned_through_index(cursor, filters.team_id, vector.model):
+        if memory_ids is not None or not scanned_through_index(cursor, filters.team_id, vector.model):
             found = _exact_scan(cursor, vector, filters, limit=limit, memory_ids=memory_ids)
         else:
             _index_scan(cursor, vector, filters, limit=limit)
@@ -534,7 +534,10 @@ _SCAN_CHOICES: TTLCache[tuple[int, str, int], bool] = TTLCache(maxsize=4096, ttl
 _SCAN_CHOICES_LOCK = threading.Lock()
 
 
-def _scanned_through_index(cursor: Any, team_id: int, model: str) -> bool:
+def scanned_through_index(cursor: Any, team_id: int, model: str) -> bool:
+    """Whether the team's vectors of `model` are searched through the HNSW index
+    (EXACT_SCAN_BELOW of them or more) rather than scanned exactly: counted once a minute
+    per process (the search and the batch's near checks ask the same)."""
     key = (team_id, model, EXACT_SCAN_BELOW)
     with _SCAN_CHOICES_LOCK:
         known = _SCAN_CHOICES.get(key)
