@@ -61,6 +61,15 @@ class ConversationHit:
     found_by: str
 
 
+# Any of the query's words (`lexemes`, an array in the statement) as one text query; NULL
+# for a query without a word (punctuation only), which then matches no text: quoting an
+# empty string instead made a malformed query that failed the whole search.
+ANY_WORD = (
+    "CASE WHEN cardinality(lexemes) > 0 THEN to_tsquery('simple', "
+    "array_to_string(ARRAY(SELECT quote_literal(l) FROM unnest(lexemes) AS l), ' | ')) END"
+)
+
+
 def search_facts(*, team: Team, query: str, may_see_high: bool, limit: int) -> list[FactHit]:
     """The team's active facts that match the query, best first (module docstring). The
     CTEs are MATERIALIZED: inlined, the query's parsed words and each fact's scores were
@@ -74,9 +83,7 @@ def search_facts(*, team: Team, query: str, may_see_high: bool, limit: int) -> l
             FROM unnest(to_tsvector(%(config)s, %(query)s))
         ),
         qq AS MATERIALIZED (
-            SELECT lexemes, trigrams, to_tsquery('simple', coalesce(nullif(array_to_string(
-                ARRAY(SELECT quote_literal(l) FROM unnest(lexemes) AS l), ' | '), ''), quote_literal('')))
-                AS any_word,
+            SELECT lexemes, trigrams, {ANY_WORD} AS any_word,
                 -- Each word's query parsed once, not once per fact.
                 ARRAY(SELECT plainto_tsquery('simple', l) FROM unnest(lexemes) AS l) AS word_queries,
                 -- Without a word's two opening trigrams ("  s", " se"), which most names share.
@@ -188,17 +195,15 @@ def _keyword_windows(team_id: int, query: str) -> dict[int, float]:
     """Window id -> the share of the query's words it holds, for windows holding any."""
     with read_connection().cursor() as cursor:
         cursor.execute(
-            """
+            f"""
             WITH q AS (
-                SELECT coalesce(array_agg(DISTINCT lexeme), '{}') AS lexemes
+                SELECT coalesce(array_agg(DISTINCT lexeme), '{{}}') AS lexemes
                 FROM unnest(to_tsvector(%(config)s, %(query)s))
             ),
             qq AS MATERIALIZED (
                 SELECT cardinality(lexemes) AS size,
                     ARRAY(SELECT plainto_tsquery('simple', l) FROM unnest(lexemes) AS l) AS word_queries,
-                    to_tsquery('simple', coalesce(nullif(array_to_string(
-                        ARRAY(SELECT quote_literal(l) FROM unnest(lexemes) AS l), ' | '), ''),
-                        quote_literal(''))) AS any_word
+                    {ANY_WORD} AS any_word
                 FROM q
             )
             SELECT k.id,
@@ -208,7 +213,7 @@ def _keyword_windows(team_id: int, query: str) -> dict[int, float]:
             WHERE k.team_id = %(team)s AND k.search_vector @@ qq.any_word
             ORDER BY words DESC, k.id
             LIMIT %(limit)s
-            """,
+            """,  # noqa: S608 (the fragment is a constant; values are parameters)
             {"config": SEARCH_CONFIG, "query": query, "team": team_id, "limit": CONVERSATION_CANDIDATES},
         )
         return {row[0]: float(row[1]) for row in cursor.fetchall() if row[1] > 0}

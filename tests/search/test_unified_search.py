@@ -130,6 +130,18 @@ def test_sources_are_checked(member: Agent) -> None:
         assert response.json()["error"]
 
 
+def test_a_query_without_words_finds_facts_by_name_or_nothing_and_never_fails(
+    knowledge: dict[str, Any], member: Agent
+) -> None:
+    """Punctuation only ("::", the MCP fuzzer's ":") has no word to match: the facts are
+    looked up by their names' trigrams alone, not refused by a malformed text query."""
+    for query in (":", "::", "&", "!", "'", "-- ..."):
+        body = search(member, query, sources=["facts", "conversations"], mode="keyword")
+        assert body["results"] == [], (query, body)
+    # A name alone still finds its fact.
+    assert "facts" in origins(search(member, "project-alpha", sources=["facts"], mode="keyword"))
+
+
 def test_keyword_mode_searches_conversations_without_vectors(
     knowledge: dict[str, Any], member: Agent
 ) -> None:
