@@ -64,7 +64,7 @@ class ConversationHit:
 # Any of the query's words (`lexemes`, an array in the statement) as one text query; NULL
 # for a query without a word (punctuation only), which then matches no text: quoting an
 # empty string instead made a malformed query that failed the whole search.
-ANY_WORD = (
+_ANY_WORD = (
     "CASE WHEN cardinality(lexemes) > 0 THEN to_tsquery('simple', "
     "array_to_string(ARRAY(SELECT quote_literal(l) FROM unnest(lexemes) AS l), ' | ')) END"
 )
@@ -83,7 +83,7 @@ def search_facts(*, team: Team, query: str, may_see_high: bool, limit: int) -> l
             FROM unnest(to_tsvector(%(config)s, %(query)s))
         ),
         qq AS MATERIALIZED (
-            SELECT lexemes, trigrams, {ANY_WORD} AS any_word,
+            SELECT lexemes, trigrams, {_ANY_WORD} AS any_word,
                 -- Each word's query parsed once, not once per fact.
                 ARRAY(SELECT plainto_tsquery('simple', l) FROM unnest(lexemes) AS l) AS word_queries,
                 -- Without a word's two opening trigrams ("  s", " se"), which most names share.
@@ -203,7 +203,7 @@ def _keyword_windows(team_id: int, query: str) -> dict[int, float]:
             qq AS MATERIALIZED (
                 SELECT cardinality(lexemes) AS size,
                     ARRAY(SELECT plainto_tsquery('simple', l) FROM unnest(lexemes) AS l) AS word_queries,
-                    {ANY_WORD} AS any_word
+                    {_ANY_WORD} AS any_word
                 FROM q
             )
             SELECT k.id,
