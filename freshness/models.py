@@ -45,7 +45,7 @@ class NudgeAction(models.TextChoices):
     ARCHIVE = "archive"
     SUPERSEDE = "supersede"
     # A contradiction that is none: both entries are confirmed, and the pair is never
-    # raised again (freshness.services.raise_contradictions checks resolved nudges).
+    # raised again (freshness.contradiction_pass.raise_contradictions checks resolved nudges).
     COMPATIBLE = "compatible"
 
 

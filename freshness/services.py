@@ -1,14 +1,11 @@
-"""Every write of nudges, and the due and prune jobs.
+"""Every write of nudges but the contradiction pass's (freshness.contradiction_pass), and
+the due and prune jobs.
 
 - `mark_due_entries`: the beat job that opens a `due` nudge for every active entry
   unconfirmed for longer than its window (memories.freshness), team by team in each
   team's scope, bounded per run and idempotent (the open-nudge constraint).
 - `resolve_nudge`: one call resolves a nudge: confirm / dismiss any; supersede and
   compatible a contradiction; archive a prune proposal (400 where they do not apply).
-- `raise_contradictions`: after the worker indexed an entry (search.hooks.memory_indexed),
-  its nearest active entries of other keys are judged (freshness.contradictions) and a
-  contradicting pair opens one `contradiction` nudge; `texts_disagree` tells the
-  duplicate check that a near match disagreeing is no duplicate.
 - `propose_prunes`: the beat job that proposes archiving old, never read, unrated entries.
 - hook receivers: a confirmation resolves the entry's open due and anchor nudges; an
   archive resolves the entry's open nudges; a team shutdown deletes its nudges.
@@ -29,32 +26,25 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from core.errors import Conflict, InvalidInput, NotFound
-from freshness import contradictions, fact_contradictions
+from freshness import fact_contradictions
 from freshness.models import Nudge, NudgeAction, NudgeKind, NudgeState
 from freshness.sweeps import TeamSweep, new_candidates, nudged_entries, open_nudges, sweep_teams
 from memories import writes
 from memories.exceptions import MemoryNotFound, StaleVersion
 from memories.freshness import FreshnessWindows, due_condition
 from memories.models import Memory
-from search.hooks import IndexedEntry
-from search.selectors import nearest_other_active_entries
 from teams.models import Team
-from teams.scrubber import SecretMatcher, scrub
-from teams.vault_matcher import team_secret_matcher
 
 logger = logging.getLogger(__name__)
 
 # Candidates read per query inside a team (keyset over (last_confirmed_at, id)); the run's
 # `limit` bounds how many are flagged. A page of ids, keys and times is a few hundred KB.
 DUE_PAGE_SIZE = 5000
-# At most this many contradiction nudges open for one saved entry; past it, none (see
-# raise_contradictions).
-MAX_CONTRADICTIONS_PER_SAVE = 3
 
 
 class NudgeNotFound(NotFound):
@@ -328,145 +318,6 @@ def resolve_nudges_of_confirmed(*, team_id: int, memory_id: uuid.UUID, confirmed
 def delete_team_nudges(*, team: Team) -> dict[str, int]:
     """Receiver of teams.hooks.team_shutdown (inside the team's scope)."""
     return {"nudges": Nudge.objects.filter(team=team).delete()[0]}
-
-
-# --------------------------------------------------------------------------- contradictions
-
-
-@dataclass
-class ContradictionRun:
-    """What one look for contradictions did: `compared` candidates judged, `raised`
-    nudges opened (0 on a re-run: the pair has its nudge)."""
-
-    compared: int = 0
-    raised: int = 0
-
-
-def raise_contradictions(*, entry: IndexedEntry) -> ContradictionRun:
-    """After search.hooks.memory_indexed (inside the team's scope): the freshly
-    indexed active entry against the team's other active entries nearest to it
-    (pgvector, at most contradictions.MAX_CANDIDATES, from contradictions.BAND_FLOOR
-    up), each pair judged by contradictions.judge_pair. A contradicting pair opens one
-    `contradiction` nudge: `memory` the newer entry, `other_memory` the older (one order,
-    whichever of the two was indexed, so the open-nudge constraint sees one pair), the
-    seed's message, the verdict's confidence, and flags the older entry `contradicted_at`.
-
-    At most MAX_CONTRADICTIONS_PER_SAVE nudges per entry: an entry that disagrees with
-    more of its neighbours than that at once is one of a family of template-like entries
-    far more often than a reversal, so none is opened (and the count is logged).
-
-    The band reaches past the duplicate threshold: a near-duplicate that disagrees is
-    saved (search.duplicates_on_save asks texts_disagree) and must be flagged here. A pair that ever
-    had a contradiction nudge, open or closed (compatible, confirmed, dismissed,
-    superseded), is never raised again. Idempotent and bounded."""
-    run = ContradictionRun()
-    team = Team.objects.get(id=entry.team_id)
-    memory = Memory.objects.filter(team=team, id=entry.memory_id, is_active=True).first()
-    if memory is None:
-        return run
-    nearest = nearest_other_active_entries(
-        team_id=team.id,
-        memory_id=memory.id,
-        model=entry.model,
-        dimensions=entry.dimensions,
-        limit=contradictions.MAX_CANDIDATES,
-    )
-    in_band = {other_id: sim for other_id, sim in nearest if sim >= contradictions.BAND_FLOOR}
-    others = Memory.objects.filter(team=team, id__in=list(in_band), is_active=True)
-    # One query for the whole band, not one per pair.
-    raised_with = _ever_raised_with(team, memory, list(in_band))
-    found: list[tuple[Memory, Memory, float, contradictions.Verdict]] = []
-    unjudged = [other for other in others if other.id not in raised_with]
-    # The texts are judged as scrubbed now (credential shapes, the team's vault secrets):
-    # the verdict's subject and the nudge quote them, and a rule or secret added since
-    # the save must still hold. Only the opening is read (twice what the judge reads, so
-    # a secret across the judge's bound is scrubbed whole).
-    secrets = team_secret_matcher(team_id=team.id) if unjudged else SecretMatcher(())
-    opening = 2 * contradictions.MAX_JUDGED_CHARS
-    texts = {m.id: scrub(m.content[:opening], secrets).text for m in [memory, *unjudged]}
-    for other in unjudged:
-        similarity = min(in_band[other.id], 1.0)
-        newer, older = sorted([memory, other], key=lambda m: (m.created_at, str(m.id)), reverse=True)
-        run.compared += 1
-        verdict = contradictions.judge_pair(
-            texts[newer.id], texts[older.id], similarity, duplicate_threshold=team.dedup_threshold
-        )
-        if verdict.label == contradictions.Label.CONTRADICTING:
-            found.append((newer, older, similarity, verdict))
-    if len(found) > MAX_CONTRADICTIONS_PER_SAVE:
-        logger.info(
-            "team %s: %s disagrees with %d entries at once; read as template-like, no nudge opened",
-            team.slug,
-            memory.key,
-            len(found),
-        )
-        return run
-    for newer, older, similarity, verdict in found:
-        message = contradictions.contradiction_message(old_text=texts[older.id], new_text=texts[newer.id])
-        if _open_contradiction(team, newer, older, similarity=similarity, verdict=verdict, message=message):
-            run.raised += 1
-    if run.raised:
-        logger.info("team %s: %d contradiction(s) with %s", team.slug, run.raised, memory.key)
-    return run
-
-
-def contradictions_after_indexing(*, entry: IndexedEntry) -> None:
-    """Receiver of search.hooks.memory_indexed: raise_contradictions, its run logged."""
-    raise_contradictions(entry=entry)
-
-
-def _ever_raised_with(team: Team, memory: Memory, other_ids: list[uuid.UUID]) -> set[uuid.UUID]:
-    """Those of `other_ids` that ever had a contradiction nudge with `memory`, open or closed."""
-    if not other_ids:
-        return set()
-    either_order = Q(memory_id=memory.id, other_memory_id__in=other_ids) | Q(
-        other_memory_id=memory.id, memory_id__in=other_ids
-    )
-    pairs = Nudge.objects.filter(team=team, kind=NudgeKind.CONTRADICTION).filter(either_order)
-    ids = pairs.values_list("memory_id", "other_memory_id")
-    return {other for pair in ids for other in pair} - {memory.id}
-
-
-def _open_contradiction(
-    team: Team,
-    newer: Memory,
-    older: Memory,
-    *,
-    similarity: float,
-    verdict: contradictions.Verdict,
-    message: str,
-) -> bool:
-    """One nudge for the pair (`message` quotes the scrubbed texts); False when a
-    concurrent run opened it first."""
-    try:
-        with transaction.atomic():
-            Nudge.objects.create(
-                team=team,
-                kind=NudgeKind.CONTRADICTION,
-                memory=newer,
-                other_memory=older,
-                message=message,
-                confidence=verdict.confidence,
-                details={
-                    "similarity": round(similarity, 4),
-                    "reason": verdict.reason,
-                    "rule": verdict.rule,
-                    "subject": list(verdict.subject),
-                },
-            )
-    except IntegrityError:
-        return False
-    writes.set_freshness_flag(team=team, memory_ids=[older.id], flag="contradicted_at", on=True)
-    return True
-
-
-def texts_disagree(*, team: Team, new_text: str, old_text: str, similarity: float) -> bool:
-    """Receiver of search.hooks.texts_disagree: the duplicate check's near match is no
-    duplicate when the rules find a contradiction ("port is 5432" / "port is 6432")."""
-    verdict = contradictions.judge_pair(
-        new_text, old_text, similarity, duplicate_threshold=team.dedup_threshold
-    )
-    return verdict.label == contradictions.Label.CONTRADICTING
 
 
 def close_nudges_of_archived(*, team: Team, memory_id: uuid.UUID, archived_by: str) -> None:

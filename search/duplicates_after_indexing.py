@@ -1,6 +1,6 @@
 """The near-duplicate check of an entry the batch save stored without it
 (Memory.near_check_pending; memories.writes.settle_near_check), run by the worker
-right after indexing stored the entry's vectors and before search.hooks.memory_indexed
+right after indexing stored the entry's vectors and before search.hooks.memories_indexed
 announces it, so that freshness's contradiction pass sees the outcome.
 
 It asks what search.duplicates_on_save asks of a single save, with the vectors indexing just
@@ -98,7 +98,7 @@ def check_indexed_entries(
         if memory_id in replaced or memory_id not in checked:
             cleared.append(memory_id)  # not active: nothing to merge (settle_near_check clears the flag)
             continue
-        nearest = found.get(memory_id)
+        nearest = next(iter(found.get(memory_id) or []), None)
         if nearest is not None and nearest[0] in replaced:
             # The nearest left this pass: what is nearest now is looked up again.
             replaced |= _check_one(

@@ -18,12 +18,15 @@ class IndexedEntry:
     dimensions: int
 
 
-memory_indexed: Hook[None] = Hook(
-    "search.memory_indexed",
-    """An active entry was indexed with vectors (search.services.index_memory):
-    `receiver(entry=IndexedEntry)`. Called by the worker after the vectors were
-    committed, inside the team's scope; a receiver's failure is logged and never fails
-    the indexing (freshness looks for contradictions with the team's other entries).""",
+memories_indexed: Hook[None] = Hook(
+    "search.memories_indexed",
+    """Active entries of one team were indexed with vectors of one model:
+    `receiver(entries=list[IndexedEntry])`, one entry after a single save's indexing, a
+    batch's after search.services.announce_indexed. Called by the worker after the
+    vectors were committed, outside any transaction (a receiver scopes its own reads and
+    writes, so a long pass holds no locks); a receiver's failure is logged and never
+    fails the indexing, and a batch it failed on is announced again entry by entry
+    (freshness looks for contradictions with the team's other entries).""",
 )
 
 texts_disagree: Hook[bool | None] = Hook(

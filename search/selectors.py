@@ -317,10 +317,15 @@ def nearest_other_active_entries(
 
 
 def nearest_other_active_entries_of_batch(
-    *, team_id: int, batch: list[tuple[uuid.UUID, str, bool]], checked: set[uuid.UUID], model: str
-) -> dict[uuid.UUID, tuple[uuid.UUID, float] | None] | None:
-    """nearest_other_active_entries (limit 1) of each `checked` entry of a batch, in one
-    exact scan per owner instead of one per entry and chunk. `batch` is the batch's
+    *,
+    team_id: int,
+    batch: list[tuple[uuid.UUID, str, bool]],
+    checked: set[uuid.UUID],
+    model: str,
+    limit: int = 1,
+) -> dict[uuid.UUID, list[tuple[uuid.UUID, float]]] | None:
+    """nearest_other_active_entries of each `checked` entry of a batch, in one exact
+    scan per owner instead of one per entry and chunk. `batch` is the batch's
     entries in indexing order, (id, key, unseen): an `unseen` entry had no vector before
     the batch stored them, and is not compared with the entries before it, as when each
     entry was checked right after its own indexing (a later entry's vectors did not
@@ -337,7 +342,7 @@ def nearest_other_active_entries_of_batch(
         for memory_id, key, _unseen in batch:
             if memory_id in checked:
                 owners.setdefault(personal_owner_name(key), []).append(memory_id)
-        found: dict[uuid.UUID, tuple[uuid.UUID, float] | None] = dict.fromkeys(checked)
+        found: dict[uuid.UUID, list[tuple[uuid.UUID, float]]] = {memory_id: [] for memory_id in checked}
         for ids in owners.values():
             filters = SearchFilters(
                 team_id=team_id,
@@ -370,8 +375,12 @@ def nearest_other_active_entries_of_batch(
                       AND NOT (later.id IS NOT NULL AND later.unseen AND later.position > q.position)
                     GROUP BY q.id, k.id
                 )
-                SELECT DISTINCT ON (query_id) query_id, other_id, distance
-                FROM pairs ORDER BY query_id, distance, other_id
+                SELECT query_id, other_id, distance FROM (
+                    SELECT query_id, other_id, distance,
+                           row_number() OVER (PARTITION BY query_id ORDER BY distance, other_id) AS place
+                    FROM pairs
+                ) ranked
+                WHERE place <= %s ORDER BY query_id, place
                 """,  # noqa: S608 (constants and SearchFilters' clauses)
                 [
                     [memory_id for memory_id, _key, _unseen in batch],
@@ -385,9 +394,10 @@ def nearest_other_active_entries_of_batch(
                     team_id,
                     model,
                     *params,
+                    limit,
                 ],
             )
             for query_id, other_id, distance in cursor.fetchall():
-                found[query_id] = (other_id, max(0.0, 1.0 - float(distance)))
+                found[query_id].append((other_id, max(0.0, 1.0 - float(distance))))
         cursor.execute("RESET enable_nestloop")
     return found

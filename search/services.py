@@ -77,7 +77,7 @@ def index_memory(*, team_id: int, memory_id: uuid.UUID | str, announce: bool = T
     before, and this embeds again with the new model, or after, and then it sees these
     vectors are not the new model's and queues the entry again.
 
-    With `announce` False, search.hooks.memory_indexed is left to the caller
+    With `announce` False, search.hooks.memories_indexed is left to the caller
     (announce_indexed): a batch is made searchable first, then announced.
 
     An entry a batch saved with its near-duplicate check pending gets it here, once its
@@ -131,9 +131,14 @@ def index_memory(*, team_id: int, memory_id: uuid.UUID | str, announce: bool = T
             )
         if memory.is_active and announce:
             _announce_indexed(
-                IndexedEntry(
-                    team_id=team_id, memory_id=memory.id, model=provider.model, dimensions=provider.dimensions
-                )
+                [
+                    IndexedEntry(
+                        team_id=team_id,
+                        memory_id=memory.id,
+                        model=provider.model,
+                        dimensions=provider.dimensions,
+                    )
+                ]
             )
         return IndexOutcome.INDEXED
     # The team kept switching models under this task: leave the entry for the reconcile job.
@@ -154,21 +159,29 @@ def _drop_near_check(memory: Memory) -> None:
 MAX_PROFILE_SWITCHES_PER_INDEXING = 3
 
 
-def _announce_indexed(entry: IndexedEntry) -> None:
-    """search.hooks.memory_indexed, after the vectors committed, in the team's scope.
-    What a receiver does with them (freshness: contradictions) never fails indexing:
-    the entry is indexed either way, and the next indexing of it tries again."""
+def _announce_indexed(entries: list[IndexedEntry]) -> None:
+    """search.hooks.memories_indexed, after the vectors committed. What a receiver does
+    with them (freshness: contradictions) never fails indexing: the entries are indexed
+    either way. When it fails on a batch, each entry is announced alone, so one entry's
+    bad data costs only its own announcement (the next indexing of it tries again)."""
     try:
-        with team_scope(entry.team_id), transaction.atomic():
-            hooks.memory_indexed.call(entry=entry)
+        hooks.memories_indexed.call(entries=entries)
+        return
     except Exception:
-        logger.exception("after indexing memory %s of team %s", entry.memory_id, entry.team_id)
+        logger.exception("after indexing %d memories of team %s", len(entries), entries[0].team_id)
+    if len(entries) == 1:
+        return
+    for entry in entries:
+        try:
+            hooks.memories_indexed.call(entries=[entry])
+        except Exception:
+            logger.exception("after indexing memory %s of team %s", entry.memory_id, entry.team_id)
 
 
 def announce_indexed(*, team_id: int, memory_ids: list[str]) -> int:
-    """search.hooks.memory_indexed for entries a batch indexed without announcing them
+    """search.hooks.memories_indexed for entries a batch indexed without announcing them
     (search.tasks.index_memories), those still active and indexed, with the team's
-    current model. Returns how many were announced."""
+    current model, in one call. Returns how many were announced."""
     with team_scope(team_id):
         team = Team.objects.filter(id=team_id).first()
         found = set(
@@ -187,12 +200,14 @@ def announce_indexed(*, team_id: int, memory_ids: list[str]) -> int:
         return 0
     if provider is None:
         return 0
-    for memory_id in ids:
-        _announce_indexed(
+    _announce_indexed(
+        [
             IndexedEntry(
                 team_id=team_id, memory_id=memory_id, model=provider.model, dimensions=provider.dimensions
             )
-        )
+            for memory_id in dict.fromkeys(ids)
+        ]
+    )
     return len(ids)
 
 

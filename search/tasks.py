@@ -144,10 +144,10 @@ def index_memories(team_id: int, memory_ids: list[str]) -> dict[str, int]:
     An entry a crash leaves unindexed keeps its lease and is re-enqueued by the
     reconcile job.
 
-    The entries are made searchable first; search.hooks.memory_indexed (freshness's
-    contradiction pass, most of an entry's indexing time) runs for them in a message of
-    its own (announce_indexed), queued behind the indexing already waiting: a burst of
-    batches becomes searchable before its contradictions are looked for."""
+    The entries are made searchable first; search.hooks.memories_indexed (freshness's
+    contradiction pass over the batch) runs for them in a message of its own
+    (announce_indexed), queued behind the indexing already waiting: a burst of batches
+    becomes searchable before its contradictions are looked for."""
     from search import batch_indexing, services
 
     by_entry = batch_indexing.index_batch(team_id=team_id, memory_ids=memory_ids)

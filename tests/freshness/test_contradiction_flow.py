@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from freshness import services
+from freshness import contradiction_pass
 from freshness.models import Nudge, NudgeKind, NudgeState
 from memories.models import Memory
 from search import hooks as search_hooks
@@ -276,10 +276,12 @@ def test_the_detector_runs_in_the_team_scope_bounded(member: Agent, save) -> Non
     saved = save(member, "billing", OLD_BILLING)
     member.client.delete(member.url("memories/billing/"))
 
-    run = services.raise_contradictions(
-        entry=search_hooks.IndexedEntry(
-            team_id=member.team.id, memory_id=saved["id"], model="any", dimensions=384
-        )
+    run = contradiction_pass.raise_contradictions(
+        entries=[
+            search_hooks.IndexedEntry(
+                team_id=member.team.id, memory_id=saved["id"], model="any", dimensions=384
+            )
+        ]
     )
 
     assert (run.compared, run.raised) == (0, 0)

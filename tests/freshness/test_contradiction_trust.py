@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from freshness.contradiction_pass import MAX_CONTRADICTIONS_PER_SAVE
 from freshness.contradictions import INJECT_CONFIDENCE
 from freshness.models import Nudge, NudgeKind
-from freshness.services import MAX_CONTRADICTIONS_PER_SAVE
 from memories.models import Memory
 from tests.bench.contradiction_set import template_entries
 from tests.conftest import Agent, operator_view

@@ -241,7 +241,7 @@ def test_saved_entries_are_indexed_in_batches_and_become_searchable(
 ) -> None:
     # Not this test's subject, and most of its time: freshness's contradiction pass over
     # 150 texts that differ by a number.
-    monkeypatch.setattr(search_hooks.memory_indexed, "_receivers", [])
+    monkeypatch.setattr(search_hooks.memories_indexed, "_receivers", [])
     entries = [
         {"key": f"k-{i:03d}", "content": f"Batch memory number {i} mentions zanzibar{i}."} for i in range(150)
     ]
@@ -263,23 +263,25 @@ def test_saved_entries_are_indexed_in_batches_and_become_searchable(
 def test_a_batch_is_searchable_before_its_contradictions_are_looked_for(
     member: Agent, django_capture_on_commit_callbacks: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """search.hooks.memory_indexed (freshness's contradiction pass) runs in a message of
-    its own after the whole batch was indexed, for every entry still active."""
-    seen: list[tuple[str, set[str]]] = []
+    """search.hooks.memories_indexed (freshness's contradiction pass) runs in a message of
+    its own after the whole batch was indexed, once for every entry still active."""
+    seen: list[tuple[list[str], set[str]]] = []
 
-    def receiver(*, entry: IndexedEntry) -> None:
-        states = set(Memory.objects.filter(team_id=entry.team_id).values_list("index_state", flat=True))
-        seen.append((str(entry.memory_id), states))
+    def receiver(*, entries: list[IndexedEntry]) -> None:
+        with operator_view():
+            states = set(
+                Memory.objects.filter(team_id=entries[0].team_id).values_list("index_state", flat=True)
+            )
+        seen.append(([str(entry.memory_id) for entry in entries], states))
 
-    monkeypatch.setattr(search_hooks.memory_indexed, "_receivers", [receiver])
+    monkeypatch.setattr(search_hooks.memories_indexed, "_receivers", [receiver])
     entries = [{"key": f"k-{i}", "content": f"Memory {i} about the quartz mine."} for i in range(5)]
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         results = post_batch(member, entries).json()["results"]
     for callback in callbacks:
         callback()
 
-    assert [memory_id for memory_id, _ in seen] == [r["id"] for r in results]
-    assert all(states == {"indexed"} for _, states in seen)
+    assert seen == [([r["id"] for r in results], {"indexed"})]
 
 
 # --------------------------------------------------------------------------- isolation, scopes

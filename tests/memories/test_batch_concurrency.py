@@ -27,7 +27,7 @@ def test_two_batches_over_the_same_keys_in_opposite_orders_both_go_through(
 ) -> None:
     # Not this test's subject, and most of its time: freshness's contradiction pass over
     # 240 texts that differ by a key, run in-process once each batch has committed.
-    monkeypatch.setattr(search_hooks.memory_indexed, "_receivers", [])
+    monkeypatch.setattr(search_hooks.memories_indexed, "_receivers", [])
     # Two tokens: one token's writes run one at a time (its write slot), two tokens' do not.
     agents = [make_agent(team, f"bot-{n}", ["read", "write"]) for n in range(2)]
     orders = [KEYS, list(reversed(KEYS))]
