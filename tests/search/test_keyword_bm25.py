@@ -157,6 +157,46 @@ def test_plan_picks_the_rarest_lexemes_up_to_the_bound(member: Agent, save) -> N
         assert plan_keyword_query("unknownword", member.team.id) is None
 
 
+def test_a_chunks_score_is_bm25_over_its_own_term_frequencies(member: Agent, save) -> None:  # type: ignore[no-untyped-def]
+    """The score the SQL gives each candidate, against BM25 computed here from the
+    chunk's whole tsvector: repeated words count each time, words the query lacks count
+    only in the chunk's length, and a long chunk is scored as exactly as a short one."""
+    filler = " ".join(f"word{n}x" for n in range(40))
+    save(member, "long", f"Zeppelin hangar notes: {filler}. The zeppelin and the zeppelin mast again.")
+    save(member, "short", "Mooring mast for the zeppelin")
+    save(member, "other", "Mooring lines are checked weekly")
+    with team_scope(member.team.id):
+        plan = plan_keyword_query("zeppelin mooring mast", member.team.id)
+        assert plan is not None
+        filters = SearchFilters(team_id=member.team.id, types=None, project=None, include_superseded=False)
+        found = candidates.keyword_plan_matches(plan, filters, limit=None, memory_ids=None)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT c.id, u.lexeme, array_length(u.positions, 1), length(c.search_vector)"
+                " FROM search_chunk c, unnest(c.search_vector) u WHERE c.team_id = %s",
+                [member.team.id],
+            )
+            rows = cursor.fetchall()
+    frequencies: dict[int, dict[str, int]] = {}
+    lengths: dict[int, int] = {}
+    for chunk_id, lexeme, occurrences, length in rows:
+        frequencies.setdefault(chunk_id, {})[lexeme] = occurrences
+        lengths[chunk_id] = length
+    idf = dict(zip(plan.lexemes, plan.idf, strict=True))
+    k1, b = candidates.BM25_K1, candidates.BM25_B
+
+    def bm25(chunk_id: int) -> float:
+        norm = k1 * (1 - b + b * lengths[chunk_id] / plan.avg_length)
+        tf = frequencies[chunk_id]
+        return sum(idf[lex] * tf[lex] * (k1 + 1) / (tf[lex] + norm) for lex in idf if lex in tf)
+
+    assert len(found) == 3
+    assert max(lengths[chunk_id] for _, _, chunk_id in found) > 40
+    assert max(frequencies[chunk_id].get("zeppelin", 0) for _, _, chunk_id in found) == 3
+    for _memory_id, rank, chunk_id in found:
+        assert rank == pytest.approx(bm25(chunk_id), rel=1e-9)
+
+
 def test_hybrid_completion_scores_candidates_outside_the_bounded_set(
     member: Agent,
     save,  # type: ignore[no-untyped-def]
