@@ -15,12 +15,14 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from freshness import contradiction_pass
 from freshness.models import Nudge, NudgeKind
 from memories import writes
 from memories.writes.batch import BatchEntry
 from search import batch_indexing, services
 from search import hooks as search_hooks
 from search.hooks import IndexedEntry
+from search.retrieval import candidates
 from teams.models import Team
 from teams.scope import team_scope
 from tests.conftest import operator_view
@@ -85,17 +87,31 @@ def contradictions(team: Team) -> set[tuple[str, str, str]]:
         return {(n.memory.key, n.other_memory.key, str(n.details["rule"])) for n in nudges}  # type: ignore[union-attr]
 
 
+@pytest.mark.parametrize("vector_path", ["exact scan", "HNSW index"])
 def test_a_batch_opens_the_nudges_its_entries_open_one_by_one(
-    team: Team, other_team: Team, saved_and_indexed: Any
+    team: Team, other_team: Team, saved_and_indexed: Any, vector_path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Two teams with the same entries: one announced as a batch, one entry at a time.
-    A pair inside the batch (Thursdays / Fridays) gets one nudge, not one per side."""
+    A pair inside the batch (Thursdays / Fridays) gets one nudge, not one per side. A
+    team searched through the index has its batch's neighbours looked up entry by entry."""
+    looked_up_alone: list[object] = []
+    alone = contradiction_pass.nearest_other_active_entries
+
+    def spied(**kwargs: Any) -> Any:
+        looked_up_alone.append(kwargs["memory_id"])
+        return alone(**kwargs)
+
+    monkeypatch.setattr(contradiction_pass, "nearest_other_active_entries", spied)
+    if vector_path == "HNSW index":
+        monkeypatch.setattr(candidates, "EXACT_SCAN_BELOW", 1)
     for each in (team, other_team):
         services.announce_indexed(team_id=each.id, memory_ids=saved_and_indexed(each, SEEDED, "seed"))
     batch_ids = saved_and_indexed(team, BATCH, "new")
     one_by_one_ids = saved_and_indexed(other_team, BATCH, "new")
 
+    looked_up_alone.clear()
     assert services.announce_indexed(team_id=team.id, memory_ids=batch_ids) == len(BATCH)
+    assert len(looked_up_alone) == (len(BATCH) if vector_path == "HNSW index" else 0)
     for memory_id in one_by_one_ids:
         services.announce_indexed(team_id=other_team.id, memory_ids=[memory_id])
 
