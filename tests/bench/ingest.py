@@ -61,6 +61,7 @@ class Posted:
 class Phase:
     items: list[Posted] = field(default_factory=list)
     done: threading.Event = field(default_factory=threading.Event)
+    polls: int = 0  # the poller's GETs: the instrument's own load on the server
 
 
 def _texts(count: int, offset: int) -> list[tuple[str, str, str, int]]:
@@ -96,6 +97,7 @@ def _poller(client: Any, base: str, phase: Phase, errors: list[str]) -> None:
             time.sleep(POLL_INTERVAL / 2)
             continue
         response = client.get(f"{base}/api/v1/teams/{TEAM_SLUG}/memories/{item.key}/")
+        phase.polls += 1
         if response.status_code != 200:
             errors.append(f"GET {item.key}: {response.status_code}")
             return
@@ -321,6 +323,7 @@ def _run_batch_phase(
             "save_to_searchable_ms": harness.summarize(
                 [(i.indexed_at - i.saved_at) * 1000 for i in phase.items if i.indexed_at is not None]
             ),
+            "poller_gets": phase.polls,
         },
         phase,
         reads_ms,
@@ -541,7 +544,8 @@ def run(*, quick: bool = False) -> dict[str, Any]:
     print(
         "reads: another token's client and connection, one GET after the other of the burst's and the "
         f"one-at-a-time phase's entries; {READ_WARMUP} untimed GETs first. While ingesting: from before "
-        "the first batch POST until the poller saw the last key indexed (the poller's GETs are not counted).\n"
+        "the first batch POST until the poller saw the last key indexed (the poller's GETs are not counted: "
+        f"{figures['memories/batch']['poller_gets']} of them meanwhile, on the same server).\n"
         f"queued before the idle reads: {queued_before_idle_reads}; load average (1, 5, 15 min) before the "
         f"idle reads {reads['load_average_before_idle_reads']}, after the batch phase "
         f"{reads['load_average_after_batch']}.\n"
