@@ -10,7 +10,8 @@ import uuid
 from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
+from django.db.models.functions import Left
 
 from freshness import contradictions
 from freshness.models import Nudge, NudgeKind
@@ -68,13 +69,18 @@ def raise_contradictions(*, entries: list[IndexedEntry]) -> ContradictionRun:
     with team_scope(team_id):
         team = Team.objects.get(id=team_id)
         wanted = list(dict.fromkeys(entry.memory_id for entry in entries))
-        found = {m.id: m for m in Memory.objects.filter(team=team, id__in=wanted, is_active=True)}
+        found = {
+            m.id: m for m in _with_openings(Memory.objects.filter(team=team, id__in=wanted, is_active=True))
+        }
         batch = [found[memory_id] for memory_id in wanted if memory_id in found]
         if not batch:
             return run
         bands = _bands_of(team, batch, model=model, dimensions=dimensions)
         near_ids = {other_id for band in bands.values() for other_id in band}
-        others = {m.id: m for m in Memory.objects.filter(team=team, id__in=list(near_ids), is_active=True)}
+        others = {
+            m.id: m
+            for m in _with_openings(Memory.objects.filter(team=team, id__in=list(near_ids), is_active=True))
+        }
         others.update(found)
         raised_pairs = _pairs_ever_raised(team, list(found), list(near_ids))
         # The texts are judged as scrubbed now (credential shapes, the team's vault secrets):
@@ -85,10 +91,8 @@ def raise_contradictions(*, entries: list[IndexedEntry]) -> ContradictionRun:
     verdicts: dict[frozenset[uuid.UUID], contradictions.Verdict] = {}
 
     def text_of(memory: Memory) -> str:
-        # Only the opening is read (twice what the judge reads, so a secret across the
-        # judge's bound is scrubbed whole).
         if memory.id not in scrubbed:
-            scrubbed[memory.id] = scrub(memory.content[: 2 * contradictions.MAX_JUDGED_CHARS], secrets).text
+            scrubbed[memory.id] = scrub(memory.opening, secrets).text  # type: ignore[attr-defined]
         return scrubbed[memory.id]
 
     for memory in batch:
@@ -128,6 +132,15 @@ def raise_contradictions(*, entries: list[IndexedEntry]) -> ContradictionRun:
             logger.info("team %s: %d contradiction(s) with %s", team.slug, opened, memory.key)
         run.raised += opened
     return run
+
+
+def _with_openings(entries: QuerySet[Memory]) -> QuerySet[Memory]:
+    """The entries with what the pass needs of them: their `opening`, twice what the judge
+    reads (so a secret across the judge's bound is scrubbed whole), not their whole text:
+    a batch's 2,000 neighbours of up to 64 KiB each would be 128 MB."""
+    return entries.only("id", "team_id", "key", "created_at").annotate(
+        opening=Left("content", 2 * contradictions.MAX_JUDGED_CHARS)
+    )
 
 
 def _bands_of(
