@@ -339,23 +339,23 @@ def keyword_sql(
     query's lexemes; best chunk per memory, best first, at most `limit`."""
     bound = KEYWORD_CANDIDATE_CHUNKS if bound is None else bound
     where, params = _where(filters, memory_ids)
-    # The bounded set through the GIN index (search_keyword_candidates, migration
-    # search.0005: under row-level security the application role's own query could not
-    # use that index); the chunks of `memory_ids` through the team index.
-    if memory_ids is None:
-        chunks = (
-            "search_keyword_candidates(%s::tsquery, %s) AS found JOIN search_chunk c ON c.id = found.chunk_id"
-        )
-        match = ""
-    else:
-        chunks, match = "search_chunk c", "c.search_vector @@ %s::tsquery AND"
+    # The bounded set through the GIN index (search_keyword_candidates, migrations
+    # search.0005 and 0011: under row-level security the application role's own query
+    # could not use that index; the function hands over the rows it read, the scope's team
+    # only); the chunks of `memory_ids` through the team index.
     lexemes = plan.picked if memory_ids is None else plan.lexemes
+    if memory_ids is None:
+        chunks, match = "search_keyword_candidates(%s::tsquery, %s) AS c(id, memory_id, search_vector)", ""
+        chunk_args: list[Any] = [_or_query(lexemes), bound]
+    else:
+        chunks, match = "search_chunk c", "c.search_vector @@ %s::tsquery AND c.team_id = %s AND"
+        chunk_args = [_or_query(lexemes), filters.team_id]
     sql = f"""
         WITH q(lexeme, idf) AS (SELECT * FROM unnest(%s::text[], %s::float8[])),
         candidate AS MATERIALIZED (
             SELECT c.id, c.memory_id, c.search_vector
             FROM {chunks} JOIN memories_memory m ON m.id = c.memory_id
-            WHERE {match} c.team_id = %s AND {where}
+            WHERE {match} {where}
         ),
         scored AS (
             SELECT candidate.id, candidate.memory_id, (
@@ -374,10 +374,7 @@ def keyword_sql(
         SELECT memory_id, rank, id FROM best ORDER BY rank DESC, memory_id
         {"LIMIT %s" if limit is not None else ""}
     """  # noqa: S608 (fragments are constants; values are parameters)
-    args: list[Any] = [plan.lexemes, plan.idf, _or_query(lexemes)]
-    if memory_ids is None:
-        args.append(bound)
-    args += [filters.team_id, *params, plan.avg_length]
+    args: list[Any] = [plan.lexemes, plan.idf, *chunk_args, *params, plan.avg_length]
     if limit is not None:
         args.append(limit)
     return sql, args
