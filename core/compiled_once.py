@@ -12,7 +12,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.db.models import Model, QuerySet
-from django.db.models.query import RawQuerySet
+
+from core.prepared_statements import model_instances
 
 # Values no caller ever passes, so each is found only where its argument went.
 INT_MARKER = -8_070_450_532_247_928_831
@@ -38,11 +39,12 @@ class CompiledOnce:
                 params[position] = arguments[name]
         return sql, params
 
-    def rows(self, **arguments: Any) -> RawQuerySet[Any]:
-        """The query's rows as model instances."""
+    def rows(self, **arguments: Any) -> list[Any]:
+        """The query's rows as model instances, the statement prepared once it is hot
+        (core.prepared_statements)."""
         model = self._compile()[0]
         sql, params = self.sql_with_params(**arguments)
-        return model._default_manager.raw(sql, params)
+        return model_instances(model, sql, params)
 
     def first(self, **arguments: Any) -> Any:
         """The query's first row as a model instance, or None."""

@@ -14,6 +14,7 @@ from typing import Any
 from django.utils import timezone
 
 from core.compiled_once import CompiledOnce
+from core.prepared_statements import model_instances
 from memories.models import Annotation, Memory
 from memories.selectors import MAX_ANNOTATIONS_SHOWN, find_active_memory_query
 from teams.models import Team
@@ -58,7 +59,7 @@ def read_active_entry_counted(*, team: Team, key: str) -> Memory | None:
         FROM entry
     """  # noqa: S608 (the fragment is the ORM's own compiled query; values are parameters)
     params: list[Any] = [*entry_params, now, team.id, team.id, MAX_ANNOTATIONS_SHOWN]
-    memory = next(iter(Memory.objects.raw(sql, params)), None)
+    memory = next(iter(model_instances(Memory, sql, params)), None)
     if memory is None:
         return None
     notes_json = vars(memory).pop("notes_json")

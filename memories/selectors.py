@@ -11,6 +11,7 @@ from typing import Any
 from django.db.models import F, QuerySet, Window
 from django.db.models.functions import RowNumber
 
+from core.prepared_statements import model_instances
 from memories.exceptions import MemoryNotFound
 from memories.metadata_extraction import metadata_filter_q
 from memories.models import Annotation, Confirmation, Memory, MemoryState
@@ -129,8 +130,8 @@ def annotations_for(
     """  # noqa: S608 (the one fragment is a constant; values are parameters)
     params: list[Any] = [team_id, *([as_of] if as_of is not None else []), team_id, ids, team_id, ids, limit]
     notes: dict[uuid.UUID, list[Annotation]] = {memory_id: [] for memory_id in ids}
-    for annotation in Annotation.objects.raw(sql, params):
-        # raw() sets the extra `wanted_id` column on the instance; the model does not declare it.
+    for annotation in model_instances(Annotation, sql, params):
+        # The extra `wanted_id` column is set on the instance; the model does not declare it.
         wanted_id: uuid.UUID = vars(annotation)["wanted_id"]
         notes[wanted_id].append(annotation)
     return notes

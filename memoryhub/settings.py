@@ -137,6 +137,15 @@ if DB_POOL_MAX > 0:
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 else:
     DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
+# The hot reads' statements (core.prepared_statements) are prepared once a connection has
+# sent one this many times: PostgreSQL plans it once per connection instead of on every
+# request. 0 turns it off, for a connection pooler in transaction mode that cannot keep
+# prepared statements (docs/operations.md, "Prepared statements"). Django's other
+# statements bind on the client and are never prepared.
+DB_PREPARE_THRESHOLD = env.int("MEMORYHUB_DB_PREPARE_THRESHOLD", default=5)
+if DB_PREPARE_THRESHOLD < 0:
+    raise ImproperlyConfigured("MEMORYHUB_DB_PREPARE_THRESHOLD must be 0 (off) or more")
+DATABASES["default"]["OPTIONS"]["prepare_threshold"] = DB_PREPARE_THRESHOLD or None
 # With the pool, a connection is checked as it is lent out, so one broken by a database
 # restart is replaced instead of failing the request (core.database_pool: a round trip only
 # when its socket has something to say).

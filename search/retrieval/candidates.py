@@ -37,6 +37,7 @@ from cachetools import TTLCache
 
 from core.db_router import read_connection
 from core.metric_definitions import timed
+from core.prepared_statements import prepared_cursor
 from memories.personal import personal_owner_name
 from search.models import SEARCH_CONFIG
 from search.retrieval import trigrams
@@ -275,7 +276,7 @@ class KeywordStats:
 def read_keyword_stats(query: str, team_id: int) -> KeywordStats:
     """The team's statistics (search.models.KeywordStat) of the query's lexemes, in one
     read; `chunks` is 0 when the team has none."""
-    with read_connection().cursor() as cursor:
+    with prepared_cursor(read_connection()) as cursor:
         # The query's own lexemes come back too (chunks NULL): those not found are unknown.
         cursor.execute(
             f"""
@@ -399,7 +400,7 @@ def keyword_plan_matches(
     plan: KeywordPlan, filters: SearchFilters, *, limit: int | None, memory_ids: list[uuid.UUID] | None
 ) -> list[Match]:
     sql, args = keyword_sql(plan, filters, limit=limit, memory_ids=memory_ids)
-    with read_connection().cursor() as cursor:
+    with prepared_cursor(read_connection()) as cursor:
         cursor.execute(sql, args)
         return [(row[0], float(row[1]), row[2]) for row in cursor.fetchall()]
 
@@ -410,27 +411,26 @@ def vector_matches(
     """Best chunk per memory by cosine similarity, best first (ties by memory id), at
     most `limit`. Exact over the team's rows when the team is small or `memory_ids`
     names the memories; through the HNSW index otherwise."""
-    with read_connection().cursor() as cursor:
-        if memory_ids is not None or not scanned_through_index(cursor, filters.team_id, vector.model):
-            found = _exact_scan(cursor, vector, filters, limit=limit, memory_ids=memory_ids)
-        else:
-            _index_scan(cursor, vector, filters, limit=limit)
-            found = cursor.fetchall()
-        rows = [(row[0], max(0.0, 1.0 - float(row[1])), row[2]) for row in found]
+    if memory_ids is not None:
+        found = _named_scan(vector, filters, limit=limit, memory_ids=memory_ids)
+    else:
+        found = _team_scan(vector, filters, limit=limit)
+    rows = [(row[0], max(0.0, 1.0 - float(row[1])), row[2]) for row in found]
     rows.sort(key=lambda row: (-row[1], str(row[0])))
     return rows[:limit]
 
 
+def _team_scan(vector: QueryVector, filters: SearchFilters, *, limit: int) -> list[tuple[Any, ...]]:
+    with read_connection().cursor() as cursor:
+        if not scanned_through_index(cursor, filters.team_id, vector.model):
+            return _exact_scan(cursor, vector, filters, limit=limit)
+        _index_scan(cursor, vector, filters, limit=limit)
+        return list(cursor.fetchall())
+
+
 def _exact_scan(
-    cursor: Any,
-    vector: QueryVector,
-    filters: SearchFilters,
-    *,
-    limit: int,
-    memory_ids: list[uuid.UUID] | None,
+    cursor: Any, vector: QueryVector, filters: SearchFilters, *, limit: int
 ) -> list[tuple[Any, ...]]:
-    if memory_ids is not None:
-        return _named_scan(cursor, vector, filters, limit=limit, memory_ids=memory_ids)
     where, params = filters.sql()
     # Hash joins only, for this statement. Row-level security turns the team condition
     # into `team_id = <team>` on every joined table; for a team that grew since the last
@@ -464,7 +464,7 @@ def _exact_scan(
 
 
 def _named_scan(
-    cursor: Any, vector: QueryVector, filters: SearchFilters, *, limit: int, memory_ids: list[uuid.UUID]
+    vector: QueryVector, filters: SearchFilters, *, limit: int, memory_ids: list[uuid.UUID]
 ) -> list[tuple[Any, ...]]:
     """The exact scan of named memories (the hybrid completion): each table read on its
     own (MATERIALIZED), by the names, and only then joined. As one join, a planner whose
@@ -474,34 +474,35 @@ def _named_scan(
     more than once, whatever the statistics say; with current statistics each table is
     read through its index, by the names (tests/search/test_vector_plans.py)."""
     where, params = filters.sql()
-    cursor.execute(
-        f"""
-            WITH named AS MATERIALIZED (
-                SELECT id, memory_id FROM search_chunk WHERE team_id = %s AND memory_id = ANY(%s)
-            ), kept AS MATERIALIZED (
-                SELECT m.id FROM memories_memory m WHERE m.id = ANY(%s) AND {where}
-            ), scored AS MATERIALIZED (
-                SELECT e.chunk_id, e.embedding <=> %s::vector AS distance FROM search_chunkembedding e
-                WHERE e.team_id = %s AND e.model = %s AND e.chunk_id = ANY(ARRAY(SELECT id FROM named))
-            )
-            SELECT memory_id, distance, chunk_id FROM (
-                SELECT DISTINCT ON (c.memory_id) c.memory_id, s.distance, c.id AS chunk_id
-                FROM scored s JOIN named c ON c.id = s.chunk_id JOIN kept k ON k.id = c.memory_id
-                ORDER BY c.memory_id, s.distance
-            ) best ORDER BY distance, memory_id LIMIT %s
-        """,  # noqa: S608
-        [
-            filters.team_id,
-            memory_ids,
-            memory_ids,
-            *params,
-            vector.literal,
-            filters.team_id,
-            vector.model,
-            limit,
-        ],
-    )
-    return list(cursor.fetchall())
+    with prepared_cursor(read_connection()) as cursor:
+        cursor.execute(
+            f"""
+                WITH named AS MATERIALIZED (
+                    SELECT id, memory_id FROM search_chunk WHERE team_id = %s AND memory_id = ANY(%s)
+                ), kept AS MATERIALIZED (
+                    SELECT m.id FROM memories_memory m WHERE m.id = ANY(%s) AND {where}
+                ), scored AS MATERIALIZED (
+                    SELECT e.chunk_id, e.embedding <=> %s::vector AS distance FROM search_chunkembedding e
+                    WHERE e.team_id = %s AND e.model = %s AND e.chunk_id = ANY(ARRAY(SELECT id FROM named))
+                )
+                SELECT memory_id, distance, chunk_id FROM (
+                    SELECT DISTINCT ON (c.memory_id) c.memory_id, s.distance, c.id AS chunk_id
+                    FROM scored s JOIN named c ON c.id = s.chunk_id JOIN kept k ON k.id = c.memory_id
+                    ORDER BY c.memory_id, s.distance
+                ) best ORDER BY distance, memory_id LIMIT %s
+            """,  # noqa: S608
+            [
+                filters.team_id,
+                memory_ids,
+                memory_ids,
+                *params,
+                vector.literal,
+                filters.team_id,
+                vector.model,
+                limit,
+            ],
+        )
+        return list(cursor.fetchall())
 
 
 def _index_scan(cursor: Any, vector: QueryVector, filters: SearchFilters, *, limit: int) -> None:

@@ -32,6 +32,7 @@ import uuid
 from typing import Any
 
 from core.db_router import read_connection
+from core.prepared_statements import prepared_cursor
 
 MAX_WORDS = 8
 MIN_WORD_CHARS = 3
@@ -55,7 +56,7 @@ def similar_lexemes(words: list[str]) -> list[tuple[str, str, int, float]]:
     best first for each word."""
     if not words:
         return []
-    with read_connection().cursor() as cursor:
+    with prepared_cursor(read_connection()) as cursor:
         cursor.execute(
             "SELECT word, lexeme, chunks, similarity FROM search_similar_lexemes(%s, %s, %s, %s, %s)",
             [words, MIN_COVERAGE, MIN_SIMILARITY, LEXEMES_PER_WORD, MAX_CANDIDATES],
@@ -71,7 +72,7 @@ def key_matches(
     through `words`; best first, at most `limit` rows."""
     if not words:
         return []
-    with read_connection().cursor() as cursor:
+    with prepared_cursor(read_connection()) as cursor:
         cursor.execute(
             f"""
             SELECT m.id, k.overlap FROM search_similar_keys(%s, %s, %s, %s, %s) AS k

@@ -206,6 +206,7 @@ POOL_VARIABLES = {
     "MEMORYHUB_DB_POOL_MIN",
     "MEMORYHUB_DB_POOL_TIMEOUT",
     "MEMORYHUB_WEB_THREADS",
+    "MEMORYHUB_DB_PREPARE_THRESHOLD",
     "CONN_MAX_AGE",
 }
 
@@ -257,6 +258,12 @@ def test_the_real_settings_pool_connections_per_process_within_the_configured_bu
     # By default, one connection per web thread: no thread of a web process waits for one.
     threads = real_database_settings(MEMORYHUB_WEB_THREADS="3")
     assert threads["default"]["OPTIONS"]["pool"]["max_size"] == 3
+
+    # The hot reads' statements are prepared (core.prepared_statements), unless turned off
+    # for a pooler that cannot keep them.
+    assert pooled["OPTIONS"]["prepare_threshold"] == 5
+    unprepared = real_database_settings(MEMORYHUB_DB_PREPARE_THRESHOLD="0")["default"]
+    assert unprepared["OPTIONS"]["prepare_threshold"] is None
 
     unpooled = real_database_settings(MEMORYHUB_DB_POOL_MAX="0", CONN_MAX_AGE="30")
     for alias in ("default", "operator"):
