@@ -45,6 +45,12 @@ def prepared_cursor(connection: BaseDatabaseWrapper) -> CursorWrapper:
         return wrapped
 
 
+def model_columns(model: type[Model], alias: str) -> str:
+    """Every column of `model`'s fields, qualified by `alias`, for a statement read with
+    model_instances (what Django's own SELECT of the model lists)."""
+    return ", ".join(f'{alias}."{field.column}"' for field in model._meta.concrete_fields)
+
+
 def model_instances(
     model: type[ModelT], sql: str, params: Sequence[Any], *, using: str | None = None
 ) -> list[ModelT]:

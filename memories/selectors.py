@@ -11,7 +11,7 @@ from typing import Any
 from django.db.models import F, QuerySet, Window
 from django.db.models.functions import RowNumber
 
-from core.prepared_statements import model_instances
+from core.prepared_statements import model_columns, model_instances
 from memories.exceptions import MemoryNotFound
 from memories.metadata_extraction import metadata_filter_q
 from memories.models import Annotation, Confirmation, Memory, MemoryState
@@ -82,8 +82,14 @@ def successors_of(*, team_id: int, memory_ids: Iterable[uuid.UUID]) -> dict[uuid
     ids = list(memory_ids)
     if not ids:
         return {}
-    rows = Memory.objects.for_team(team_id).filter(supersedes_id__in=ids)
+    rows = model_instances(Memory, _SUCCESSORS, [team_id, ids])
     return {row.supersedes_id: successor_payload(row) for row in rows}  # type: ignore[misc]
+
+
+_SUCCESSORS = (
+    f"SELECT {model_columns(Memory, 'm')} FROM memories_memory m"  # noqa: S608 (constants)
+    " WHERE m.team_id = %s AND m.supersedes_id = ANY(%s)"
+)
 
 
 def successor_payload(successor: Memory) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from django.utils import timezone
 from core.db_router import read_connection, statements_limited_to
 from core.errors import InvalidInput
 from core.metric_definitions import observe_search, timed
+from core.prepared_statements import model_columns, model_instances
 from memories.metadata_extraction import metadata_filter_document, normalise_filter_values
 from memories.models import Memory
 from memories.personal import personal_owner_name
@@ -47,6 +48,12 @@ from search.retrieval.scoring import Weights, score_candidates
 from search.retrieval.skills import FiredSkill, drop_fired, fire_skills, skill_results
 from search.retrieval.versions import attach_versions, collapse_versions, heads_first, superseded_keys
 from teams.models import Team
+
+# A search's candidates, by id (every version: a key's current entry takes the best match).
+_CANDIDATE_MEMORIES = (
+    f"SELECT {model_columns(Memory, 'm')} FROM memories_memory m"  # noqa: S608 (constants)
+    " WHERE m.team_id = %s AND m.id = ANY(%s)"
+)
 
 MAX_QUERY_CHARS = 8000
 MAX_RESULTS = 50
@@ -207,7 +214,7 @@ def _read_candidates(
             query=query, vector=vector, filters=everything, mode=mode, limit=limit, timings=timings
         )
         drop_fired(found, fired)
-        memories = {m.id: m for m in Memory.objects.for_team(team.id).filter(id__in=list(found))}
+        memories = {m.id: m for m in model_instances(Memory, _CANDIDATE_MEMORIES, [team.id, list(found)])}
         heads = _heads(everything, superseded_keys(memories.values()))
         memories.update((head.id, head) for head in heads.values())
         head_of = collapse_versions(
@@ -229,8 +236,9 @@ def _heads(filters: SearchFilters, keys: set[str]) -> dict[str, Memory]:
     if not keys:
         return {}
     where, params = filters.sql()
-    rows = Memory.objects.raw(
-        f"SELECT m.* FROM memories_memory m WHERE {where} AND m.key = ANY(%s)"  # noqa: S608 (constants)
+    rows = model_instances(
+        Memory,
+        f"SELECT {model_columns(Memory, 'm')} FROM memories_memory m WHERE {where} AND m.key = ANY(%s)"  # noqa: S608 (constants)
         " AND (m.is_active OR m.archived_at IS NOT NULL)",
         [*params, sorted(keys)],
     )

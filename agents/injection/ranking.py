@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 
 from agents.injection.entries import INJECTED_TYPES
 from core.db_router import read_connection
+from core.prepared_statements import prepared_cursor
 from teams.models import Team
 
 
@@ -123,6 +124,6 @@ def ranked_rows(team: Team, project: str | None, *, limit_past_identity: int) ->
         # None or blank names no project: only skills without projects fire.
         "project": project or None,
     }
-    with read_connection().cursor() as cursor:
+    with prepared_cursor(read_connection()) as cursor:
         cursor.execute(sql, params)
         return [RankedRow(*row) for row in cursor.fetchall()]
