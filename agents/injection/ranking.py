@@ -12,7 +12,6 @@ from typing import Any, NamedTuple
 
 from agents.injection.entries import INJECTED_TYPES
 from core.db_router import read_connection
-from core.prepared_statements import prepared_cursor
 from teams.models import Team
 
 
@@ -124,6 +123,6 @@ def ranked_rows(team: Team, project: str | None, *, limit_past_identity: int) ->
         # None or blank names no project: only skills without projects fire.
         "project": project or None,
     }
-    with prepared_cursor(read_connection()) as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(sql, params)
         return [RankedRow(*row) for row in cursor.fetchall()]
