@@ -5,6 +5,7 @@ another team's scope, and a statement is planned once per connection once it is 
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 import pytest
@@ -103,3 +104,48 @@ def test_a_statement_without_the_primary_key_is_refused(member: Agent, save: Any
     save(member, "deploy-day", "Deploys happen on Tuesdays.")
     with team_scope(member.team.id), pytest.raises(ValueError, match="primary key"):
         model_instances(Memory, "SELECT key FROM memories_memory WHERE team_id = %s", [member.team.id])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2026-11-29 08:00:00.123456+00",
+        "2026-11-29 08:00:00+00",
+        "2026-11-29 08:00:00.1+00",
+        "2026-11-29 09:00:00+01",  # another offset: Django's own parser
+        "infinity",
+        "-infinity",
+        "0099-01-01 00:00:00+00 BC",
+        "12026-11-29 08:00:00+00",
+    ],
+)
+def test_a_utc_timestamp_is_read_as_djangos_loader_reads_it(text: str) -> None:
+    from django.db.backends.postgresql.psycopg_any import BaseTzLoader
+
+    from core.postgres_backend.base import UtcTimestamptzLoader
+
+    class DjangosUtcLoader(BaseTzLoader):
+        timezone = UtcTimestamptzLoader.timezone
+
+    def read(loader: type[BaseTzLoader]) -> Any:
+        try:
+            return loader(0, connection.connection).load(text.encode())
+        except Exception as error:  # the same refusal is the same answer
+            return type(error)
+
+    assert read(UtcTimestamptzLoader) == read(DjangosUtcLoader)
+    if isinstance(read(UtcTimestamptzLoader), datetime.datetime):
+        assert read(UtcTimestamptzLoader).tzinfo is datetime.UTC
+
+
+def test_every_connection_reads_timestamps_with_the_utc_loader(member: Agent, save: Any) -> None:
+    from core.postgres_backend.base import UtcTimestamptzLoader
+
+    connection.ensure_connection()
+    loader = connection.connection.adapters.get_loader(1184, 0)  # timestamptz, text
+    assert loader is UtcTimestamptzLoader
+    saved = save(member, "deploy-day", "Deploys happen on Tuesdays.")
+    with team_scope(member.team.id):
+        read = Memory.objects.get(key="deploy-day")
+    assert read.created_at.tzinfo is datetime.UTC
+    assert read.created_at.isoformat().replace("+00:00", "Z") == saved["created_at"]
