@@ -34,7 +34,8 @@ class UtcTimestamptzLoader(BaseTzLoader):  # type: ignore[misc]
     """Django's timestamptz loader for a session in UTC (what it registers with USE_TZ
     and no TIME_ZONE of the database), with PostgreSQL's text for it (`2026-11-29
     08:00:00.123456+00`) parsed by `datetime.fromisoformat`, in C: 1.6 µs instead of
-    6.4 in psycopg's Python parser, about 1.5 ms of CPU over a search's candidate rows.
+    6.4 in psycopg's Python parser: about 0.9 ms of CPU over the 191 a hybrid search reads
+    at 1,000 memories.
     Any other text (another offset, infinity, BC, a year past 9999) goes to Django's."""
 
     timezone = datetime.UTC
