@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from django.conf import settings
 from django.db import connection
+from django.db.models import signals
 from django.test.utils import CaptureQueriesContext
 
 from core.prepared_statements import model_instances
@@ -97,7 +98,38 @@ def test_instances_are_what_a_raw_queryset_builds(member: Agent, save: Any) -> N
             assert getattr(mine, field.attname) == getattr(django, field.attname), field.name
         assert vars(mine)["shouted"] == vars(django)["shouted"] == f"{django.key}!"
         assert (mine._state.db, mine._state.adding) == (django._state.db, False)
+        assert vars(mine).keys() == vars(django).keys()
     assert built[0].metadata["n"] == [1, 2]  # JSON decoded, as Django does
+    assert built[0].team.slug == member.team.slug  # a relation still loads
+
+
+def test_a_row_of_some_columns_leaves_the_others_deferred_as_django_does(member: Agent, save: Any) -> None:
+    save(member, "deploy-day", "Deploys happen on Tuesdays.")
+    sql = "SELECT id, key FROM memories_memory WHERE team_id = %s"
+    with team_scope(member.team.id):
+        [expected] = Memory.objects.raw(sql, [member.team.id])
+        [built] = model_instances(Memory, sql, [member.team.id])
+        assert built.get_deferred_fields() == expected.get_deferred_fields()
+        assert "content" in built.get_deferred_fields()
+        assert built.content == "Deploys happen on Tuesdays."  # loaded on demand
+
+
+def test_init_signals_are_sent_for_every_instance(member: Agent, save: Any) -> None:
+    save(member, "deploy-day", "Deploys happen on Tuesdays.")
+    save(member, "review-day", "Reviews happen on Mondays.")
+    seen: list[str] = []
+
+    def note(sender: type, instance: Memory, **kwargs: Any) -> None:
+        seen.append(instance.key)
+
+    sql = "SELECT * FROM memories_memory WHERE team_id = %s ORDER BY key"
+    signals.post_init.connect(note, sender=Memory)
+    try:
+        with team_scope(member.team.id):
+            built = model_instances(Memory, sql, [member.team.id])
+    finally:
+        signals.post_init.disconnect(note, sender=Memory)
+    assert seen == [memory.key for memory in built] == ["deploy-day", "review-day"]
 
 
 def test_a_statement_without_the_primary_key_is_refused(member: Agent, save: Any) -> None:
