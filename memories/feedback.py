@@ -15,6 +15,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from core.errors import InvalidInput
+from core.prepared_statements import prepared_cursor
 from memories.exceptions import MemoryNotFound
 from memories.locks import lock_active_memory
 from memories.models import MAX_NOTE_LENGTH, Annotation, Memory
@@ -38,7 +39,8 @@ def record_access(*, team: Team, memory_ids: Iterable[uuid.UUID]) -> datetime:
     ids = sorted(set(memory_ids))
     if not ids:
         return now
-    with connection.cursor() as cursor:
+    # Prepared once hot, as a search's reads are (core.prepared_statements).
+    with prepared_cursor(connection) as cursor:
         cursor.execute(
             """
             UPDATE memories_memory SET access_count = access_count + 1, last_accessed_at = %s

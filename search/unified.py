@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from core.db_router import read_connection
+from core.prepared_statements import prepared_cursor
 from memories.facts.models import Sensitivity
 from search.models import SEARCH_CONFIG
 from search.retrieval.candidates import QueryVector
@@ -79,8 +80,8 @@ def search_facts(*, team: Team, query: str, may_see_high: bool, limit: int) -> l
     sql = f"""
         WITH q AS (
             SELECT coalesce(array_agg(DISTINCT lexeme), '{{}}') AS lexemes,
-                   search_team_trigrams(0, %(query)s) AS trigrams
-            FROM unnest(to_tsvector(%(config)s, %(query)s))
+                   search_team_trigrams(0, %(query)s::text) AS trigrams
+            FROM unnest(to_tsvector(%(config)s::regconfig, %(query)s::text))
         ),
         qq AS MATERIALIZED (
             SELECT lexemes, trigrams, {_ANY_WORD} AS any_word,
@@ -114,7 +115,9 @@ def search_facts(*, team: Team, query: str, may_see_high: bool, limit: int) -> l
         "floor": FACT_MIN_SCORE,
         "limit": limit,
     }
-    with read_connection().cursor() as cursor:
+    # Prepared once hot: planning the CTEs took 0.7 ms, executing them 0.1 for a team
+    # of few facts (core.prepared_statements).
+    with prepared_cursor(read_connection()) as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     hits = []
@@ -198,7 +201,7 @@ def _keyword_windows(team_id: int, query: str) -> dict[int, float]:
             f"""
             WITH q AS (
                 SELECT coalesce(array_agg(DISTINCT lexeme), '{{}}') AS lexemes
-                FROM unnest(to_tsvector(%(config)s, %(query)s))
+                FROM unnest(to_tsvector(%(config)s::regconfig, %(query)s::text))
             ),
             qq AS MATERIALIZED (
                 SELECT cardinality(lexemes) AS size,
