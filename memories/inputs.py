@@ -20,6 +20,7 @@ from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from core.built_fields import FieldsBuiltOnce
 from memories.anchors import ANCHOR_TYPES, MAX_ANCHOR_VALUE_CHARS, MAX_EXPECT_CHARS
 from memories.metadata_extraction import parse_filter_param
 from memories.models import MAX_CONTENT_BYTES, MAX_NOTE_LENGTH
@@ -272,7 +273,7 @@ FROM_LINE_HELP = "The first line to return, from 1."
 LINES_HELP = "How many lines (default: to the end)."
 
 
-class MemoryRetrieveQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
+class MemoryRetrieveQuerySerializer(FieldsBuiltOnce, serializers.Serializer):  # type: ignore[type-arg]
     as_of = AwareDateTimeField(required=False, help_text=AS_OF_HELP)
     from_line = serializers.IntegerField(
         min_value=1, max_value=MAX_LINES, default=1, help_text=FROM_LINE_HELP

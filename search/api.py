@@ -26,7 +26,7 @@ from teams.serializers import (
 from teams.viewsets import TEAM_PATH_PARAMETER, TeamScopedViewSet
 
 
-class SearchInputSerializer(StrictInputSerializer):
+class SearchInputSerializer(FieldsBuiltOnce, StrictInputSerializer):
     query = StrictCharField(max_length=MAX_QUERY_CHARS, help_text="What to look for, in plain words.")
     max_results = StrictIntegerField(
         min_value=1, max_value=MAX_RESULTS, default=5, help_text="How many results."
