@@ -4,7 +4,7 @@ yields to other teams").
 The web and the workers share the cores. A request notes its team when it starts
 (`note_team_request`): one ZADD to the Redis the service already runs, of the team id
 with the time, into one sorted set with a member per team, so its size is the number of
-teams. A worker indexing team A's entries asks between embedding batches whether a
+teams; a process sends a team's note at most once per fifth of the window. A worker indexing team A's entries asks between embedding batches whether a
 request of another team started within the last MEMORYHUB_FOREGROUND_WINDOW_MS, and
 waits while one has, at most MEMORYHUB_INDEX_YIELD_MAX_MS per batch, so indexing
 always goes on (`yield_to_other_teams`). A save's near-duplicate check, which embeds
@@ -36,6 +36,12 @@ TIMEOUT_SECONDS = 0.05
 # the timeout twice in a row while Redis is down.
 RETRY_AFTER_SECONDS = 5.0
 POLL_SECONDS = 0.01
+
+# A team's note is sent again once this share of the window has passed.
+NOTE_SHARE_OF_WINDOW = 5
+MAX_TEAMS_REMEMBERED = 10_000
+# When this process last noted each team (ms); emptied when it grows past the bound.
+_noted_at: dict[int, int] = {}
 
 _lock = threading.Lock()
 _client: redis.Redis | None = None
@@ -73,16 +79,28 @@ def _now_ms() -> int:
 
 
 def note_team_request(team_id: int) -> None:
-    """A request of `team_id` is being served."""
+    """A request of `team_id` is being served. A process that noted the team less than
+    a fifth of the window ago sends nothing: the note it made still says so, at most that
+    much earlier, and a team's back-to-back requests cost one ZADD per fifth of the window
+    instead of one each."""
     if settings.MEMORYHUB_INDEX_YIELD_MAX_MS <= 0:
+        return
+    now = _now_ms()
+    last = _noted_at.get(team_id)
+    # A clock set back since reads as not noted: a note too many, never one missing.
+    if last is not None and 0 <= now - last < settings.MEMORYHUB_FOREGROUND_WINDOW_MS // NOTE_SHARE_OF_WINDOW:
         return
     client = _redis()
     if client is None:
         return
     try:
-        client.zadd(KEY, {str(team_id): _now_ms()})
+        client.zadd(KEY, {str(team_id): now})
     except (redis.RedisError, OSError) as error:
         _failed(error)
+        return
+    if len(_noted_at) >= MAX_TEAMS_REMEMBERED:
+        _noted_at.clear()
+    _noted_at[team_id] = now
 
 
 def other_teams_active(team_id: int) -> bool:

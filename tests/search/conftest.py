@@ -50,6 +50,7 @@ def notes(embedded_redis: embedded.EmbeddedRedis, settings: Any) -> Iterator[red
     client = redis.Redis(unix_socket_path=str(embedded.socket_path(embedded_redis.folder)))
     client.delete(yield_to_requests.KEY)
     yield_to_requests._down_until = 0.0
+    yield_to_requests._noted_at.clear()
     yield client
     client.delete(yield_to_requests.KEY)
     client.close()

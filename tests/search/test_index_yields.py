@@ -46,6 +46,28 @@ def test_an_api_request_notes_its_team(notes: redis.Redis, member: Agent, other_
     assert notes.zcard(yield_to_requests.KEY) == 1
 
 
+def test_a_process_notes_a_team_again_only_after_a_fifth_of_the_window(
+    notes: redis.Redis, team: Team, other_team: Team, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = {"now": yield_to_requests._now_ms()}
+    monkeypatch.setattr(yield_to_requests, "_now_ms", lambda: clock["now"])
+    interval = settings.MEMORYHUB_FOREGROUND_WINDOW_MS // yield_to_requests.NOTE_SHARE_OF_WINDOW
+    first = clock["now"]
+    yield_to_requests.note_team_request(team.id)
+    clock["now"] = first + interval - 1
+    yield_to_requests.note_team_request(team.id)  # sends nothing: the first note stands
+    yield_to_requests.note_team_request(other_team.id)  # another team is its own
+    assert notes.zscore(yield_to_requests.KEY, str(team.id)) == first
+    assert notes.zscore(yield_to_requests.KEY, str(other_team.id)) == first + interval - 1
+    clock["now"] = first + interval
+    yield_to_requests.note_team_request(team.id)
+    assert notes.zscore(yield_to_requests.KEY, str(team.id)) == first + interval
+    # A clock set back is not read as "just noted".
+    clock["now"] = first - 10_000
+    yield_to_requests.note_team_request(team.id)
+    assert notes.zscore(yield_to_requests.KEY, str(team.id)) == first - 10_000
+
+
 def test_only_other_teams_requests_count_and_only_within_the_window(
     notes: redis.Redis, team: Team, other_team: Team, monkeypatch: pytest.MonkeyPatch
 ) -> None:
