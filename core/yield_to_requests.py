@@ -4,7 +4,8 @@ yields to other teams").
 The web and the workers share the cores. A request notes its team when it starts
 (`note_team_request`): one ZADD to the Redis the service already runs, of the team id
 with the time, into one sorted set with a member per team, so its size is the number of
-teams; a process sends a team's note at most once per fifth of the window. A worker indexing team A's entries asks between embedding batches whether a
+teams; a process sends a team's note at most once per fifth of the window. A worker
+indexing team A's entries asks between embedding batches whether a
 request of another team started within the last MEMORYHUB_FOREGROUND_WINDOW_MS, and
 waits while one has, at most MEMORYHUB_INDEX_YIELD_MAX_MS per batch, so indexing
 always goes on (`yield_to_other_teams`). A save's near-duplicate check, which embeds
