@@ -27,6 +27,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]  # make run
 
+FIRST_REQUEST_TIMEOUT_SECONDS = 60
+
 
 def group_alive(pid: int) -> bool:
     """Whether any process of the group (a Procfile line with its children) still runs."""
@@ -74,13 +76,23 @@ def test_make_run_indexes_saves_on_its_worker_and_make_stop_leaves_nothing_runni
         )
         assert run.poll() is None, log.read_text()
         wait_for(lambda: "beat: Starting" in log.read_text(), 60, "beat to start")
+        # The first save loads the embedding model in the web process (its duplicate check):
+        # seconds on a loaded machine, past httpx's 5 s default. Not what this test times.
         saved = httpx.post(
-            base, json={"key": "via-make-run", "content": "Indexed by the worker."}, headers=headers
+            base,
+            json={"key": "via-make-run", "content": "Indexed by the worker."},
+            headers=headers,
+            timeout=FIRST_REQUEST_TIMEOUT_SECONDS,
         )
         assert saved.status_code == 201, saved.text
         assert saved.json()["index_state"] == "pending"
         wait_for(
-            lambda: httpx.get(f"{base}via-make-run/", headers=headers).json()["index_state"] == "indexed",
+            lambda: (
+                httpx.get(
+                    f"{base}via-make-run/", headers=headers, timeout=FIRST_REQUEST_TIMEOUT_SECONDS
+                ).json()["index_state"]
+                == "indexed"
+            ),
             60,
             "the worker to index the save",
         )
