@@ -1,6 +1,6 @@
 """Answering a search query: embed the query with the team's provider (the one network
-call of a search, made outside the API request's transaction), then run the selector
-with that vector.
+call of a search, made outside the API request's transaction; a model in this process
+runs on a thread while the keyword path reads), then run the selector with that vector.
 
 No provider, a broken profile or a dead endpoint → keyword only, search_mode
 "keyword", a logged warning that also goes back in the outcome; never an error.
@@ -8,18 +8,23 @@ No provider, a broken profile or a dead endpoint → keyword only, search_mode
 
 from __future__ import annotations
 
+import contextvars
 import logging
+import os
+import threading
 import time
 from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, replace
+from functools import partial
 from typing import Any
 
 from core.metric_definitions import QUERY_EMBEDDING_SECONDS
 from core.request_transaction import outside_request_transaction
 from memories import feedback
 from search import selectors, unified
-from search.embeddings.base import EmbeddingUnavailable
+from search.embeddings.base import EmbeddingProvider, EmbeddingUnavailable
 from search.retrieval.candidates import QueryVector, SearchMode
 from search.retrieval.results import SearchOutcome, SearchResult, shorten
 from search.services import team_provider
@@ -32,28 +37,93 @@ logger = logging.getLogger(__name__)
 PROVIDER_UNAVAILABLE_WARNING = "embedding provider unavailable: answering keyword-only"
 
 
-def embed_query(*, team: Team, query: str) -> tuple[QueryVector | None, list[str]]:
+Embedded = tuple[QueryVector | None, list[str]]
+
+
+def embed_query(*, team: Team, query: str) -> Embedded:
     """The query's vector in the team's vector space, and the warnings to show: None
     and no warning when the team's profile has no embeddings, None and a warning when
     the provider is unavailable."""
+    return start_query_embedding(team=team, query=query, on_a_thread=False).wait()
+
+
+class QueryEmbedding:
+    """A query's embedding, started by start_query_embedding: `wait` answers what
+    embed_query answers, once it is ready; `vector` is its vector alone (a call
+    search_memories may wait on: search.retrieval.candidates.VectorOrWait)."""
+
+    def __init__(self, future: Future[Embedded]) -> None:
+        self._future = future
+
+    @classmethod
+    def ready(cls, embedded: Embedded) -> QueryEmbedding:
+        future: Future[Embedded] = Future()
+        future.set_result(embedded)
+        return cls(future)
+
+    def wait(self) -> Embedded:
+        return self._future.result()
+
+    def vector(self) -> QueryVector | None:
+        return self.wait()[0]
+
+
+def start_query_embedding(*, team: Team, query: str, on_a_thread: bool = True) -> QueryEmbedding:
+    """Start embedding the query in the team's vector space. A model in this process
+    runs on a thread of its own (`on_a_thread`): the model releases the GIL, so the
+    keyword path's statements run meanwhile and a hybrid search waits for the longer of
+    the two, not their sum. A model behind the network is called here, outside the
+    request's transaction, as before."""
     started = time.perf_counter()
     try:
         provider = team_provider(team)
         if provider is None:
-            return None, []
+            return QueryEmbedding.ready((None, []))
+        if on_a_thread and not provider.waits_on_network:
+            # The caller's context (its request id in log lines) goes with the call.
+            call = partial(contextvars.copy_context().run, _embed, team, provider, query)
+            return QueryEmbedding(future=_embedding_threads().submit(call))
         # A query to a model in this process keeps the transaction: stepping out and back
         # in would cost a COMMIT, a BEGIN and the team's binding, more than the wait.
         with outside_request_transaction() if provider.waits_on_network else nullcontext():
-            started = time.perf_counter()
-            values = provider.embed_query(query)
-        QUERY_EMBEDDING_SECONDS.labels(outcome="ok").observe(time.perf_counter() - started)
+            return QueryEmbedding.ready(_embed(team, provider, query))
     except EmbeddingUnavailable as exc:
-        QUERY_EMBEDDING_SECONDS.labels(outcome="unavailable").observe(time.perf_counter() - started)
-        # The detail (the provider's URL, its error body) is for operators: the log
-        # has it, the caller only learns that search fell back to keywords.
-        logger.warning("team %s: vector search unavailable, answering keyword-only: %s", team.slug, exc)
-        return None, [PROVIDER_UNAVAILABLE_WARNING]
+        return QueryEmbedding.ready(_unavailable(team, exc, started))
+
+
+def _embed(team: Team, provider: EmbeddingProvider, query: str) -> Embedded:
+    started = time.perf_counter()
+    try:
+        values = provider.embed_query(query)
+    except EmbeddingUnavailable as exc:
+        return _unavailable(team, exc, started)
+    QUERY_EMBEDDING_SECONDS.labels(outcome="ok").observe(time.perf_counter() - started)
     return QueryVector(values=values, model=provider.model, dimensions=provider.dimensions), []
+
+
+def _unavailable(team: Team, exc: EmbeddingUnavailable, started: float) -> Embedded:
+    QUERY_EMBEDDING_SECONDS.labels(outcome="unavailable").observe(time.perf_counter() - started)
+    # The detail (the provider's URL, its error body) is for operators: the log
+    # has it, the caller only learns that search fell back to keywords.
+    logger.warning("team %s: vector search unavailable, answering keyword-only: %s", team.slug, exc)
+    return None, [PROVIDER_UNAVAILABLE_WARNING]
+
+
+# Threads per process that embed queries: as many searches as a web process serves at
+# once (gunicorn's threads) embed side by side; more would only queue for the cores.
+QUERY_EMBEDDING_THREADS = 4
+_threads: tuple[int, ThreadPoolExecutor] | None = None
+_threads_lock = threading.Lock()
+
+
+def _embedding_threads() -> ThreadPoolExecutor:
+    """This process's pool (a pool inherited through a fork has no threads: a new one)."""
+    global _threads
+    with _threads_lock:
+        if _threads is None or _threads[0] != os.getpid():
+            pool = ThreadPoolExecutor(QUERY_EMBEDDING_THREADS, thread_name_prefix="query-embedding")
+            _threads = (os.getpid(), pool)
+        return _threads[1]
 
 
 SOURCES = ("memories", "facts", "conversations")
@@ -78,12 +148,15 @@ def embed_and_search(
     The caller is inside the team's scope."""
     query = selectors.check_search_input(query=query, max_results=max_results)
     needs_vector = mode != "keyword" and ("memories" in sources or "conversations" in sources)
-    embedding, warnings = embed_query(team=team, query=query) if needs_vector else (None, [])
+    pending = (
+        start_query_embedding(team=team, query=query) if needs_vector else QueryEmbedding.ready((None, []))
+    )
     if "memories" in sources:
         outcome = selectors.search_memories(
-            team=team, query=query, embedding=embedding, mode=mode, max_results=max_results, **options
+            team=team, query=query, embedding=pending.vector, mode=mode, max_results=max_results, **options
         )
-    else:
+    embedding, warnings = pending.wait()
+    if "memories" not in sources:
         outcome = SearchOutcome(search_mode=mode if embedding is not None else "keyword", results=[])
     others: list[SearchResult] = []
     if "facts" in sources:

@@ -1,7 +1,8 @@
 """Search reads: the hybrid search of a team's memories, and the nearest-entry lookup
 of the duplicate check. The pipeline's steps live in search.retrieval (see its
 docstring); `search_memories` runs them. No function here calls an embedding
-provider: the query's vector comes in ready (search.run_search embeds it).
+provider: the query's vector comes in ready, or as a call that waits for it
+(search.run_search embeds it).
 
 A key comes back once, as its current entry, ranked by the best of its versions'
 matches; replaced (superseded) versions only when asked (`include_superseded`), marked
@@ -36,6 +37,7 @@ from search.retrieval.candidates import (
     QueryVector,
     SearchFilters,
     SearchMode,
+    VectorOrWait,
     gather_candidates,
     scanned_through_index,
     vector_matches,
@@ -81,7 +83,7 @@ def search_memories(
     *,
     team: Team,
     query: str,
-    embedding: QueryVector | None,
+    embedding: VectorOrWait,
     max_results: int = 5,
     min_score: float | None = None,
     types: list[str] | None = None,
@@ -99,12 +101,17 @@ def search_memories(
     identifier_lead: bool = True,
 ) -> SearchOutcome:
     """Search the team's memories with the query's `embedding` (None: keyword only,
-    search_mode "keyword"). `entity_boost`: the query's names and quoted phrases found
+    search_mode "keyword"; a call that waits for it: called once the keyword path has
+    read, in hybrid mode). `entity_boost`: the query's names and quoted phrases found
     exactly in an entry raise it (hybrid only, search.retrieval.entities).
     `identifier_lead`: an identifier-like query (search.retrieval.identifiers) lets the
     keyword path lead in hybrid mode. The caller is inside the team's scope."""
     query = check_search_input(query=query, max_results=max_results)
-    vector = embedding if mode != "keyword" else None
+    vector: VectorOrWait = None
+    if mode == "hybrid":
+        vector = embedding
+    elif mode == "vector":
+        vector = embedding() if callable(embedding) else embedding
     search_mode: SearchMode = mode if vector is not None else "keyword"
     filters = SearchFilters(
         team_id=team.id,
@@ -127,6 +134,8 @@ def search_memories(
         people=people,
         timings=timings,
     )
+    if callable(vector) and vector() is None:
+        search_mode = "keyword"
     with timed(timings, "merge"):
         ranked = score_candidates(
             read.found.values(),
@@ -180,7 +189,7 @@ class _Read:
 def _read_candidates(
     team: Team,
     query: str,
-    vector: QueryVector | None,
+    vector: VectorOrWait,
     filters: SearchFilters,
     *,
     mode: SearchMode,

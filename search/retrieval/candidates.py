@@ -28,7 +28,7 @@ import json
 import math
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
@@ -70,6 +70,12 @@ class QueryVector:
     def literal(self) -> str:
         """The text form PostgreSQL casts to a vector (a search's scans share it)."""
         return "[" + ",".join(repr(float(x)) for x in self.values) + "]"
+
+
+# A query's vector, or a call that waits for it and answers it (None: there is none).
+# search.run_search embeds the query on a thread of its own, so the keyword path reads
+# while the model runs and the vector path waits only for what is left of it.
+VectorOrWait = QueryVector | Callable[[], QueryVector | None] | None
 
 
 @dataclass
@@ -136,14 +142,15 @@ class Candidate:
 def gather_candidates(
     *,
     query: str,
-    vector: QueryVector | None,
+    vector: VectorOrWait,
     filters: SearchFilters,
     mode: SearchMode,
     limit: int,
     timings: dict[str, float] | None = None,
 ) -> dict[uuid.UUID, Candidate]:
     """The top `limit` of each path that `mode` runs (the vector path only with a
-    vector), by memory id, in the order found: keyword first, then vector. Each path's
+    vector), by memory id, in the order found: keyword first, then vector; a `vector`
+    still being computed is waited for only once the keyword path has read. Each path's
     time is added to `timings` (keyword, vector; the hybrid cross-scoring as merge)."""
     timings = {} if timings is None else timings
     candidates: dict[uuid.UUID, Candidate] = {}
@@ -169,6 +176,8 @@ def gather_candidates(
                 c = candidates.setdefault(memory_id, Candidate(memory_id))
                 c.keyword_rank = max(c.keyword_rank, best * overlap)
                 c.found_by.add("keyword")
+    if callable(vector):
+        vector = vector()
     if vector is not None:
         with timed(timings, "vector"):
             for memory_id, similarity, chunk_id in vector_matches(vector, filters, limit=limit):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from django.db import connection
+from django.db import connection, connections
 
 from search.embeddings.profiles import provider_for
 from tests.conftest import Agent
@@ -78,9 +78,12 @@ def test_a_query_to_the_model_in_this_process_keeps_the_transaction(
     assert provider is not None and provider.waits_on_network is False
     calls: list[tuple[str, bool]] = []
     original = provider.embed_documents
+    # The query is embedded on a thread of its own (search.run_search): what counts is
+    # the request's connection, this thread's, still in its transaction meanwhile.
+    request_connection = connections["default"]
 
     def observed(texts: list[str]) -> list[list[float]]:
-        calls.append((texts[0], connection.in_atomic_block))
+        calls.append((texts[0], request_connection.in_atomic_block))
         return original(texts)
 
     monkeypatch.setattr(provider, "embed_documents", observed)
