@@ -432,44 +432,54 @@ def vector_matches(
 def _team_scan(vector: QueryVector, filters: SearchFilters, *, limit: int) -> list[tuple[Any, ...]]:
     with read_connection().cursor() as cursor:
         if not scanned_through_index(cursor, filters.team_id, vector.model):
-            return _exact_scan(cursor, vector, filters, limit=limit)
+            return _exact_scan(vector, filters, limit=limit)
         _index_scan(cursor, vector, filters, limit=limit)
         return list(cursor.fetchall())
 
 
-def _exact_scan(
-    cursor: Any, vector: QueryVector, filters: SearchFilters, *, limit: int
-) -> list[tuple[Any, ...]]:
+def _exact_scan(vector: QueryVector, filters: SearchFilters, *, limit: int) -> list[tuple[Any, ...]]:
     where, params = filters.sql()
+    connection = read_connection()
     # Hash joins only, for this statement. Row-level security turns the team condition
     # into `team_id = <team>` on every joined table; for a team that grew since the last
     # ANALYZE the planner believes the team has a row or two and joins each vector to
     # the team's chunks through the team index, filtering: quadratic in the team's size
     # (docs/search.md, "Vector path"). The whole team is read anyway, at
     # most EXACT_SCAN_BELOW vectors, so hashing is linear whatever the statistics say.
-    # Transaction-local; a failed statement rolls it back with the transaction. The
-    # setting, the scan and the reset go in one round trip (client-side binding sends
-    # them as one simple query); the scan's rows are the second result.
+    # Transaction-local, and put back as it was right after; a failed statement rolls it
+    # back with the transaction. The setting, the scan and the putting back go in one
+    # round trip (psycopg's pipeline), and the scan is prepared like the other hot
+    # statements: it always runs with nested loops off, so its plan is made under them.
     # No cast to vector(n): this expression does not match the HNSW index, so the
     # planner scans the team's rows exactly.
-    cursor.execute(
-        f"""
-            SELECT set_config('enable_nestloop', 'off', true);
-            SELECT memory_id, distance, chunk_id FROM (
-                SELECT DISTINCT ON (c.memory_id) c.memory_id, e.embedding <=> %s::vector AS distance,
-                       c.id AS chunk_id
-                FROM search_chunkembedding e
-                JOIN search_chunk c ON c.id = e.chunk_id
-                JOIN memories_memory m ON m.id = c.memory_id
-                WHERE e.team_id = %s AND e.model = %s AND {where}
-                ORDER BY c.memory_id, distance
-            ) best ORDER BY distance, memory_id LIMIT %s;
-            RESET enable_nestloop
-        """,  # noqa: S608
-        [vector.literal, filters.team_id, vector.model, *params, limit],
-    )
-    cursor.nextset()
-    return list(cursor.fetchall())
+    with (
+        prepared_cursor(connection) as setting,
+        prepared_cursor(connection) as scan,
+        prepared_cursor(connection) as restoring,
+        connection.connection.pipeline(),
+    ):
+        setting.execute(
+            "SELECT set_config('memoryhub.enable_nestloop', current_setting('enable_nestloop'), true),"
+            " set_config('enable_nestloop', 'off', true)"
+        )
+        scan.execute(
+            f"""
+                SELECT memory_id, distance, chunk_id FROM (
+                    SELECT DISTINCT ON (c.memory_id) c.memory_id, e.embedding <=> %s::vector AS distance,
+                           c.id AS chunk_id
+                    FROM search_chunkembedding e
+                    JOIN search_chunk c ON c.id = e.chunk_id
+                    JOIN memories_memory m ON m.id = c.memory_id
+                    WHERE e.team_id = %s AND e.model = %s AND {where}
+                    ORDER BY c.memory_id, distance
+                ) best ORDER BY distance, memory_id LIMIT %s
+            """,  # noqa: S608
+            [vector.literal, filters.team_id, vector.model, *params, limit],
+        )
+        restoring.execute(
+            "SELECT set_config('enable_nestloop', current_setting('memoryhub.enable_nestloop'), true)"
+        )
+        return list(scan.fetchall())
 
 
 def _named_scan(

@@ -55,6 +55,44 @@ def test_a_search_that_cannot_finish_answers_503_and_the_next_one_works(
     assert search(member, "deploy checklist")["results"] == []
 
 
+@pytest.fixture
+def locked_vectors() -> Iterator[psycopg.Connection]:
+    """Another session holding the vectors' table, which the vector path's exact scan
+    reads (one round trip with its setting and their putting back)."""
+    params = connection.get_connection_params()
+    holder = psycopg.connect(**{k: v for k, v in params.items() if k != "cursor_factory"})
+    holder.execute("LOCK TABLE search_chunkembedding IN ACCESS EXCLUSIVE MODE")
+    safety = threading.Timer(SAFETY_RELEASE_SECONDS, holder.rollback)
+    safety.start()
+    try:
+        yield holder
+    finally:
+        safety.cancel()
+        holder.rollback()
+        holder.close()
+
+
+@override_settings(MEMORYHUB_SEARCH_STATEMENT_TIMEOUT_MS=300)
+def test_a_vector_scan_that_cannot_finish_answers_503_and_the_next_search_works(
+    member: Agent,
+    save,
+    request: pytest.FixtureRequest,  # type: ignore[no-untyped-def]
+) -> None:
+    save(member, "deploys", "The deploy checklist lives in the runbook.")
+    # The first search counts the team's vectors (kept a minute), so the locked table
+    # is met by the exact scan itself.
+    assert search(member, "deploy checklist")["search_mode"] == "hybrid"
+    holder = request.getfixturevalue("locked_vectors")
+    member.client.raise_request_exception = False
+
+    response = member.client.post(member.url("search/"), {"query": "deploy checklist"}, format="json")
+
+    assert response.status_code == 503, response.content
+    assert response.json()["error"] == "database_unavailable"
+    holder.rollback()
+    assert [r["key"] for r in search(member, "deploy checklist")["results"]] == ["deploys"]
+
+
 def test_the_limit_holds_inside_the_block_and_is_put_back_after_it() -> None:
     with connection.cursor() as cursor:
         cursor.execute("SHOW statement_timeout")

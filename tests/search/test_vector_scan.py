@@ -272,3 +272,21 @@ def test_named_memories_of_a_team_grown_since_the_last_analyze_are_read_once(
         "search_chunkembedding",
     }
     assert rows_read(table_scans) <= 10 * GROWN_SIZE
+
+
+@pytest.mark.parametrize("before", ["on", "off"])
+def test_the_exact_scan_leaves_nested_loops_as_it_found_them(
+    grown: tuple[Team, QueryVector], before: str
+) -> None:
+    """The scan turns nested loops off for itself only: the rest of the caller's
+    transaction keeps whatever it had, an operator's setting included."""
+    team, query = grown
+    filters = candidates.SearchFilters(team_id=team.id, types=None, project=None, include_superseded=False)
+    with team_scope(team.id), connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('enable_nestloop', %s, true)", [before])
+        matches = candidates.vector_matches(query, filters, limit=5)
+        cursor.execute("SHOW enable_nestloop")
+        after = cursor.fetchone()[0]
+
+    assert len(matches) == 5
+    assert after == before
