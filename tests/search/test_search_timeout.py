@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import psycopg
 import pytest
@@ -23,12 +24,13 @@ pytestmark = pytest.mark.django_db(transaction=True)
 SAFETY_RELEASE_SECONDS = 30
 
 
-@pytest.fixture
-def locked_keyword_stats() -> Iterator[psycopg.Connection]:
-    """Another session holding the keyword statistics table, which every search reads."""
+@contextmanager
+def _locked(table: str) -> Iterator[psycopg.Connection]:
+    """Another session holding `table` locked until it rolls back (at the latest after
+    SAFETY_RELEASE_SECONDS)."""
     params = connection.get_connection_params()
     holder = psycopg.connect(**{k: v for k, v in params.items() if k != "cursor_factory"})
-    holder.execute("LOCK TABLE search_keywordstat IN ACCESS EXCLUSIVE MODE")
+    holder.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
     safety = threading.Timer(SAFETY_RELEASE_SECONDS, holder.rollback)
     safety.start()
     try:
@@ -37,6 +39,13 @@ def locked_keyword_stats() -> Iterator[psycopg.Connection]:
         safety.cancel()
         holder.rollback()
         holder.close()
+
+
+@pytest.fixture
+def locked_keyword_stats() -> Iterator[psycopg.Connection]:
+    """The keyword statistics table, which every search reads, held by another session."""
+    with _locked("search_keywordstat") as holder:
+        yield holder
 
 
 @override_settings(MEMORYHUB_SEARCH_STATEMENT_TIMEOUT_MS=300)
@@ -57,19 +66,10 @@ def test_a_search_that_cannot_finish_answers_503_and_the_next_one_works(
 
 @pytest.fixture
 def locked_vectors() -> Iterator[psycopg.Connection]:
-    """Another session holding the vectors' table, which the vector path's exact scan
-    reads (one round trip with its setting and their putting back)."""
-    params = connection.get_connection_params()
-    holder = psycopg.connect(**{k: v for k, v in params.items() if k != "cursor_factory"})
-    holder.execute("LOCK TABLE search_chunkembedding IN ACCESS EXCLUSIVE MODE")
-    safety = threading.Timer(SAFETY_RELEASE_SECONDS, holder.rollback)
-    safety.start()
-    try:
+    """The vectors' table, which the vector path's exact scan reads (in one round trip
+    with its setting and the setting's restoring), held by another session."""
+    with _locked("search_chunkembedding") as holder:
         yield holder
-    finally:
-        safety.cancel()
-        holder.rollback()
-        holder.close()
 
 
 @override_settings(MEMORYHUB_SEARCH_STATEMENT_TIMEOUT_MS=300)
