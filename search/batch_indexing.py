@@ -192,8 +192,9 @@ def _batch_vectors(
     provider: EmbeddingProvider, pieces: list[TextChunk], *, team_id: int
 ) -> dict[str, list[float]]:
     """Vectors by content hash for a batch's chunks: the team's cache read once, and
-    only what it lacks embedded, one provider batch at a time, each after the look at
-    other teams' requests (as _embed_yielding) and written to the cache at once."""
+    only what it lacks embedded, shortest first, one provider batch at a time, each after
+    the look at other teams' requests (as _embed_yielding) and written to the cache at
+    once."""
     texts = {p.content_hash: p for p in pieces}
     vectors: dict[str, list[float]] = {}
     hashes = list(texts)
@@ -206,7 +207,13 @@ def _batch_vectors(
                     content_hash__in=hashes[start : start + CACHE_READ_SIZE],
                 ).values_list("content_hash", "embedding")
             )
-    missing = [piece for content_hash, piece in texts.items() if content_hash not in vectors]
+    # By length, so each provider batch holds chunks of about one length: a batch is padded
+    # to its longest chunk, and in the entries' order one long chunk made a batch of short
+    # ones cost as much as eight long ones.
+    missing = sorted(
+        (piece for content_hash, piece in texts.items() if content_hash not in vectors),
+        key=lambda piece: len(piece.text),
+    )
     size = max(1, provider.batch_size)
     for start in range(0, len(missing), size):
         yield_to_other_teams(team_id)

@@ -138,6 +138,44 @@ def test_without_cached_vectors_only_the_provider_batches_add_statements(
     assert {m.index_state for m in rows(ids).values()} == {IndexState.INDEXED}
 
 
+def test_the_provider_gets_chunks_of_about_one_length_per_batch(
+    team: Team, batch_save: Any, announced: list[list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A provider batch is padded to its longest chunk: entries short and long in turn
+    are embedded shortest first, so no batch of short chunks carries a long one, and
+    every chunk is embedded once, with the vector it gets alone."""
+    tasks.index_memories(team.id, batch_save(team, texts(3, offset=900), "seed"))
+    short = texts(12, offset=100)
+    long = [
+        f"{text} " + " ".join(f"Step {n}: check {text.lower()}" for n in range(12)) for text in texts(12, 200)
+    ]
+    contents = [text for pair in zip(short, long, strict=True) for text in pair]
+    ids = batch_save(team, contents, "mixed")
+    provider = services.team_provider(team)
+    assert provider is not None
+    sent: list[list[str]] = []
+    embed = provider.embed_documents
+
+    def recording(chunk_texts: list[str]) -> list[list[float]]:
+        sent.append(list(chunk_texts))
+        return embed(chunk_texts)
+
+    monkeypatch.setattr(provider, "embed_documents", recording)
+
+    assert tasks.index_memories(team.id, ids) == {services.IndexOutcome.INDEXED: len(ids)}
+
+    lengths = [len(text) for batch in sent for text in batch]
+    assert lengths == sorted(lengths)
+    assert max(len(text) for text in sent[0]) < min(len(text) for text in sent[-1])
+    expected = sorted(piece.text for content in contents for piece in chunk_text(content))
+    assert sorted(text for batch in sent for text in batch) == expected
+    monkeypatch.undo()
+    [piece] = chunk_text(short[0])
+    with team_scope(team.id):  # the vector stored, read back from the team's cache
+        stored = services.cached_embeddings(provider, [(piece.content_hash, piece.text)], team_id=team.id)
+    assert stored[piece.content_hash] == pytest.approx(embed([piece.text])[0], abs=1e-5)
+
+
 @pytest.mark.parametrize("first", [ON_CALL, ON_CALL_SAME_LENGTH])
 def test_near_duplicates_within_one_batch_merge_as_when_indexed_one_by_one(
     team: Team, batch_save: Any, announced: list[list[str]], first: str
