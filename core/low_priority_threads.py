@@ -27,6 +27,7 @@ from typing import ParamSpec, TypeVar
 
 from django.conf import settings
 
+from core.process_thread_pools import ProcessThreadPool
 from core.settings_env import default_processes
 
 logger = logging.getLogger(__name__)
@@ -34,30 +35,23 @@ logger = logging.getLogger(__name__)
 P = ParamSpec("P")
 T = TypeVar("T")
 
-_pool: ThreadPoolExecutor | None = None
-_pool_pid: int | None = None
-_pool_lock = threading.Lock()
-
 
 def run_at_background_priority(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
     """`function(*args, **kwargs)` on a background-priority thread; waits for it and
     returns its result or raises its exception."""
-    return _background_pool().submit(function, *args, **kwargs).result()
+    return _BACKGROUND_THREADS.pool().submit(function, *args, **kwargs).result()
 
 
 def _background_pool() -> ThreadPoolExecutor:
-    global _pool, _pool_pid
-    with _pool_lock:
-        # A pool inherited through fork (gunicorn's workers) has no threads: start anew.
-        if _pool is None or _pool_pid != os.getpid():
-            _pool = ThreadPoolExecutor(
-                max_workers=default_processes(),  # more than one per core would only queue on the cores
-                thread_name_prefix="background-priority",
-                initializer=_lower_thread_priority,
-                initargs=(settings.MEMORYHUB_WORKER_NICENESS,),
-            )
-            _pool_pid = os.getpid()
-        return _pool
+    return ThreadPoolExecutor(
+        max_workers=default_processes(),  # more than one per core would only queue on the cores
+        thread_name_prefix="background-priority",
+        initializer=_lower_thread_priority,
+        initargs=(settings.MEMORYHUB_WORKER_NICENESS,),
+    )
+
+
+_BACKGROUND_THREADS = ProcessThreadPool(_background_pool)
 
 
 def _lower_thread_priority(niceness: int) -> None:

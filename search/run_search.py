@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import contextvars
 import logging
-import os
-import threading
 import time
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -21,6 +19,7 @@ from functools import partial
 from typing import Any
 
 from core.metric_definitions import QUERY_EMBEDDING_SECONDS
+from core.process_thread_pools import ProcessThreadPool
 from core.request_transaction import outside_request_transaction
 from memories import feedback
 from search import selectors, unified
@@ -82,7 +81,7 @@ def start_query_embedding(*, team: Team, query: str, on_a_thread: bool = True) -
         if on_a_thread and not provider.waits_on_network:
             # The caller's context (its request id in log lines) goes with the call.
             call = partial(contextvars.copy_context().run, _embed, team, provider, query)
-            return QueryEmbedding(future=_embedding_threads().submit(call))
+            return QueryEmbedding(future=_EMBEDDING_THREADS.pool().submit(call))
         # A query to a model in this process keeps the transaction: stepping out and back
         # in would cost a COMMIT, a BEGIN and the team's binding, more than the wait.
         with outside_request_transaction() if provider.waits_on_network else nullcontext():
@@ -112,18 +111,9 @@ def _unavailable(team: Team, exc: EmbeddingUnavailable, started: float) -> Embed
 # Threads per process that embed queries: as many searches as a web process serves at
 # once (gunicorn's threads) embed side by side; more would only queue for the cores.
 QUERY_EMBEDDING_THREADS = 4
-_threads: tuple[int, ThreadPoolExecutor] | None = None
-_threads_lock = threading.Lock()
-
-
-def _embedding_threads() -> ThreadPoolExecutor:
-    """This process's pool (a pool inherited through a fork has no threads: a new one)."""
-    global _threads
-    with _threads_lock:
-        if _threads is None or _threads[0] != os.getpid():
-            pool = ThreadPoolExecutor(QUERY_EMBEDDING_THREADS, thread_name_prefix="query-embedding")
-            _threads = (os.getpid(), pool)
-        return _threads[1]
+_EMBEDDING_THREADS = ProcessThreadPool(
+    lambda: ThreadPoolExecutor(QUERY_EMBEDDING_THREADS, thread_name_prefix="query-embedding")
+)
 
 
 SOURCES = ("memories", "facts", "conversations")

@@ -14,6 +14,7 @@ import pytest
 from django.db import connection
 from django.test import override_settings
 
+from core import process_thread_pools
 from core.request_id import current_request_id
 from search import run_search
 from search.embeddings.profiles import provider_for, reset_providers
@@ -129,11 +130,11 @@ def test_a_model_failing_on_the_thread_answers_keyword_only_with_the_warning(
 
 
 def test_a_process_forked_with_the_pool_starts_a_pool_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
-    here = run_search._embedding_threads()
-    assert run_search._embedding_threads() is here
+    here = run_search._EMBEDDING_THREADS.pool()
+    assert run_search._EMBEDDING_THREADS.pool() is here
 
-    monkeypatch.setattr(run_search.os, "getpid", lambda: -1)
-    child = run_search._embedding_threads()
+    monkeypatch.setattr(process_thread_pools.os, "getpid", lambda: -1)
+    child = run_search._EMBEDDING_THREADS.pool()
 
     assert child is not here
     assert child.submit(lambda: "ran").result(timeout=10) == "ran"
