@@ -137,3 +137,20 @@ def test_the_lookups_match_their_gin_indexes(db: None) -> None:
     assert indexes["key_trigrams"].endswith("USING gin (trigrams) WITH (fastupdate=off)")
     assert "WHERE s.trigrams && $3 AND" in sources["search_similar_lexemes"]
     assert "WHERE k.trigrams && $2 LIMIT" in sources["search_similar_keys"]
+
+
+def test_a_long_word_reads_candidates_by_its_inner_trigrams(member: Agent, save) -> None:  # type: ignore[no-untyped-def]
+    """With one candidate to read, the team's lexeme that shares only the word's closing
+    trigram ("an " of plan) is not the one read: grafana, which shares its inner ones,
+    is. A short word keeps its closing trigram: "reed" reaches red through it alone."""
+    save(member, "plans", "The plan.")  # stored first, so an index scan meets it first
+    save(member, "exact", "The grafana folder.")
+    save(member, "colour", "Paint it red.")
+    with team_scope(member.team.id), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT word, lexeme FROM search_similar_lexemes(%s, %s, %s, %s, 1)",
+            [["grafan", "reed"], trigrams.MIN_COVERAGE, trigrams.MIN_SIMILARITY, trigrams.LEXEMES_PER_WORD],
+        )
+        found = cursor.fetchall()
+
+    assert found == [("grafan", "grafana"), ("reed", "red")]
