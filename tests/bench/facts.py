@@ -3,7 +3,8 @@
 One team of SIZE active facts (entities of KEYS_PER_ENTITY keys each; one in ten has a
 superseded version too, so the table holds history as a real one does), written by
 INSERT ... SELECT. The requests go to one gunicorn server (the deployment's config,
-threaded workers) with httpx, one call at a time after a warm-up, each for a different
+threaded workers, the read budget counted in an embedded Redis as `make run` counts it)
+with httpx, one call at a time after a warm-up, each for a different
 random `(entity, key)`:
 
 - `GET facts/{entity}/{key}/` right after the load, before anything analyzed the table:
@@ -138,7 +139,9 @@ def run(*, quick: bool = False) -> dict[str, Any]:
     results: dict[str, dict[str, float]] = {}
     budgets = {"MEMORYHUB_THROTTLE_READ": "1000000/min", "MEMORYHUB_THROTTLE_WRITE": "1000000/min"}
     with (
-        harness.api_server(workers=2, **budgets) as base,
+        # As `make run` serves: the read budget's counts in the embedded Redis.
+        harness.embedded_redis() as redis_url,
+        harness.api_server(workers=2, REDIS_URL=redis_url, **budgets) as base,
         httpx.Client(headers={"Authorization": f"Bearer {token}"}, timeout=60) as client,
     ):
         root = f"{base}/api/v1/teams/{team.slug}/facts/"
