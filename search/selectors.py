@@ -33,6 +33,8 @@ from memories.scopes import ScopeWindows
 from memories.selectors import annotations_for, successors_of
 from search.models import ChunkEmbedding
 from search.retrieval.candidates import (
+    NESTED_LOOPS_BACK,
+    NESTED_LOOPS_OFF,
     Candidate,
     QueryVector,
     SearchFilters,
@@ -353,7 +355,7 @@ def nearest_other_active_entries_of_batch(
         if scanned_through_index(cursor, team_id, model):
             return None
         # Hash joins only, as the single entry's exact scan (search.retrieval.candidates).
-        cursor.execute("SELECT set_config('enable_nestloop', 'off', true)")
+        cursor.execute(NESTED_LOOPS_OFF)
         owners: dict[str | None, list[uuid.UUID]] = {}
         keys = {memory_id: key for memory_id, key, _unseen in batch}
         for memory_id, key, _unseen in batch:
@@ -416,5 +418,5 @@ def nearest_other_active_entries_of_batch(
             )
             for query_id, other_id, distance in cursor.fetchall():
                 found[query_id].append((other_id, max(0.0, 1.0 - float(distance))))
-        cursor.execute("RESET enable_nestloop")
+        cursor.execute(NESTED_LOOPS_BACK)
     return found

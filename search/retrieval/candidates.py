@@ -437,6 +437,15 @@ def _team_scan(vector: QueryVector, filters: SearchFilters, *, limit: int) -> li
         return list(cursor.fetchall())
 
 
+# Nested loops off for the statements between the two, transaction-locally, and then
+# back to what the transaction had (RESET would put back the session's default).
+NESTED_LOOPS_OFF = (
+    "SELECT set_config('memoryhub.enable_nestloop', current_setting('enable_nestloop'), true),"
+    " set_config('enable_nestloop', 'off', true)"
+)
+NESTED_LOOPS_BACK = "SELECT set_config('enable_nestloop', current_setting('memoryhub.enable_nestloop'), true)"
+
+
 def _exact_scan(vector: QueryVector, filters: SearchFilters, *, limit: int) -> list[tuple[Any, ...]]:
     where, params = filters.sql()
     connection = read_connection()
@@ -458,10 +467,7 @@ def _exact_scan(vector: QueryVector, filters: SearchFilters, *, limit: int) -> l
         prepared_cursor(connection) as restoring,
         connection.connection.pipeline(),
     ):
-        setting.execute(
-            "SELECT set_config('memoryhub.enable_nestloop', current_setting('enable_nestloop'), true),"
-            " set_config('enable_nestloop', 'off', true)"
-        )
+        setting.execute(NESTED_LOOPS_OFF)
         scan.execute(
             f"""
                 SELECT memory_id, distance, chunk_id FROM (
@@ -476,9 +482,7 @@ def _exact_scan(vector: QueryVector, filters: SearchFilters, *, limit: int) -> l
             """,  # noqa: S608
             [vector.literal, filters.team_id, vector.model, *params, limit],
         )
-        restoring.execute(
-            "SELECT set_config('enable_nestloop', current_setting('memoryhub.enable_nestloop'), true)"
-        )
+        restoring.execute(NESTED_LOOPS_BACK)
         return list(scan.fetchall())
 
 

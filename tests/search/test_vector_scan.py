@@ -27,6 +27,7 @@ from memories.models import Memory
 from search.retrieval import candidates
 from search.retrieval.candidates import QueryVector
 from search.run_search import embed_and_search, embed_query
+from search.selectors import nearest_other_active_entries_of_batch
 from teams.models import Team
 from teams.scope import dangerously_bypass_team_scope, team_scope
 from tests.conftest import Agent
@@ -289,4 +290,27 @@ def test_the_exact_scan_leaves_nested_loops_as_it_found_them(
         after = cursor.fetchone()[0]
 
     assert len(matches) == 5
+    assert after == before
+
+
+@pytest.mark.parametrize("before", ["on", "off"])
+def test_the_batch_duplicate_scan_leaves_nested_loops_as_it_found_them(
+    grown: tuple[Team, QueryVector], before: str
+) -> None:
+    """The indexing batch's near-duplicate scan turns nested loops off for itself only,
+    as the search's scan does."""
+    team, query = grown
+    with team_scope(team.id), connection.cursor() as cursor:
+        batch = [
+            (memory_id, key, False)
+            for memory_id, key in Memory.objects.filter(team_id=team.id).values_list("id", "key")[:3]
+        ]
+        cursor.execute("SELECT set_config('enable_nestloop', %s, true)", [before])
+        found = nearest_other_active_entries_of_batch(
+            team_id=team.id, batch=batch, checked={batch[0][0]}, model=query.model
+        )
+        cursor.execute("SHOW enable_nestloop")
+        after = cursor.fetchone()[0]
+
+    assert found is not None and len(found[batch[0][0]]) == 1
     assert after == before
