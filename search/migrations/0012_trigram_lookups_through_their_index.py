@@ -19,12 +19,12 @@ act as it (SET ROLE) but does not inherit its ownership."""
 
 from django.db import migrations
 
-PROBES_WITHOUT_CLOSING_TRIGRAMS = """CREATE OR REPLACE FUNCTION search_similar_lexemes(
+# The functions of migration search.0006, with what this migration changes as placeholders.
+LOOKUP_FUNCTIONS = """CREATE OR REPLACE FUNCTION search_similar_lexemes(
     words text[], min_coverage float8, min_similarity float8, per_word integer, max_candidates integer
 ) RETURNS TABLE (word text, lexeme text, chunks bigint, similarity float8)
 LANGUAGE plpgsql STABLE SECURITY DEFINER ROWS 10
-SET search_path = public, pg_temp
-SET enable_seqscan = off AS $$
+SET search_path = public, pg_temp__PLANNER__ AS $$
 DECLARE
     team bigint := memoryhub_current_team();
     asked text;
@@ -36,9 +36,7 @@ BEGIN
     END IF;
     FOREACH asked IN ARRAY words[1:8] LOOP
         wanted := search_team_trigrams(team, asked);
-        probe := ARRAY(
-            SELECT t FROM unnest(wanted) AS t WHERE t NOT LIKE '%: %' AND (t NOT LIKE '% ' OR asked !~ '^[[:alnum:]]{5,}$')
-        );
+        probe := ARRAY(SELECT t FROM unnest(wanted) AS t WHERE t NOT LIKE '%: %'__WORD_PROBE__);
         CONTINUE WHEN cardinality(probe) = 0;
         RETURN QUERY EXECUTE
             'SELECT $1, s.lexeme, s.chunks, o.shared / (cardinality($2) + cardinality(s.trigrams) - o.shared)
@@ -60,8 +58,7 @@ CREATE OR REPLACE FUNCTION search_similar_keys(
     words text[], query text, min_overlap float8, max_rows integer, max_candidates integer
 ) RETURNS TABLE (key text, overlap float8)
 LANGUAGE plpgsql STABLE SECURITY DEFINER ROWS 10
-SET search_path = public, pg_temp
-SET enable_seqscan = off AS $$
+SET search_path = public, pg_temp__PLANNER__ AS $$
 DECLARE
     team bigint := memoryhub_current_team();
     wanted text[];
@@ -73,7 +70,7 @@ BEGIN
     wanted := search_team_trigrams(team, left(query, 2000));
     probe := ARRAY(
         SELECT DISTINCT t FROM unnest(words[1:8]) AS w, unnest(search_team_trigrams(team, w)) AS t
-        WHERE t NOT LIKE '%: %' AND (t NOT LIKE '% ' OR w !~ '^[[:alnum:]]{5,}$')
+        WHERE t NOT LIKE '%: %'__WORDS_PROBE__
     );
     IF cardinality(probe) = 0 THEN
         RETURN;
@@ -89,81 +86,19 @@ BEGIN
         USING wanted, probe, min_overlap, greatest(max_rows, 0), greatest(max_candidates, 0);
 END
 $$;
-
 """
-
-PROBES_WITH_CLOSING_TRIGRAMS = """CREATE OR REPLACE FUNCTION search_similar_lexemes(
-    words text[], min_coverage float8, min_similarity float8, per_word integer, max_candidates integer
-) RETURNS TABLE (word text, lexeme text, chunks bigint, similarity float8)
-LANGUAGE plpgsql STABLE SECURITY DEFINER ROWS 10
-SET search_path = public, pg_temp AS $$
-DECLARE
-    team bigint := memoryhub_current_team();
-    asked text;
-    wanted text[];
-    probe text[];
-BEGIN
-    IF team IS NULL OR words IS NULL THEN
-        RETURN;
-    END IF;
-    FOREACH asked IN ARRAY words[1:8] LOOP
-        wanted := search_team_trigrams(team, asked);
-        probe := ARRAY(SELECT t FROM unnest(wanted) AS t WHERE t NOT LIKE '%: %');
-        CONTINUE WHEN cardinality(probe) = 0;
-        RETURN QUERY EXECUTE
-            'SELECT $1, s.lexeme, s.chunks, o.shared / (cardinality($2) + cardinality(s.trigrams) - o.shared)
-             FROM (
-                 SELECT s.lexeme, s.chunks, s.trigrams FROM search_keywordstat s
-                 WHERE s.trigrams && $3 AND s.chunks > 0 AND s.lexeme <> '''' LIMIT $7
-             ) AS s,
-             LATERAL (SELECT count(*)::float8 AS shared FROM unnest(s.trigrams) AS t WHERE t = ANY($2)) AS o
-             WHERE o.shared >= $4 * cardinality($2)
-               AND o.shared / (cardinality($2) + cardinality(s.trigrams) - o.shared) >= $5
-             ORDER BY 4 DESC, 2 LIMIT $6'
-            USING asked, wanted, probe, min_coverage, min_similarity, greatest(per_word, 0),
-                greatest(max_candidates, 0);
-    END LOOP;
-END
-$$;
-
-CREATE OR REPLACE FUNCTION search_similar_keys(
-    words text[], query text, min_overlap float8, max_rows integer, max_candidates integer
-) RETURNS TABLE (key text, overlap float8)
-LANGUAGE plpgsql STABLE SECURITY DEFINER ROWS 10
-SET search_path = public, pg_temp AS $$
-DECLARE
-    team bigint := memoryhub_current_team();
-    wanted text[];
-    probe text[];
-BEGIN
-    IF team IS NULL OR words IS NULL THEN
-        RETURN;
-    END IF;
-    wanted := search_team_trigrams(team, left(query, 2000));
-    probe := ARRAY(
-        SELECT DISTINCT t FROM unnest(words[1:8]) AS w, unnest(search_team_trigrams(team, w)) AS t
-        WHERE t NOT LIKE '%: %'
-    );
-    IF cardinality(probe) = 0 THEN
-        RETURN;
-    END IF;
-    RETURN QUERY EXECUTE
-        'SELECT k.key::text, o.shared / least(cardinality(k.trigrams), cardinality($1))
-         FROM (
-             SELECT k.key, k.trigrams FROM search_keytrigrams k WHERE k.trigrams && $2 LIMIT $5
-         ) AS k,
-         LATERAL (SELECT count(*)::float8 AS shared FROM unnest(k.trigrams) AS t WHERE t = ANY($1)) AS o
-         WHERE o.shared >= $3 * least(cardinality(k.trigrams), cardinality($1))
-         ORDER BY 2 DESC, 1 LIMIT $4'
-        USING wanted, probe, min_overlap, greatest(max_rows, 0), greatest(max_candidates, 0);
-END
-$$;
-
-"""
+# A word of 5 letters or digits or more: its closing trigram ("% ") does not choose.
+WITHOUT_CLOSING = " AND (t NOT LIKE '% ' OR {word} !~ '^[[:alnum:]]{{5,}}$')"
 
 
-def as_operator(functions: str) -> str:
-    """`functions` run as their owner, which needs the schema's CREATE privilege to replace them."""
+def lookup_functions(*, through_index: bool, without_closing: bool) -> str:
+    """The two functions, replaced in place, as their owner (which needs the schema's
+    CREATE privilege to replace them)."""
+    functions = (
+        LOOKUP_FUNCTIONS.replace("__PLANNER__", "\nSET enable_seqscan = off" if through_index else "")
+        .replace("__WORD_PROBE__", WITHOUT_CLOSING.format(word="asked") if without_closing else "")
+        .replace("__WORDS_PROBE__", WITHOUT_CLOSING.format(word="w") if without_closing else "")
+    )
     return f"""
 GRANT CREATE ON SCHEMA public TO memoryhub_operator;
 SET LOCAL ROLE memoryhub_operator;
@@ -180,7 +115,7 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.RunSQL(
-            as_operator(PROBES_WITHOUT_CLOSING_TRIGRAMS),
-            reverse_sql=as_operator(PROBES_WITH_CLOSING_TRIGRAMS),
+            lookup_functions(through_index=True, without_closing=True),
+            reverse_sql=lookup_functions(through_index=False, without_closing=False),
         ),
     ]
