@@ -62,9 +62,6 @@ class _CompiledRule:
     check: Any  # credential_rules.ValueCheck | None
     keywords: tuple[bytes, ...]
 
-    def may_match(self, lowered: bytes) -> bool:
-        return not self.keywords or any(keyword in lowered for keyword in self.keywords)
-
 
 def _compiled(rule: CredentialRule) -> _CompiledRule:
     fast = without_word_start(rule.pattern)
@@ -81,9 +78,44 @@ def _compiled(rule: CredentialRule) -> _CompiledRule:
     )
 
 
+# The keywords as they are, byte for byte, in the lowered text: what `keyword in lowered`
+# finds, for all of them in one pass.
+_KEYWORD_OPTIONS = re2.Options()
+_KEYWORD_OPTIONS.literal = True
+_KEYWORD_OPTIONS.encoding = re2.Options.Encoding.LATIN1
+
+
+class _KeywordPrefilter:
+    """The rules, in their order, that have no keyword or one of whose keywords the
+    lowered text holds: one pass of an RE2 set over the text, as the catalogue's
+    prefilter makes, where testing each rule's keywords in turn was most of a short
+    text's scrub (44 of 54 µs for a 180-character entry)."""
+
+    def __init__(self, rules: tuple[_CompiledRule, ...]) -> None:
+        self._rules = rules
+        self._without_keywords = frozenset(i for i, rule in enumerate(rules) if not rule.keywords)
+        self._keywords = re2.Set.SearchSet(_KEYWORD_OPTIONS)
+        self._rules_of: dict[int, list[int]] = {}
+        added: dict[bytes, int] = {}
+        for position, rule in enumerate(rules):
+            for keyword in rule.keywords:
+                if keyword not in added:
+                    added[keyword] = self._keywords.Add(keyword)
+                self._rules_of.setdefault(added[keyword], []).append(position)
+        self._keywords.Compile()
+
+    def rules_for(self, lowered: bytes) -> list[_CompiledRule]:
+        chosen = set(self._without_keywords)
+        for keyword in self._keywords.Match(lowered) or ():
+            chosen.update(self._rules_of[keyword])
+        return [self._rules[position] for position in sorted(chosen)]
+
+
 _SHAPE_RULES = tuple(map(_compiled, SHAPE_RULES))
 _CONTEXT_RULES = tuple(map(_compiled, CONTEXT_RULES))
 _COMPILED_RULES = _SHAPE_RULES + _CONTEXT_RULES
+_SHAPE_PREFILTER = _KeywordPrefilter(_SHAPE_RULES)
+_CONTEXT_PREFILTER = _KeywordPrefilter(_CONTEXT_RULES)
 
 
 @dataclass
@@ -133,17 +165,15 @@ def scrub(text: str, secret_values: Iterable[str] | SecretMatcher = ()) -> Scrub
         counts["vault_secret"] += occurrences
     data = original = text.encode("utf-8", "surrogatepass")
     lowered = data.lower()  # for the keyword checks; redacting only ever removes keywords
-    for rule in _SHAPE_RULES:
-        if rule.may_match(lowered):
-            data = _apply(rule, data, counts)
+    for rule in _SHAPE_PREFILTER.rules_for(lowered):
+        data = _apply(rule, data, counts)
     rules = catalogue().rules_to_run(data)
     generic = [rule for rule in rules if rule.kind == GENERIC_RULE_ID]
     for catalogue_rule in rules:
         if catalogue_rule.kind != GENERIC_RULE_ID:
             data = _apply_catalogue_rule(catalogue_rule, data, counts)
-    for rule in _CONTEXT_RULES:
-        if rule.may_match(lowered):
-            data = _apply(rule, data, counts)
+    for rule in _CONTEXT_PREFILTER.rules_for(lowered):
+        data = _apply(rule, data, counts)
     for catalogue_rule in generic:
         data = _apply_catalogue_rule(catalogue_rule, data, counts)
     if data is not original:

@@ -127,3 +127,36 @@ def test_the_word_start_retries_stay_linear() -> None:
     # instead of a thousand searches each reading the rest of the text.
     assert spans == []
     assert fast.searches <= 2 * scrubber._REREAD_LIMIT + 1
+
+
+def _every_keyword_text() -> str:
+    from teams import scrubber
+
+    return " ".join(k.decode() for rule in scrubber._COMPILED_RULES for k in rule.keywords)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "nothing to see here, only words about a deploy on Friday",
+        "OPENAI_API_KEY=sk-ant-api03-x and SK-PROJ- in capitals",
+        "Bearer xoxb- ghp_ mh_ -----BEGIN PRIVATE KEY-----",
+        "caf\u00e9 \u212a\u00e9lvin \ud800 lone surrogate, then sk-",
+        "sk-ant",  # a keyword's prefix only
+        "key" * 1000,
+    ],
+)
+def test_the_keyword_prefilter_picks_the_rules_each_keyword_test_would(text: str) -> None:
+    """One pass of the keyword set chooses exactly the rules that testing each rule's
+    keywords in the lowered bytes chooses, in the rules' order."""
+    from teams import scrubber
+
+    for candidate in (text, _every_keyword_text(), text + _every_keyword_text().upper()):
+        lowered = candidate.encode("utf-8", "surrogatepass").lower()
+        for rules, prefilter in (
+            (scrubber._SHAPE_RULES, scrubber._SHAPE_PREFILTER),
+            (scrubber._CONTEXT_RULES, scrubber._CONTEXT_PREFILTER),
+        ):
+            expected = [r for r in rules if not r.keywords or any(k in lowered for k in r.keywords)]
+            assert prefilter.rules_for(lowered) == expected
