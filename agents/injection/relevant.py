@@ -71,7 +71,10 @@ def _relevant_rows(
         for row in Memory.objects.for_team(team.id)
         .active()
         .filter(id__in=[r.memory_id for r in kept])
-        .only("id", "key", "type", "project", "content", "created_at")
+        # Every field entry_from reads: one left out would be read again, entry by entry.
+        .only(
+            "id", "key", "type", "project", "content", "created_at", "confirmed_by_count", "last_confirmed_at"
+        )
     }
     return [
         (r, rows[r.memory_id])

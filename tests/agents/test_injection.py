@@ -9,6 +9,8 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from agents.injection import build_injection
@@ -430,6 +432,24 @@ def test_the_relevant_section_shows_the_current_entry_of_a_key_its_old_wording_m
     assert keys(relevant)[0] == "vpn"
     assert "[REFERENCE] [vpn]: Ask Priya for the address." in body["text"]
     assert "vpn-old" not in body["text"]
+
+
+def test_the_relevant_entries_are_read_with_their_confirmations_in_one_query(
+    indexed: None, team: Team
+) -> None:
+    confirmed_at = timezone.now() - timedelta(days=2)
+    with team_scope(team.id):
+        Memory.objects.filter(team=team, key="db-host").update(
+            confirmed_by_count=2, last_confirmed_at=confirmed_at
+        )
+    with team_scope(team.id), CaptureQueriesContext(connection) as queries:
+        result = build_injection(team=team, max_entries=1, query="staging database")
+
+    relevant = {e.key: e for e in result.included if e.section == "relevant"}
+    assert len(relevant) >= 2
+    assert relevant["db-host"].corroborated == 2 and relevant["db-host"].verified_at == confirmed_at
+    # No entry read again by its id for a field the first read left out.
+    assert [q["sql"] for q in queries if 'WHERE "memories_memory"."id" = ' in q["sql"]] == []
 
 
 def test_overflowing_entries_stay_searchable(indexed: None, member: Agent) -> None:
