@@ -77,38 +77,50 @@ CURSOR_ANSWERS = {"before-submit-prompt": '{"continue": true}\n'}
 
 
 @pytest.mark.slow  # runs the `memoryhub` command
-@pytest.mark.parametrize(("client", "event"), HOOKS)
-def test_a_hook_whose_stdin_stays_open_still_ends_and_exits_0(cli: Cli, client: str, event: str) -> None:
+def test_a_hook_whose_stdin_stays_open_still_ends_and_exits_0(cli: Cli) -> None:
+    """Every hook at once (each waits out its stdin bound, so one after the other they
+    took a dozen times as long), each checked on its own."""
     url = f"http://127.0.0.1:{closed_port()}"
-    hook = subprocess.Popen(  # noqa: S603
-        [COMMAND, "hook", client, event, "--url", url, "--team", "alpha"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env={**cli.env, "MEMORYHUB_TOKEN": "mh_any-token-0123"},
-        cwd=cli.home,
-    )
+    hooks = {
+        (client, event): subprocess.Popen(  # noqa: S603
+            [COMMAND, "hook", client, event, "--url", url, "--team", "alpha"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**cli.env, "MEMORYHUB_TOKEN": "mh_any-token-0123"},
+            cwd=cli.home,
+        )
+        for client, event in HOOKS
+    }
+    outputs: dict[tuple[str, str], tuple[int | None, str]] = {}
     try:
-        assert hook.stdin is not None and hook.stdout is not None
-        hook.stdin.write(b'{"session_id": "held-open", "cwd": "')  # half a JSON, then nothing
-        hook.stdin.flush()
-        # A hang detector, not a speed target: without the bound the hook waits for ever.
-        assert hook.wait(timeout=RUN_SECONDS) == 0
-        output = hook.stdout.read().decode()
+        for hook in hooks.values():
+            assert hook.stdin is not None
+            hook.stdin.write(b'{"session_id": "held-open", "cwd": "')  # half a JSON, then nothing
+            hook.stdin.flush()
+        for name, hook in hooks.items():
+            assert hook.stdout is not None
+            # A hang detector, not a speed target: without the bound the hook waits for ever.
+            code = hook.wait(timeout=RUN_SECONDS)
+            outputs[name] = (code, hook.stdout.read().decode())
     finally:
-        if hook.poll() is None:
-            hook.kill()
-        hook.wait()
-        for stream in (hook.stdin, hook.stdout, hook.stderr):
-            if stream is not None:
-                stream.close()
-    if client == "cursor" and event == "session-start":
-        context = json.loads(output)["additional_context"]
-        assert context.startswith("MemoryHub: the team's memory could not be loaded (cannot reach")
-    elif client == "cursor":
-        assert output == CURSOR_ANSWERS.get(event, "{}\n")
-    elif event == "session-start":
-        assert output.startswith("MemoryHub: the team's memory could not be loaded (cannot reach")
-        assert "## Using MemoryHub" in output
-    else:
-        assert output == ""
+        for hook in hooks.values():
+            if hook.poll() is None:
+                hook.kill()
+            hook.wait()
+            for stream in (hook.stdin, hook.stdout, hook.stderr):
+                if stream is not None:
+                    stream.close()
+    for (client, event), (code, output) in outputs.items():
+        assert code == 0, (client, event)
+        if client == "cursor" and event == "session-start":
+            context = json.loads(output)["additional_context"]
+            assert context.startswith("MemoryHub: the team's memory could not be loaded (cannot reach")
+        elif client == "cursor":
+            assert output == CURSOR_ANSWERS.get(event, "{}\n"), event
+        elif event == "session-start":
+            assert output.startswith("MemoryHub: the team's memory could not be loaded (cannot reach")
+            assert "## Using MemoryHub" in output
+        else:
+            assert output == "", (client, event)
+    assert len(outputs) == len(HOOKS)
