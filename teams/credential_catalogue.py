@@ -28,6 +28,7 @@ import hashlib
 import math
 import tomllib
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -156,24 +157,44 @@ class CatalogueRule:
         return consult_allowlists and self.allowed.allows(data, spans, value, self.lead_run_removed)
 
 
+class KeywordPrefilter:
+    """Which of a list of rules may match a text: those with no keyword, and those one of
+    whose keywords the text holds, found in one pass of an RE2 set (`options` say how a
+    keyword matches), by position in the list, in its order. The catalogue's rules and
+    the scrubber's own are each behind one."""
+
+    def __init__(self, keywords_of_rules: Sequence[Sequence[bytes]], options: Any) -> None:
+        self._without_keywords = frozenset(i for i, keywords in enumerate(keywords_of_rules) if not keywords)
+        self._keywords = re2.Set.SearchSet(options)
+        self._rules_of: dict[int, list[int]] = {}
+        added: dict[bytes, int] = {}
+        for position, keywords in enumerate(keywords_of_rules):
+            for keyword in keywords:
+                if keyword not in added:
+                    added[keyword] = self._keywords.Add(keyword)
+                self._rules_of.setdefault(added[keyword], []).append(position)
+        self._keywords.Compile()
+
+    def positions(self, data: bytes) -> list[int]:
+        chosen = set(self._without_keywords)
+        for keyword in self._keywords.Match(data) or ():
+            chosen.update(self._rules_of[keyword])
+        return sorted(chosen)
+
+
 @dataclass
 class Catalogue:
     version: str
     sha256: str
     rules: tuple[CatalogueRule, ...]
-    keyword_set: Any  # re2.Set of every rule's keywords, for the prefilter
-    keyword_rules: dict[int, tuple[int, ...]]  # keyword index -> indices of the rules it enables
-    keywordless_rules: tuple[int, ...]
+    prefilter: KeywordPrefilter  # the rules' keywords, as gitleaks matches them
     total: int = 0
     dropped: dict[str, str] = field(default_factory=dict)  # rule id -> why
     rewritten: tuple[str, ...] = ()
 
     def rules_to_run(self, data: bytes) -> list[CatalogueRule]:
         """The rules one of whose keywords the text holds (one pass over it), in file order."""
-        indices = set(self.keywordless_rules)
-        for keyword in self.keyword_set.Match(data) or ():
-            indices.update(self.keyword_rules[keyword])
-        return [self.rules[i] for i in sorted(indices)]
+        return [self.rules[i] for i in self.prefilter.positions(data)]
 
 
 def shannon_entropy(value: bytes) -> float:
@@ -289,22 +310,13 @@ def load_catalogue(path: Path = CATALOGUE_FILE) -> Catalogue:
     # Provider rules first, the generic one last (the scrubber runs its own context
     # rules in between).
     compiled.sort(key=lambda rule: rule.kind == GENERIC_RULE_ID)
-    keyword_set = re2.Set.SearchSet(_KEYWORD_OPTIONS)
-    keyword_index: dict[str, int] = {}
-    keyword_rules: dict[int, list[int]] = {}
-    for index, rule in enumerate(compiled):
-        for keyword in rule.keywords:
-            if keyword not in keyword_index:
-                keyword_index[keyword] = keyword_set.Add(keyword.encode())
-            keyword_rules.setdefault(keyword_index[keyword], []).append(index)
-    keyword_set.Compile()
     return Catalogue(
         version=_source_field("version"),
         sha256=hashlib.sha256(raw_bytes).hexdigest(),
         rules=tuple(compiled),
-        keyword_set=keyword_set,
-        keyword_rules={k: tuple(v) for k, v in keyword_rules.items()},
-        keywordless_rules=tuple(i for i, rule in enumerate(compiled) if not rule.keywords),
+        prefilter=KeywordPrefilter(
+            [tuple(keyword.encode() for keyword in rule.keywords) for rule in compiled], _KEYWORD_OPTIONS
+        ),
         total=len(config.get("rules", ())),
         dropped=dropped,
         rewritten=tuple(rewritten),
