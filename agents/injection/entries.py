@@ -66,16 +66,18 @@ def entry_from(
     rank: int,
     reason: IncludedReason | LeftOutReason,
     secrets: SecretMatcher,
+    with_text: bool = True,
 ) -> InjectionEntry:
     """The entry, its text scrubbed (credential shapes and the team's vault secrets in
     `secrets`) before its tokens are counted: text saved before a scrubber rule or a
-    vault secret existed never reaches an agent's prompt."""
+    vault secret existed never reaches an agent's prompt. Without `with_text` (an entry
+    only listed as left out by the cap) the text is left empty, unread."""
     return InjectionEntry(
         memory_id=row.id,
         key=row.key,
         type=row.type,
         project=row.project,
-        content=scrub(row.content, secrets).text,
+        content=scrub(row.content, secrets).text if with_text else "",
         created_at=row.created_at,
         section=section,
         rank=rank,

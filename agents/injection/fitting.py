@@ -19,6 +19,7 @@ from agents.injection.entries import (
     SKILL_SECTION,
     IncludedReason,
     InjectionEntry,
+    Section,
     entry_from,
 )
 from agents.injection.ranking import PINNED_GROUP, SKILL_GROUP, RankedRow
@@ -51,12 +52,17 @@ def fit_ranked(rows: list[RankedRow], *, cap: int, budget: int, secrets: SecretM
     fit = Fit(used=tokens_of(TITLE))
     headed: set[str] = set()
     for row in rows:
-        entry = _ranked_entry(row, secrets)
-        never_dropped = entry.reason == "identity"
+        section, reason = _placement(row)
+        never_dropped = reason == "identity"
         if not never_dropped and len(fit.included) >= cap:
-            entry.reason = "cap"
-            fit.left_out.append(entry)
+            # Listed by key, type and rank only: its text is neither shown nor measured.
+            fit.left_out.append(
+                entry_from(
+                    row, section=section, rank=row.position, reason="cap", secrets=secrets, with_text=False
+                )
+            )
             continue
+        entry = entry_from(row, section=section, rank=row.position, reason=reason, secrets=secrets)
         heading = entry.section if entry.section in (SKILL_SECTION, PINNED_SECTION) else entry.type
         entry.tokens = block_tokens(entry)
         cost = entry.tokens + (0 if heading in headed else tokens_of(SECTION_HEADINGS[heading]))
@@ -70,13 +76,13 @@ def fit_ranked(rows: list[RankedRow], *, cap: int, budget: int, secrets: SecretM
     return fit
 
 
-def _ranked_entry(row: RankedRow, secrets: SecretMatcher) -> InjectionEntry:
+def _placement(row: RankedRow) -> tuple[Section, IncludedReason]:
+    """The section a ranked row goes in, and why it is in."""
     if row.grp == SKILL_GROUP:
-        return entry_from(row, section=SKILL_SECTION, rank=row.position, reason="skill", secrets=secrets)
+        return SKILL_SECTION, "skill"
     if row.grp == PINNED_GROUP:
-        return entry_from(row, section=PINNED_SECTION, rank=row.position, reason="pinned", secrets=secrets)
-    reason: IncludedReason = "identity" if row.type == MemoryType.IDENTITY else "ranked"
-    return entry_from(row, section="core", rank=row.position, reason=reason, secrets=secrets)
+        return PINNED_SECTION, "pinned"
+    return "core", "identity" if row.type == MemoryType.IDENTITY else "ranked"
 
 
 def limit_warnings(
