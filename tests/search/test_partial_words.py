@@ -154,3 +154,19 @@ def test_a_long_word_reads_candidates_by_its_inner_trigrams(member: Agent, save)
         found = cursor.fetchall()
 
     assert found == [("grafan", "grafana"), ("reed", "red")]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "-" * 7_999 + "x",  # separators, then one letter
+        "grafan-" * 1_142,  # one unknown word, again and again, between separators
+        "g" * 8_000,  # one word as long as a query may be
+    ],
+)
+def test_adversarial_queries_are_looked_up_and_answered(
+    corpus: dict[str, dict[str, Any]], member: Agent, query: str
+) -> None:
+    for mode in ("keyword", "hybrid"):
+        body = search(member, query, mode=mode)
+        assert all(r["key"] in corpus for r in body["results"])
