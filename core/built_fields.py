@@ -13,6 +13,7 @@ it, and the context reaches the child through that binding."""
 from __future__ import annotations
 
 import copy
+import threading
 from typing import Any
 
 from rest_framework import serializers
@@ -36,3 +37,24 @@ class FieldsBuiltOnce:
             name: copy.deepcopy(field) if isinstance(field, serializers.BaseSerializer) else copy.copy(field)
             for name, field in built.items()
         }
+
+
+_SHARED: dict[type, serializers.Serializer] = {}  # type: ignore[type-arg]
+_shared_lock = threading.Lock()
+
+
+def representation(serializer_class: type[serializers.Serializer], instance: Any) -> dict[str, Any]:  # type: ignore[type-arg]
+    """`serializer_class(instance).data` as a plain dict, from one instance of the class
+    shared by every call: its fields are copied and bound once per process, not per
+    object. Only for a serializer that reads no context; `to_representation` only reads
+    its bound fields, so threads may share it."""
+    shared = _SHARED.get(serializer_class)
+    if shared is None:
+        with _shared_lock:
+            shared = _SHARED.get(serializer_class)
+            if shared is None:
+                shared = serializer_class()
+                # Bound here, under the lock, before another thread reads them.
+                _bound = shared.fields
+                _SHARED[serializer_class] = shared
+    return dict(shared.to_representation(instance))

@@ -7,6 +7,7 @@ from typing import Any
 from rest_framework import serializers
 
 from core.api_errors import ErrorSerializer
+from core.built_fields import representation
 from memories.facts.models import Fact
 from memories.facts.services import FactSetResult
 
@@ -63,7 +64,7 @@ class FactConflictErrorSerializer(ErrorSerializer):
 
 
 def fact_payload(fact: Fact) -> dict[str, Any]:
-    return dict(FactOutputSerializer(fact).data)
+    return representation(FactOutputSerializer, fact)
 
 
 def set_payload(result: FactSetResult) -> dict[str, Any]:

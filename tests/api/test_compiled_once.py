@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -14,9 +15,11 @@ import freshness.api_anchors
 import freshness.api_drafts  # noqa: F401
 import memories.serializers
 import search.api  # noqa: F401
-from core.built_fields import FieldsBuiltOnce
+from core.built_fields import FieldsBuiltOnce, representation
 from core.compiled_once import CompiledOnce
 from memories.entry_read import ACTIVE_ENTRY
+from memories.facts.serializers import FactOutputSerializer
+from memories.facts.services import set_fact
 from memories.models import Memory
 from memories.selectors import find_active_memory_query
 from teams.authentication import TEAM_ROW
@@ -50,6 +53,22 @@ def test_each_serializer_binds_fields_of_its_own() -> None:
     one, other = memories.serializers.MemoryOutputSerializer(), memories.serializers.MemoryOutputSerializer()
     assert one.fields["key"] is not other.fields["key"]
     assert one.fields["key"].parent is one and other.fields["key"].parent is other
+
+
+@pytest.mark.django_db
+def test_a_shared_serializer_answers_what_a_new_one_does_in_every_thread(team: Team) -> None:
+    with team_scope(team.id):
+        facts = [
+            set_fact(
+                team=team, entity=f"service-{n}", key="owner", value=f"team {n}", actor="a", domains=[str(n)]
+            ).fact
+            for n in range(40)
+        ]
+    expected = [dict(FactOutputSerializer(fact).data) for fact in facts]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        rendered = list(pool.map(lambda fact: representation(FactOutputSerializer, fact), facts * 5))
+    assert rendered == expected * 5
+    assert rendered[0]["value"] == "team 0" and rendered[39]["domains"] == ["39"]
 
 
 @pytest.mark.django_db
