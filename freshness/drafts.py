@@ -52,7 +52,7 @@ from memories.conversations.models import Conversation, ConversationSource
 from memories.exceptions import MemoryExists, MemoryNotFound, UnknownMemoryType
 from memories.facts.models import Fact
 from memories.models import Memory
-from memories.types import ACCEPTED_TYPE_NAMES, resolve_type
+from memories.types import resolve_type, unknown_type_message
 from search.chunking import chunk_text
 from search.duplicates_on_save import find_duplicate
 from search.embeddings.base import EmbeddingUnavailable
@@ -541,9 +541,7 @@ def _checked_type(name: str | None) -> str | None:
     if name is None:
         return None
     if not isinstance(name, str) or resolve_type(name) is None or not name.strip():
-        raise UnknownMemoryType(
-            f"unknown type '{name}'; use one of: {', '.join(ACCEPTED_TYPE_NAMES)}", field="type"
-        )
+        raise UnknownMemoryType(unknown_type_message(name), field="type")
     return name
 
 

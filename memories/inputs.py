@@ -31,7 +31,7 @@ from memories.skills import (
     MAX_PROJECTS,
     SKILL_NAME_PATTERN,
 )
-from memories.types import ACCEPTED_TYPE_NAMES, resolve_type
+from memories.types import resolve_type, unknown_type_message
 from memories.writes import MAX_BATCH_ENTRIES, MAX_REASON_LENGTH, UNSET, Unset
 from teams.serializers import StrictBooleanField, StrictCharField, StrictInputSerializer, StrictRegexField
 from teams.validators import KEY_PATTERN
@@ -307,7 +307,7 @@ class MemoryListQuerySerializer(serializers.Serializer):  # type: ignore[type-ar
     def validate_type(self, value: str) -> str:
         resolved = resolve_type(value)
         if resolved is None:
-            raise serializers.ValidationError(f"unknown type; use one of: {', '.join(ACCEPTED_TYPE_NAMES)}")
+            raise serializers.ValidationError(unknown_type_message(value))
         return resolved.value
 
     def to_arguments(self) -> dict[str, Any]:

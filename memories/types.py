@@ -63,6 +63,18 @@ def resolve_type(name: str | None) -> MemoryType | None:
     return ALIASES.get(lowered)
 
 
+def unknown_type_message(given: object) -> str:
+    """What a caller that named no type nor alias is told: the six types, then each
+    type's aliases, so that the choice reads in the order it is made."""
+    by_type = {
+        memory_type: [name for name, target in ALIASES.items() if target == memory_type]
+        for memory_type in MemoryType
+    }
+    aliases = "; ".join(f"{', '.join(names)} ({memory_type.value})" for memory_type, names in by_type.items())
+    types = ", ".join(MemoryType.values)
+    return f"unknown type '{str(given)[:40]}'; use one of {types}, or an alias: {aliases}"
+
+
 def alias_name(name: str | None) -> str:
     """The alias a type name is (lowercased), or "" for a canonical or empty name."""
     lowered = (name or "").strip().lower()

@@ -13,7 +13,7 @@ from core.api_errors import BODY_ERRORS, TEAM_SCOPED_ERRORS, error_responses
 from core.built_fields import FieldsBuiltOnce
 from memories.inputs import TYPE_HELP
 from memories.serializers import AnnotationOutputSerializer, SupersededBySerializer
-from memories.types import ACCEPTED_TYPE_NAMES, resolve_type
+from memories.types import ACCEPTED_TYPE_NAMES, resolve_type, unknown_type_message
 from search import run_search
 from search.selectors import MAX_QUERY_CHARS, MAX_RESULTS
 from teams.serializers import (
@@ -107,9 +107,7 @@ class SearchInputSerializer(FieldsBuiltOnce, StrictInputSerializer):
         for name in value:
             memory_type = resolve_type(name)
             if memory_type is None:
-                raise serializers.ValidationError(
-                    f"unknown type '{name}'; use one of: {', '.join(ACCEPTED_TYPE_NAMES)}"
-                )
+                raise serializers.ValidationError(unknown_type_message(name))
             resolved.append(memory_type.value)
         return sorted(set(resolved))
 

@@ -28,6 +28,7 @@ from memories.types import (
     alias_name,
     resolve_type,
     suggest_type,
+    unknown_type_message,
 )
 from memories.writes._pipeline import UNSET, Unset
 from teams.validators import check_key
@@ -351,9 +352,7 @@ def _memory_line(number: int, record: dict[str, Any], now: dt.datetime) -> Memor
     else:
         type_name = inferred_type(_text(record, "heading"), content)
     if resolve_type(type_name) is None:
-        raise BadLine(
-            "unknown_type", f"unknown type {type_name[:40]!r}; use one of: {', '.join(ACCEPTED_TYPE_NAMES)}"
-        )
+        raise BadLine("unknown_type", unknown_type_message(type_name))
     metadata = record.get("metadata") or {}
     if not isinstance(metadata, dict):
         raise BadLine("invalid", "'metadata' must be an object")

@@ -38,13 +38,13 @@ from memories.models import MAX_CONTENT_BYTES, Memory, SupersedeKind
 from memories.personal import PersonalNames
 from memories.skills import active_skill_holder, normalise_skill_trigger
 from memories.types import (
-    ACCEPTED_TYPE_NAMES,
     DEFAULT_TYPE,
     MemoryType,
     TypeHint,
     alias_name,
     resolve_type,
     suggest_type,
+    unknown_type_message,
 )
 from teams.models import Team
 from teams.scrubber import ScrubResult, scrub, scrub_json
@@ -144,9 +144,7 @@ def prepare(
     if type_name and type_name.strip():
         memory_type = resolve_type(type_name)
         if memory_type is None:
-            raise UnknownMemoryType(
-                f"unknown type '{type_name}'; use one of: {', '.join(ACCEPTED_TYPE_NAMES)}", field="type"
-            )
+            raise UnknownMemoryType(unknown_type_message(type_name), field="type")
     if not content.strip():
         raise InvalidInput("content must not be empty", field="content")
     size = len(content.encode())

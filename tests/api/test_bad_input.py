@@ -162,14 +162,24 @@ def test_malformed_keys_in_body_are_400(member: Agent, key: str) -> None:
     assert nothing_written(member)
 
 
-def test_unknown_type_is_400_with_the_accepted_names(member: Agent) -> None:
+def test_unknown_type_is_400_with_the_types_then_their_aliases(member: Agent) -> None:
     response = member.client.post(
         member.url("memories/"), {"key": "k", "content": "x", "type": "gossip"}, format="json"
     )
     body = assert_error(response, 400, "unknown_type")
-    assert "lesson" in body["detail"] and "warning" in body["detail"]
+    assert body["detail"].startswith(
+        "unknown type 'gossip'; use one of identity, lesson, decision, context, reference, historical, "
+        "or an alias: core, self (identity); warning, insight, learning, procedural (lesson);"
+    )
     assert nothing_written(member)
-    assert_error(member.client.get(member.url("memories/"), {"type": "gossip"}), 400, "invalid")
+    # Every door that takes a type says the same.
+    listed = assert_error(member.client.get(member.url("memories/"), {"type": "gossip"}), 400, "invalid")
+    searched = member.client.post(member.url("search/"), {"query": "x", "types": ["gossip"]}, format="json")
+    assert (
+        listed["fields"]["type"]
+        == assert_error(searched, 400, "invalid")["fields"]["types"]
+        == [body["detail"]]
+    )
 
 
 def test_missing_token_is_401_with_challenge(team: object) -> None:
