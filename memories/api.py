@@ -51,6 +51,7 @@ from memories.serializers import (
     batch_result_payload,
     detail_payload,
     duplicate_payload,
+    entry_payload,
     line_slice,
     memory_error_extra,
     saved_payload,
@@ -439,7 +440,7 @@ class MemoryViewSet(TeamScopedViewSet):
             direction=payload.validated_data["direction"],
             rated_by=agent_actor(request),
         )
-        return Response(MemoryOutputSerializer(memory).data)
+        return Response(entry_payload(memory))
 
     @extend_schema(
         methods=["GET"],

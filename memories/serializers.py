@@ -13,7 +13,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core.api_errors import ErrorSerializer
-from core.built_fields import FieldsBuiltOnce
+from core.built_fields import FieldsBuiltOnce, representation
 from memories import selectors
 from memories.anchors import ANCHOR_TYPES
 from memories.entry_read import NOTES_ATTRIBUTE
@@ -320,7 +320,7 @@ def detail_payload(*, team: Team, memory: Memory, as_of: datetime | None = None)
         "successors": selectors.successors_of(team_id=team.id, memory_ids=replaced),
         "annotations": _notes_of(team=team, memory=memory, as_of=as_of),
     }
-    return dict(MemoryDetailOutputSerializer(memory, context=context).data)
+    return representation(MemoryDetailOutputSerializer, memory, context)
 
 
 def _notes_of(*, team: Team, memory: Memory, as_of: datetime | None) -> dict[uuid.UUID, list[Annotation]]:
@@ -350,10 +350,15 @@ def line_slice(body: dict[str, Any], *, from_line: int, count: int | None) -> di
     }
 
 
+def entry_payload(memory: Memory) -> dict[str, Any]:
+    """One version, as every door shows it (no successor, no notes)."""
+    return representation(MemoryOutputSerializer, memory)
+
+
 def memory_error_extra(name: str, value: Any) -> Any:
     """An error's extra as every door shows it: an entry named in it (`current`) as
     MemoryOutputSerializer renders it (core.api_errors' `serialize_error_extra`)."""
-    return MemoryOutputSerializer(value).data if isinstance(value, Memory) else value
+    return entry_payload(value) if isinstance(value, Memory) else value
 
 
 def saved_payload(result: SaveResult) -> dict[str, Any]:
@@ -372,7 +377,7 @@ def saved_payload(result: SaveResult) -> dict[str, Any]:
         if duplicate is not None
         else None
     )
-    return MemorySavedOutputSerializer(memory).data
+    return representation(MemorySavedOutputSerializer, memory)
 
 
 def duplicate_payload(result: SaveResult) -> dict[str, Any]:

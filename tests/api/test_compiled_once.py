@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from rest_framework import serializers
 
 import agents.api_sessions  # noqa: F401 (defines serializers that use FieldsBuiltOnce)
 import freshness.api
@@ -56,7 +57,7 @@ def test_each_serializer_binds_fields_of_its_own() -> None:
 
 
 @pytest.mark.django_db
-def test_a_shared_serializer_answers_what_a_new_one_does_in_every_thread(team: Team) -> None:
+def test_a_reused_serializer_answers_what_a_new_one_does_in_every_thread(team: Team) -> None:
     with team_scope(team.id):
         facts = [
             set_fact(
@@ -69,6 +70,47 @@ def test_a_shared_serializer_answers_what_a_new_one_does_in_every_thread(team: T
         rendered = list(pool.map(lambda fact: representation(FactOutputSerializer, fact), facts * 5))
     assert rendered == expected * 5
     assert rendered[0]["value"] == "team 0" and rendered[39]["domains"] == ["39"]
+
+
+@pytest.mark.django_db
+def test_a_reused_serializer_renders_with_each_calls_own_context(member: Agent, save: Any) -> None:
+    first = save(member, "deploy-day", "Deploys happen on Tuesdays.")
+    save(member, "deploy-day", "Deploys happen on Wednesdays.", supersede_reason="moved")
+    team = member.team
+    with team_scope(team.id):
+        old = Memory.objects.get(id=first["id"])
+        old.team = team
+        successor = {"id": "the-next", "key": "deploy-day"}
+        contexts = [
+            {"successors": {old.id: successor}, "annotations": {}},
+            {"successors": {}, "annotations": {}},
+        ]
+        for context in contexts * 3:
+            expected = dict(
+                memories.serializers.MemoryDetailOutputSerializer(old, context=dict(context)).data
+            )
+            assert (
+                representation(memories.serializers.MemoryDetailOutputSerializer, old, dict(context))
+                == expected
+            )
+        shown = representation(memories.serializers.MemoryDetailOutputSerializer, old, dict(contexts[0]))
+        assert shown["superseded_by"] == successor
+        assert representation(memories.serializers.MemoryDetailOutputSerializer, old)["superseded_by"] is None
+
+
+class _Node(serializers.Serializer):  # type: ignore[type-arg]
+    name = serializers.CharField()
+    child = serializers.SerializerMethodField()
+
+    def get_child(self, node: dict[str, Any]) -> dict[str, Any] | None:
+        return representation(_Node, node["child"], self.context) if node.get("child") else None
+
+
+def test_a_serializer_that_renders_its_own_class_inside_gets_a_second_one() -> None:
+    tree = {"name": "a", "child": {"name": "b", "child": {"name": "c"}}}
+    nested = {"name": "a", "child": {"name": "b", "child": {"name": "c", "child": None}}}
+    assert representation(_Node, tree) == nested
+    assert representation(_Node, tree) == nested
 
 
 @pytest.mark.django_db

@@ -35,6 +35,7 @@ from memories.serializers import (
     MemoryOutputSerializer,
     detail_payload,
     duplicate_payload,
+    entry_payload,
     line_slice,
     saved_payload,
 )
@@ -350,7 +351,7 @@ def memory_rate(call: ToolCall, payload: RateArguments) -> dict[str, Any]:
     memory = feedback.rate_memory(
         team=call.team, key=data["key"], direction=data["direction"], rated_by=call.actor
     )
-    return dict(MemoryOutputSerializer(memory).data)
+    return entry_payload(memory)
 
 
 RATE = Tool(
