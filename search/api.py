@@ -10,11 +10,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api_errors import BODY_ERRORS, TEAM_SCOPED_ERRORS, error_responses
-from core.built_fields import FieldsBuiltOnce
+from core.built_fields import FieldsBuiltOnce, representation
 from memories.inputs import TYPE_HELP
 from memories.serializers import AnnotationOutputSerializer, SupersededBySerializer
 from memories.types import ACCEPTED_TYPE_NAMES, resolve_type, unknown_type_message
 from search import run_search
+from search.retrieval.results import SearchOutcome
 from search.selectors import MAX_QUERY_CHARS, MAX_RESULTS
 from teams.serializers import (
     StrictBooleanField,
@@ -240,6 +241,11 @@ class SearchOutputSerializer(FieldsBuiltOnce, serializers.Serializer):  # type: 
     warnings = serializers.ListField(child=serializers.CharField())
 
 
+def search_payload(outcome: SearchOutcome) -> dict[str, Any]:
+    """A search's answer, as every door renders it."""
+    return representation(SearchOutputSerializer, outcome)
+
+
 class SearchViewSet(TeamScopedViewSet):
     # A search reads, whatever its verb.
     required_scopes: ClassVar[dict[str, str]] = {"create": "read"}
@@ -269,4 +275,4 @@ class SearchViewSet(TeamScopedViewSet):
             arguments=payload.to_arguments(),
             may_see_high=self.get_token().grants("write"),
         )
-        return Response(SearchOutputSerializer(outcome).data)
+        return Response(search_payload(outcome))

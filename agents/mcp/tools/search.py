@@ -10,14 +10,14 @@ from agents.api_injection import InjectionArgumentsSerializer, injection_payload
 from agents.mcp.tools.base import Tool, ToolCall, with_fields
 from agents.sessions import session_in_header
 from search import run_search
-from search.api import SearchInputSerializer, SearchOutputSerializer
+from search.api import SearchInputSerializer, search_payload
 
 
 def memory_search(call: ToolCall, payload: SearchInputSerializer) -> dict[str, Any]:
     outcome = run_search.search_for(
         team=call.team, arguments=payload.to_arguments(), may_see_high=call.token.grants("write")
     )
-    return dict(SearchOutputSerializer(outcome).data)
+    return search_payload(outcome)
 
 
 SEARCH = Tool(
