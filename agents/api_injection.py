@@ -18,6 +18,7 @@ from agents import injection
 from agents.injection.relevant import RELEVANT_MAX
 from agents.sessions import SESSION_HEADER, session_in_header
 from core.api_errors import TEAM_SCOPED_ERRORS, error_responses
+from core.built_fields import representation
 from memories.types import MemoryType
 from search.selectors import MAX_QUERY_CHARS
 from teams.serializers import StrictCharField, StrictInputSerializer, StrictIntegerField
@@ -225,7 +226,7 @@ def injection_payload(result: injection.Injection, output_format: str) -> dict[s
     if output_format == "json":
         payload["entries"] = result.included
         payload["left_out"] = result.left_out
-    return InjectionOutputSerializer(payload).data
+    return representation(InjectionOutputSerializer, payload)
 
 
 class _IgnoreFormatParameter(DefaultContentNegotiation):
