@@ -26,7 +26,7 @@ from rest_framework.response import Response
 from agents import sessions
 from agents.models import AgentSession
 from core.api_errors import BODY_ERRORS, TEAM_SCOPED_ERRORS, error_responses
-from core.built_fields import FieldsBuiltOnce
+from core.built_fields import FieldsBuiltOnce, representation
 from core.pagination import KeysetPagination
 from teams.authentication import SESSION_ID
 from teams.models import AgentToken, Team
@@ -217,7 +217,7 @@ class AgentSessionViewSet(TeamScopedViewSet):
 
     def retrieve(self, request: Request, team: str, id: str) -> Response:
         session = sessions.get_session(team=self.get_team(), session_id=sessions.parse_session_id(id))
-        return Response(AgentSessionOutputSerializer(session).data)
+        return Response(session_payload(session))
 
     def partial_update(self, request: Request, team: str, id: str) -> Response:
         session_id = sessions.parse_session_id(id)
@@ -226,11 +226,16 @@ class AgentSessionViewSet(TeamScopedViewSet):
         session = sessions.update_session(
             team=self.get_team(), session_id=session_id, **payload.validated_data
         )
-        return Response(AgentSessionOutputSerializer(session).data)
+        return Response(session_payload(session))
 
     def destroy(self, request: Request, team: str, id: str) -> Response:
         sessions.end_session(team=self.get_team(), session_id=sessions.parse_session_id(id))
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+def session_payload(session: AgentSession) -> dict[str, Any]:
+    """One session, as every door shows it."""
+    return representation(AgentSessionOutputSerializer, session)
 
 
 def boot_payload(*, team: Team, token: AgentToken, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -243,7 +248,7 @@ def boot_payload(*, team: Team, token: AgentToken, arguments: dict[str, Any]) ->
         "expired_sessions": booted.expired,
         "injection": _injection(team, booted.session),
     }
-    return dict(AgentSessionBootOutputSerializer(body).data)
+    return representation(AgentSessionBootOutputSerializer, body)
 
 
 def _injection(team: Team, session: AgentSession) -> str | None:

@@ -12,6 +12,7 @@ from agents.api_sessions import (
     AgentSessionPagination,
     AgentSessionUpdateInputSerializer,
     boot_payload,
+    session_payload,
 )
 from agents.mcp.tools.base import PageArguments, Tool, ToolCall, page_of
 from memories.inputs import StrictUUIDField
@@ -54,7 +55,7 @@ def session_heartbeat(call: ToolCall, payload: HeartbeatArguments) -> dict[str, 
     data = dict(payload.validated_data)
     session_id = data.pop("session_id")
     session = sessions.update_session(team=call.team, session_id=session_id, **data)
-    return dict(AgentSessionOutputSerializer(session).data)
+    return session_payload(session)
 
 
 HEARTBEAT = Tool(
@@ -76,7 +77,7 @@ HEARTBEAT = Tool(
 
 def session_end(call: ToolCall, payload: SessionArgument) -> dict[str, Any]:
     session = sessions.end_session(team=call.team, session_id=payload.validated_data["session_id"])
-    return dict(AgentSessionOutputSerializer(session).data)
+    return session_payload(session)
 
 
 END = Tool(
