@@ -8,7 +8,12 @@ The copy is shallow for a plain field: binding a field to its serializer sets it
 parent and source on the copy, and nothing else of a plain field changes after it is
 made (DRF's own deep copy runs every field's __init__ again: most of a read's
 serialization). A nested serializer is deep-copied as DRF does: its child is bound to
-it, and the context reaches the child through that binding."""
+it, and the context reaches the child through that binding.
+
+Where a door renders one object (an entry, a fact, a search's or an injection's answer),
+`representation` skips even the copy: each thread keeps the serializers it made, bound,
+and renders with them, each call with its own context (docs/operations.md, "The read
+path's round trips")."""
 
 from __future__ import annotations
 
