@@ -28,10 +28,10 @@ import hashlib
 import math
 import tomllib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import re2
 
@@ -157,29 +157,35 @@ class CatalogueRule:
         return consult_allowlists and self.allowed.allows(data, spans, value, self.lead_run_removed)
 
 
-class KeywordPrefilter:
+Rule = TypeVar("Rule")
+
+
+class KeywordPrefilter(Generic[Rule]):
     """Which of a list of rules may match a text: those with no keyword, and those one of
     whose keywords the text holds, found in one pass of an RE2 set (`options` say how a
-    keyword matches), by position in the list, in its order. The catalogue's rules and
-    the scrubber's own are each behind one."""
+    keyword matches), in the list's order. The catalogue's rules and the scrubber's own
+    are each behind one."""
 
-    def __init__(self, keywords_of_rules: Sequence[Sequence[bytes]], options: Any) -> None:
-        self._without_keywords = frozenset(i for i, keywords in enumerate(keywords_of_rules) if not keywords)
+    def __init__(
+        self, rules: Sequence[Rule], keywords_of: Callable[[Rule], Sequence[bytes]], options: Any
+    ) -> None:
+        self._rules = tuple(rules)
+        self._without_keywords = frozenset(i for i, rule in enumerate(self._rules) if not keywords_of(rule))
         self._keywords = re2.Set.SearchSet(options)
         self._rules_of: dict[int, list[int]] = {}
         added: dict[bytes, int] = {}
-        for position, keywords in enumerate(keywords_of_rules):
-            for keyword in keywords:
+        for position, rule in enumerate(self._rules):
+            for keyword in keywords_of(rule):
                 if keyword not in added:
                     added[keyword] = self._keywords.Add(keyword)
                 self._rules_of.setdefault(added[keyword], []).append(position)
         self._keywords.Compile()
 
-    def positions(self, data: bytes) -> list[int]:
+    def rules_for(self, data: bytes) -> list[Rule]:
         chosen = set(self._without_keywords)
         for keyword in self._keywords.Match(data) or ():
             chosen.update(self._rules_of[keyword])
-        return sorted(chosen)
+        return [self._rules[position] for position in sorted(chosen)]
 
 
 @dataclass
@@ -187,14 +193,14 @@ class Catalogue:
     version: str
     sha256: str
     rules: tuple[CatalogueRule, ...]
-    prefilter: KeywordPrefilter  # the rules' keywords, as gitleaks matches them
+    prefilter: KeywordPrefilter[CatalogueRule]  # the rules' keywords, as gitleaks matches them
     total: int = 0
     dropped: dict[str, str] = field(default_factory=dict)  # rule id -> why
     rewritten: tuple[str, ...] = ()
 
     def rules_to_run(self, data: bytes) -> list[CatalogueRule]:
         """The rules one of whose keywords the text holds (one pass over it), in file order."""
-        return [self.rules[i] for i in self.prefilter.positions(data)]
+        return self.prefilter.rules_for(data)
 
 
 def shannon_entropy(value: bytes) -> float:
@@ -315,7 +321,7 @@ def load_catalogue(path: Path = CATALOGUE_FILE) -> Catalogue:
         sha256=hashlib.sha256(raw_bytes).hexdigest(),
         rules=tuple(compiled),
         prefilter=KeywordPrefilter(
-            [tuple(keyword.encode() for keyword in rule.keywords) for rule in compiled], _KEYWORD_OPTIONS
+            compiled, lambda rule: [keyword.encode() for keyword in rule.keywords], _KEYWORD_OPTIONS
         ),
         total=len(config.get("rules", ())),
         dropped=dropped,
