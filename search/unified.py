@@ -71,35 +71,41 @@ _ANY_WORD = (
 )
 
 
-def search_facts(*, team: Team, query: str, may_see_high: bool, limit: int) -> list[FactHit]:
-    """The team's active facts that match the query, best first (module docstring). The
-    CTEs are MATERIALIZED: inlined, the query's parsed words and each fact's scores were
-    computed again for every row and every use (14 ms at 500 facts)."""
+def fact_search_sql(*, may_see_high: bool) -> str:
+    """The statement of search_facts, with parameters query, config, team, high, floor
+    and limit."""
     high = "" if may_see_high else "AND f.sensitivity <> %(high)s"
     # The fact's words and its name's trigrams are stored columns (migration search.0008).
-    sql = f"""
+    return f"""
         WITH q AS (
             SELECT coalesce(array_agg(DISTINCT lexeme), '{{}}') AS lexemes,
                    search_team_trigrams(0, %(query)s::text) AS trigrams
             FROM unnest(to_tsvector(%(config)s::regconfig, %(query)s::text))
         ),
         qq AS MATERIALIZED (
-            SELECT lexemes, trigrams, {_ANY_WORD} AS any_word,
+            SELECT lexemes, {_ANY_WORD} AS any_word,
                 -- Each word's query parsed once, not once per fact.
-                ARRAY(SELECT plainto_tsquery('simple', l) FROM unnest(lexemes) AS l) AS word_queries,
-                -- Without a word's two opening trigrams ("  s", " se"), which most names share.
-                ARRAY(SELECT t FROM unnest(trigrams) AS t WHERE substr(t, 3, 1) <> ' ') AS inner_trigrams
+                ARRAY(SELECT plainto_tsquery('simple', l) FROM unnest(lexemes) AS l) AS word_queries
             FROM q
         ),
+        query_trigrams AS MATERIALIZED (SELECT unnest(trigrams) AS trigram FROM q),
         scored AS MATERIALIZED (
             SELECT f.id, f.entity, f.key, f.value, f.scope, f.sensitivity, f.created_at,
                 (SELECT count(*) FROM unnest(qq.word_queries) AS w WHERE f.search_document @@ w)::float
                   / greatest(cardinality(qq.lexemes), 1) AS words,
-                (SELECT count(*) FROM unnest(f.name_trigrams) AS t WHERE t = ANY(qq.trigrams))::float
-                  / greatest(cardinality(f.name_trigrams), 1) AS names
+                named.shared::float / greatest(cardinality(f.name_trigrams), 1) AS names
             FROM memories_fact f CROSS JOIN qq
+                -- The name's trigrams that the query holds, each looked up in one hash of
+                -- the query's (a hashed subplan, built once per statement).
+                CROSS JOIN LATERAL (
+                    SELECT count(*) FILTER (WHERE held) AS shared,
+                        -- Without a word's two opening trigrams ("  s", " se"), which most names share.
+                        count(*) FILTER (WHERE held AND substr(t, 3, 1) <> ' ') AS inner_shared
+                    FROM unnest(f.name_trigrams) AS t,
+                        LATERAL (SELECT t IN (SELECT trigram FROM query_trigrams) AS held) AS lookup
+                ) AS named
             WHERE f.team_id = %(team)s AND f.is_active {high}
-              AND (f.search_document @@ qq.any_word OR f.name_trigrams && qq.inner_trigrams)
+              AND (f.search_document @@ qq.any_word OR named.inner_shared > 0)
         )
         SELECT id, entity, key, value, scope, sensitivity, created_at, words, names
         FROM scored
@@ -107,6 +113,14 @@ def search_facts(*, team: Team, query: str, may_see_high: bool, limit: int) -> l
         ORDER BY greatest(words, names) DESC, created_at DESC, id
         LIMIT %(limit)s
     """  # noqa: S608 (the fragment is constant; values are parameters)
+
+
+def search_facts(*, team: Team, query: str, may_see_high: bool, limit: int) -> list[FactHit]:
+    """The team's active facts that match the query, best first (module docstring). The
+    CTEs are MATERIALIZED: inlined, the query's parsed words and each fact's scores were
+    computed again for every row and every use (14 ms at 500 facts). Each of a fact's
+    name trigrams is looked up in a hash of the query's: compared element by element
+    (`= ANY`, `&&`), a long query against 500 facts took 15 ms."""
     params: dict[str, Any] = {
         "query": query,
         "config": SEARCH_CONFIG,
@@ -118,7 +132,7 @@ def search_facts(*, team: Team, query: str, may_see_high: bool, limit: int) -> l
     # Prepared once hot: planning the CTEs took 0.7 ms, executing them 0.1 for a team
     # of few facts (core.prepared_statements).
     with prepared_cursor(read_connection()) as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(fact_search_sql(may_see_high=may_see_high), params)
         rows = cursor.fetchall()
     hits = []
     for row in rows:
