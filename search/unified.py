@@ -157,7 +157,8 @@ def search_conversations(
     *, team: Team, query: str, embedding: QueryVector | None, mode: str, limit: int
 ) -> list[ConversationHit]:
     """The team's conversations whose lines match the query: the best window of each,
-    best first (module docstring)."""
+    best first (module docstring). Its statements are prepared once hot
+    (core.prepared_statements): planning the keyword one took about 2 ms a search."""
     keyword = _keyword_windows(team.id, query) if mode != "vector" else {}
     vector = _vector_windows(team.id, embedding) if mode != "keyword" and embedding is not None else {}
     w_vec, w_kw = float(team.hybrid_vector_weight), float(team.hybrid_keyword_weight)
@@ -177,7 +178,7 @@ def search_conversations(
             scored[chunk_id] = (score, found)
     if not scored:
         return []
-    with read_connection().cursor() as cursor:
+    with prepared_cursor(read_connection()) as cursor:
         cursor.execute(
             """
             SELECT k.id, k.conversation_id, k.first_line, k.last_line, k.text,
@@ -210,7 +211,7 @@ def search_conversations(
 
 def _keyword_windows(team_id: int, query: str) -> dict[int, float]:
     """Window id -> the share of the query's words it holds, for windows holding any."""
-    with read_connection().cursor() as cursor:
+    with prepared_cursor(read_connection()) as cursor:
         cursor.execute(
             f"""
             WITH q AS (
@@ -239,7 +240,7 @@ def _keyword_windows(team_id: int, query: str) -> dict[int, float]:
 def _vector_windows(team_id: int, embedding: QueryVector) -> dict[int, float]:
     """Window id -> cosine similarity with the query, the nearest windows embedded with
     the query's model (an exact scan of the team's windows)."""
-    with read_connection().cursor() as cursor:
+    with prepared_cursor(read_connection()) as cursor:
         cursor.execute(
             """
             SELECT k.id, 1 - (k.embedding <=> %(vector)s::vector) AS cosine
