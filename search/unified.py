@@ -225,10 +225,12 @@ def _keyword_windows(team_id: int, query: str) -> dict[int, float]:
                 FROM q
             )
             SELECT k.id,
-                (SELECT count(*) FROM unnest(qq.word_queries) AS w WHERE k.search_vector @@ w)::float
+                (SELECT count(*) FROM unnest(qq.word_queries) AS w WHERE window_words.vector @@ w)::float
                   / greatest(qq.size, 1) AS words
             FROM search_conversationchunk k CROSS JOIN qq
-            WHERE k.team_id = %(team)s AND k.search_vector @@ qq.any_word
+                -- The window's words fetched from their TOAST table once, not once per word.
+                CROSS JOIN LATERAL (SELECT k.search_vector || ''::tsvector AS vector OFFSET 0) AS window_words
+            WHERE k.team_id = %(team)s AND window_words.vector @@ qq.any_word
             ORDER BY words DESC, k.id
             LIMIT %(limit)s
             """,  # noqa: S608 (the fragment is a constant; values are parameters)
