@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from django.db import connection, transaction
 
+from memories.facts.models import Sensitivity
 from memories.facts.services import set_fact
 from search.models import SEARCH_CONFIG
 from search.unified import FACT_MIN_SCORE, fact_search_sql, search_facts
@@ -66,7 +67,7 @@ def test_name_trigrams_are_looked_up_in_a_hash_and_the_facts_read_once(
         "query": "who is looking into the connection pool exhaustion problem for report-builder",
         "config": SEARCH_CONFIG,
         "team": team.id,
-        "high": "high",
+        "high": Sensitivity.HIGH,
         "floor": FACT_MIN_SCORE,
         "limit": 10,
     }
