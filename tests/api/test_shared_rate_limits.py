@@ -1,7 +1,7 @@
 """With a Redis, every web process spends one budget: gunicorn with two processes as
 `make run` serves, on the suite's embedded Redis. Requests without a token on new
-connections (each may land on either process) until both processes have answered some:
-exactly the budget's count get through, whichever process answered them."""
+connections (each may land on either process), in rounds until both processes have
+answered some: exactly the budget's count get through, whichever process answered them."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ from tests.web_server import WebServer, server_env
 from tests.worker import database_url
 
 BUDGET = 10
-REQUESTS = 48
+ROUND = 48  # requests sent at once, 8 at a time
+MAX_ROUNDS = 20  # a process that took every connection of a round rarely takes 20 rounds
 
 
 @pytest.fixture
@@ -67,13 +68,21 @@ def test_two_web_processes_spend_one_budget(server_on_redis: tuple[str, Path, Re
     base, folder, redis = server_on_redis
 
     # A new connection per request: a kept-alive one stays with the process that took it.
+    # Which process accepts a connection is the kernel's choice; a fast one may take a
+    # whole round, so rounds go on until both have answered.
+    statuses: Counter[int] = Counter()
+    sent = 0
     with httpx.Client(base_url=base, timeout=30, limits=httpx.Limits(max_keepalive_connections=0)) as client:
         with ThreadPoolExecutor(8) as pool:
-            statuses = Counter(
-                pool.map(lambda _: client.get("/api/v1/teams/alpha/memories/").status_code, range(REQUESTS))
-            )
+            for _ in range(MAX_ROUNDS):
+                statuses.update(
+                    pool.map(lambda _: client.get("/api/v1/teams/alpha/memories/").status_code, range(ROUND))
+                )
+                sent += ROUND
+                if len(statuses_per_process(folder)) == 2:
+                    break
 
     answered = statuses_per_process(folder)
     assert len(answered) == 2, answered  # both processes answered (else the test proves nothing)
-    assert statuses == {401: BUDGET, 429: REQUESTS - BUDGET}, (statuses, answered)
+    assert statuses == {401: BUDGET, 429: sent - BUDGET}, (statuses, answered)
     assert len(list(redis.scan_iter("memoryhub:throttle:*"))) == 1
