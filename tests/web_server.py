@@ -9,6 +9,8 @@ import os
 import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -51,6 +53,18 @@ def server_env(database_url: str, **extra: str) -> dict[str, str]:
         "MEMORYHUB_EMBEDDING_PROFILE": "none",
         **extra,
     }
+
+
+def send_rounds_until(done: Callable[[], bool], send_round: Callable[[], None], *, rounds: int) -> None:
+    """Sends rounds of requests (each on new connections) until `done()`, at most
+    `rounds`. Which gunicorn process accepts a connection is the kernel's choice, and
+    one still awake from the last round takes the next connection first; a pause
+    before each round lets every process wait for it."""
+    for _ in range(rounds):
+        time.sleep(0.1)
+        send_round()
+        if done():
+            return
 
 
 class WebServer:

@@ -17,12 +17,12 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from redis import Redis
 
 from memoryhub.embedded_redis import EmbeddedRedis
-from tests.web_server import WebServer, server_env
+from tests.web_server import WebServer, send_rounds_until, server_env
 from tests.worker import database_url
 
 BUDGET = 10
 ROUND = 48  # requests sent at once, 8 at a time
-MAX_ROUNDS = 20  # a process that took every connection of a round rarely takes 20 rounds
+MAX_ROUNDS = 50
 
 
 @pytest.fixture
@@ -68,19 +68,17 @@ def test_two_web_processes_spend_one_budget(server_on_redis: tuple[str, Path, Re
     base, folder, redis = server_on_redis
 
     # A new connection per request: a kept-alive one stays with the process that took it.
-    # Which process accepts a connection is the kernel's choice; a fast one may take a
-    # whole round, so rounds go on until both have answered.
     statuses: Counter[int] = Counter()
-    sent = 0
     with httpx.Client(base_url=base, timeout=30, limits=httpx.Limits(max_keepalive_connections=0)) as client:
         with ThreadPoolExecutor(8) as pool:
-            for _ in range(MAX_ROUNDS):
+
+            def send_round() -> None:
                 statuses.update(
                     pool.map(lambda _: client.get("/api/v1/teams/alpha/memories/").status_code, range(ROUND))
                 )
-                sent += ROUND
-                if len(statuses_per_process(folder)) == 2:
-                    break
+
+            send_rounds_until(lambda: len(statuses_per_process(folder)) == 2, send_round, rounds=MAX_ROUNDS)
+    sent = statuses.total()
 
     answered = statuses_per_process(folder)
     assert len(answered) == 2, answered  # both processes answered (else the test proves nothing)

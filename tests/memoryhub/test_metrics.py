@@ -24,7 +24,7 @@ from memoryhub import embedded_redis as embedded
 from search.tasks import reconcile_index_states
 from teams.throttling import limiter
 from tests.conftest import Agent, search
-from tests.web_server import REPO, WebServer, server_env
+from tests.web_server import REPO, WebServer, send_rounds_until, server_env
 from tests.worker import TaskRoute, database_url, wait_for
 
 TOKEN = "metrics-token-9f8e7d6c5b4a"
@@ -277,19 +277,20 @@ def test_under_gunicorn_both_processes_requests_are_summed(two_process_server: t
                 )
         return {name: count for name, count in counts.items() if count}
 
-    sent = 0
+    statuses: list[int] = []
     # A new connection for each request (a kept-alive one stays with the process that
     # accepted it), several at once, until both processes have answered some.
     with httpx.Client(base_url=base, timeout=30, limits=httpx.Limits(max_keepalive_connections=0)) as client:
-        for _ in range(20):
+
+        def send_round() -> None:
             with ThreadPoolExecutor(16) as pool:
-                statuses = list(
+                statuses.extend(
                     pool.map(lambda _: client.get("/api/v1/teams/nope/memories/").status_code, range(32))
                 )
-            assert set(statuses) == {401}, statuses
-            sent += len(statuses)
-            if len(per_process()) >= 2:
-                break
+
+        send_rounds_until(lambda: len(per_process()) >= 2, send_round, rounds=50)
+        assert set(statuses) == {401}, statuses
+        sent = len(statuses)
         counts = per_process()
         assert len(counts) >= 2, counts
         text = client.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"}).text
