@@ -172,3 +172,28 @@ def test_an_outsider_finds_nothing_of_the_team_over_mcp(knowledge: dict[str, Any
     status, body = call_in_process(outsider.token, "memory_search", arguments)
     assert status == 200 and body["results"] == []
     assert "Paddle" not in str(body) and "alpha" not in str(body)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "-" * 7_999 + "x",  # separators, then one letter
+        "project-alpha " * 571,  # a fact's name and a word of the talk, again and again
+        "payments.provider/" * 444,  # a fact's key between separators
+        "p" * 8_000,  # one word as long as a query may be
+    ],
+)
+def test_adversarial_queries_search_every_source(
+    knowledge: dict[str, Any], member: Agent, query: str
+) -> None:
+    for mode in ("keyword", "hybrid"):
+        body = search(member, query, mode=mode, sources=["memories", "facts", "conversations"])
+        assert set(origins(body)) <= {"memories", "facts", "conversations"}
+
+
+def test_a_query_of_64_kib_of_separators_is_refused(knowledge: dict[str, Any], member: Agent) -> None:
+    response = member.client.post(
+        member.url("search/"), {"query": "-_" * 32_768, "sources": ["facts", "conversations"]}, format="json"
+    )
+    assert response.status_code == 400
+    assert response.json()["error"] == "invalid" and "8000" in response.content.decode()
