@@ -3,10 +3,11 @@ ANALYZE and BUFFERS, flattened to a list of nodes, first the root."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
 
 
 def plan_nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -22,6 +23,32 @@ def explain(sql: str, params: list[Any] | None, *, analyze: bool = False) -> lis
     with connection.cursor() as cursor:
         cursor.execute(f"EXPLAIN ({options}) {sql}", params)
         document = cursor.fetchone()[0]
+    return list(plan_nodes(document[0]["Plan"]))
+
+
+def explain_prepared(sql: str, params: dict[str, Any], plan_cache_mode: str) -> list[dict[str, Any]]:
+    """The nodes of the plan of `sql` (named parameters) as a prepared statement, as
+    core.prepared_statements runs it once hot: custom or generic as `plan_cache_mode`
+    forces."""
+    names: list[str] = []
+
+    def numbered(match: re.Match[str]) -> str:
+        if match.group(1) not in names:
+            names.append(match.group(1))
+        return f"${names.index(match.group(1)) + 1}"
+
+    statement = re.sub(r"%\((\w+)\)s", numbered, sql)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(f"SET LOCAL plan_cache_mode = {plan_cache_mode}")
+        cursor.execute(f"PREPARE explained AS {statement}")
+        try:
+            arguments = ", ".join(["%s"] * len(names))
+            cursor.execute(
+                f"EXPLAIN (FORMAT JSON) EXECUTE explained ({arguments})", [params[n] for n in names]
+            )
+            document = cursor.fetchone()[0]
+        finally:
+            cursor.execute("DEALLOCATE explained")
     return list(plan_nodes(document[0]["Plan"]))
 
 

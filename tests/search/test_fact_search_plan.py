@@ -6,11 +6,7 @@ planned generically for one row, compared every pair (500 x 482 rows, 30 ms)."""
 
 from __future__ import annotations
 
-import re
-from typing import Any
-
 import pytest
-from django.db import connection, transaction
 
 from memories.facts.models import Sensitivity
 from memories.facts.services import set_fact
@@ -18,36 +14,11 @@ from search.models import SEARCH_CONFIG
 from search.unified import FACT_MIN_SCORE, fact_search_sql, search_facts
 from teams.models import Team
 from teams.scope import team_scope
-from tests.search.plans import plan_nodes, scans_of
+from tests.search.plans import explain_prepared, scans_of
 
 pytestmark = pytest.mark.django_db
 
 SERVICES = ["billing-api", "search-indexer", "report-builder", "media-transcoder", "feature-flags"]
-
-
-def explain_prepared(sql: str, params: dict[str, Any], plan_cache_mode: str) -> list[dict[str, Any]]:
-    """The plan of `sql` as a prepared statement (as core.prepared_statements runs it once
-    hot), custom or generic as `plan_cache_mode` forces."""
-    names: list[str] = []
-
-    def numbered(match: re.Match[str]) -> str:
-        if match.group(1) not in names:
-            names.append(match.group(1))
-        return f"${names.index(match.group(1)) + 1}"
-
-    statement = re.sub(r"%\((\w+)\)s", numbered, sql)
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(f"SET LOCAL plan_cache_mode = {plan_cache_mode}")
-        cursor.execute(f"PREPARE fact_search AS {statement}")
-        try:
-            arguments = ", ".join(["%s"] * len(names))
-            cursor.execute(
-                f"EXPLAIN (FORMAT JSON) EXECUTE fact_search ({arguments})", [params[n] for n in names]
-            )
-            document = cursor.fetchone()[0]
-        finally:
-            cursor.execute("DEALLOCATE fact_search")
-    return list(plan_nodes(document[0]["Plan"]))
 
 
 @pytest.fixture
