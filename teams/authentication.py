@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cache
 
 from django.db import transaction
 from django.db.models import Q
@@ -15,14 +16,16 @@ from rest_framework.request import Request
 
 from core.compiled_once import CompiledOnce
 from core.errors import InvalidInput
+from core.prepared_statements import model_columns, model_instances
 from teams import token_cache
 from teams.models import AgentToken, Team
-from teams.scope import token_lookup_scope
+from teams.scope import BindingInTokenCheck, token_lookup_scope, viewer_of
 
 # Recording every use would turn every read into a write; a minute is precise enough.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 TEAM_ROW = CompiledOnce(lambda team_id: Team.objects.filter(id=team_id).order_by("pk")[:1], team_id=int)
+BINDING_COLUMN = "call_binding"
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,10 @@ class AgentPrincipal:
 
 
 class AgentTokenAuthentication(BaseAuthentication):
+    # Set by a door whose call binds its transaction once admitted (teams.viewsets): the
+    # statement that checks a cached token binds it too.
+    binding: BindingInTokenCheck | None = None
+
     def authenticate(self, request: Request) -> tuple[AgentPrincipal, AgentToken] | None:
         parts = get_authorization_header(request).split()
         if not parts:
@@ -52,16 +59,16 @@ class AgentTokenAuthentication(BaseAuthentication):
             raw = parts[1].decode("ascii")
         except UnicodeDecodeError:
             raise exceptions.AuthenticationFailed("invalid token") from None
-        token = _find_live_token(raw)
+        token = _find_live_token(raw, binding=self.binding)
         return AgentPrincipal(token), token
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="memoryhub"'
 
 
-def _find_live_token(raw: str) -> AgentToken:
+def _find_live_token(raw: str, *, binding: BindingInTokenCheck | None = None) -> AgentToken:
     token_hash = AgentToken.hash_token(raw)
-    token = _cached_live_token(token_hash)
+    token = _cached_live_token(token_hash, binding)
     if token is not None:
         return token
     with token_lookup_scope(token_hash):
@@ -76,14 +83,14 @@ def _find_live_token(raw: str) -> AgentToken:
     return token
 
 
-def _cached_live_token(token_hash: str) -> AgentToken | None:
+def _cached_live_token(token_hash: str, binding: BindingInTokenCheck | None) -> AgentToken | None:
     """The token from this process's cache, checked against its team's row (read in one
     statement, which the request needs anyway): None when it is not cached or the team's
     tokens changed since (teams.token_cache)."""
     entry = token_cache.cached_token(token_hash)
     if entry is None:
         return None
-    team = TEAM_ROW.first(team_id=entry.team_id)
+    team = _team_row(entry, binding)
     if team is None or team.token_version != entry.token_version:
         token_cache.forget_token(token_hash)
         return None
@@ -93,6 +100,26 @@ def _cached_live_token(token_hash: str) -> AgentToken | None:
         with token_lookup_scope(token_hash):
             _record_use(token)
     return token
+
+
+def _team_row(entry: token_cache.CachedToken, binding: BindingInTokenCheck | None) -> Team | None:
+    """The row of the cached token's team; with `binding`, the same statement binds the
+    call's transaction to that team, as the token's viewer."""
+    if binding is None:
+        team: Team | None = TEAM_ROW.first(team_id=entry.team_id)
+        return team
+    viewer = viewer_of(entry.user_id)
+    column, params = binding.column(entry.team_id, viewer=viewer, name=BINDING_COLUMN)
+    sql = f'SELECT {column}, {_team_columns()} FROM "teams_team" WHERE "teams_team"."id" = %s'  # noqa: S608
+    team = next(iter(model_instances(Team, sql, [*params, entry.team_id])), None)
+    if team is not None:
+        binding.made(entry.team_id, viewer=viewer, values=team.__dict__.pop(BINDING_COLUMN))
+    return team
+
+
+@cache
+def _team_columns() -> str:
+    return model_columns(Team, '"teams_team"')
 
 
 def _refuse_dead(token: AgentToken) -> None:

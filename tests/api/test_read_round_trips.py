@@ -1,8 +1,8 @@
 """Every database round trip of a read is a point where its thread waits for a core
 again, which a busy neighbour's work may hold: an authenticated GET of one entry makes
-three (the token's check, the team's scope, the entry), in the request's own
-transaction. The token's lookup is cached per process (teams.token_cache), and a
-revoked, expired or re-scoped token still stops at once."""
+two (the token's check, which binds the transaction to the team too, and the entry), in
+the request's own transaction. The token's lookup is cached per process
+(teams.token_cache), and a revoked, expired or re-scoped token still stops at once."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def _save(agent: Agent, key: str, content: str, **extra: str) -> None:
     assert saved.status_code == 201, saved.json()
 
 
-def test_a_get_of_one_entry_makes_three_round_trips(member: Agent) -> None:
+def test_a_get_of_one_entry_makes_two_round_trips(member: Agent) -> None:
     _save(member, "deploy-day", "Deploys happen on Tuesdays.")
     noted = member.client.post(
         member.url("memories/deploy-day/annotations/"), {"note": "Not in August."}, format="json"
@@ -45,14 +45,17 @@ def test_a_get_of_one_entry_makes_three_round_trips(member: Agent) -> None:
     assert response.status_code == 200
     body = response.json()
     statements = [query["sql"].split()[0].upper() for query in captured.captured_queries]
-    # The token's check (its team's row, with the version of its tokens and of its vault),
-    # the team's binding, and the entry with its access count and notes in one statement;
-    # BEGIN and COMMIT around them. Nothing else: no token lookup in its own scope (the
-    # cache), no vault query (the version came with the team's row), no unbinding.
-    assert statements == ["BEGIN", "SELECT", "SELECT", "WITH", "COMMIT"], [
+    # The token's check (its team's row, with the version of its tokens and of its vault)
+    # binding the team in the same statement, and the entry with its access count and
+    # notes in one statement; BEGIN and COMMIT around them. Nothing else: no token lookup
+    # in its own scope (the cache), no vault query (the version came with the team's row),
+    # no binding of its own, no unbinding.
+    assert statements == ["BEGIN", "SELECT", "WITH", "COMMIT"], [
         query["sql"][:80] for query in captured.captured_queries
     ]
-    assert 'FROM "teams_team"' in captured.captured_queries[1]["sql"]
+    check = captured.captured_queries[1]["sql"]
+    assert 'FROM "teams_team"' in check
+    assert f"set_config('memoryhub.team_id', '{member.team.id}', true)" in check
     # The same answer as the read through separate queries gave.
     assert body["content"] == "Deploys happen on Wednesdays."
     assert [note["note"] for note in body["annotations"]] == ["Not in August."]
@@ -74,7 +77,7 @@ def test_the_first_request_of_a_token_looks_it_up_and_the_next_do_not(member: Ag
     looked_up = statements_of_a_get()
     again = statements_of_a_get()
 
-    assert len(cached) == 5 and len(again) == 5
+    assert len(cached) == 4 and len(again) == 4
     assert not any('FROM "teams_agenttoken"' in sql for sql in cached + again)
     assert any('FROM "teams_agenttoken"' in sql for sql in looked_up)
     assert len(looked_up) > len(cached)
@@ -120,6 +123,60 @@ def test_a_cached_token_expires_on_time_without_any_change(member: Agent) -> Non
     with mock.patch("django.utils.timezone.now", return_value=soon + timedelta(seconds=1)):
         expired = member.client.get(member.url("memories/k1/"))
     assert expired.status_code == 401
+
+
+def test_a_call_refused_after_the_token_check_sends_nothing_more(
+    member: Agent, readonly_member: Agent, outsider: Agent
+) -> None:
+    """The check's statement has bound the transaction to the token's own team: a call
+    refused after it (another team's address, a scope the token lacks) reads nothing in
+    it, and its answer holds nothing of the team."""
+    _save(member, "k1", "Alpha's own text.")
+    for agent in (readonly_member, outsider):
+        assert agent.client.get(agent.url("memories/")).status_code == 200  # its token cached
+
+    for send, status in (
+        (lambda: outsider.client.get(member.url("memories/k1/")), 404),
+        (lambda: readonly_member.client.delete(readonly_member.url("memories/k1/")), 403),
+    ):
+        with CaptureQueriesContext(connection) as captured:
+            refused = send()
+        assert refused.status_code == status, refused.content
+        assert "Alpha" not in refused.content.decode()
+        statements = [query["sql"] for query in captured.captured_queries]
+        assert len(statements) == 3, statements
+        assert statements[0] == "BEGIN" and 'FROM "teams_team"' in statements[1]
+        assert statements[2] in ("COMMIT", "ROLLBACK")
+    with team_scope(member.team.id):
+        from memories.models import Memory
+
+        assert Memory.objects.filter(key="k1", is_active=True).count() == 1
+
+
+def test_the_check_binds_the_viewer_the_token_is(member: Agent, django_user_model: Any) -> None:
+    """A team's token sees as the team, a person's token as that person: the check binds
+    the viewer that admitting the call would bind, and the person's own entry is found."""
+    from rest_framework.test import APIClient
+
+    from teams.models import Membership
+
+    user = django_user_model.objects.create_user("mia", "mia@example.com", "pw-for-mia-1234")
+    with team_scope(member.team.id):
+        Membership.objects.create(team=member.team, user=user, role=Membership.Role.MEMBER)
+    issued = services.create_token(
+        team=member.team, name="mia-laptop", scopes=["read", "write"], actor="test", user_id=user.pk
+    )
+    mia = Agent(team=member.team, token=issued.raw, client=APIClient())
+    mia.client.credentials(HTTP_AUTHORIZATION=f"Bearer {issued.raw}")
+    _save(mia, "@mia:dotfiles", "In the quokka-hollow repository.")
+    _save(member, "k1", "Something worth keeping.")
+
+    for agent, key, viewer in ((member, "k1", "team"), (mia, "@mia:dotfiles", str(user.pk))):
+        with CaptureQueriesContext(connection) as captured:
+            assert agent.client.get(agent.url(f"memories/{key}/")).status_code == 200
+        check = captured.captured_queries[1]["sql"]
+        assert f"set_config('memoryhub.viewer', '{viewer}', true)" in check, check
+    assert member.client.get(member.url("memories/@mia:dotfiles/")).status_code == 404
 
 
 def test_a_revoked_token_of_another_team_does_not_open_this_one(member: Agent, outsider: Agent) -> None:
