@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, ClassVar
 
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
@@ -51,6 +52,17 @@ class FactHistoryPagination(KeysetPagination):
     ordering = ("-created_at", "-id")
 
 
+def read_as_of(request: Request) -> datetime | None:
+    """The read's `as_of`, if its query string names one; most reads send none, and
+    have nothing to validate."""
+    if not request.query_params:
+        return None
+    query = FactReadQuerySerializer(data=request.query_params)
+    query.is_valid(raise_exception=True)
+    as_of: datetime | None = query.validated_data.get("as_of")
+    return as_of
+
+
 def session_of(request: Request) -> str:
     """The agent session named by X-MemoryHub-Session (agent_actor has checked it)."""
     return request.headers.get("X-MemoryHub-Session", "").strip()
@@ -94,13 +106,11 @@ class FactViewSet(TeamScopedViewSet):
 
     def retrieve(self, request: Request, team: str, entity: str) -> Response:
         services.check_entity_and_key(entity, "key")
-        query = FactReadQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
         rows = selectors.entity_facts(
             team_id=self.get_team().id,
             may_see_high=self._may_see_high(),
             entity=entity,
-            as_of=query.validated_data.get("as_of"),
+            as_of=read_as_of(request),
         )
         paginator = EntityFactPagination()
         page = paginator.paginate_queryset(rows, request, view=self) or []
@@ -117,14 +127,12 @@ class FactViewSet(TeamScopedViewSet):
     @action(detail=True, methods=["get"], url_path=r"(?P<key>[^/]+)")
     def fact(self, request: Request, team: str, entity: str, key: str) -> Response:
         services.check_entity_and_key(entity, key)
-        query = FactReadQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
         fact = selectors.get_fact(
             team_id=self.get_team().id,
             entity=entity,
             key=key,
             may_see_high=self._may_see_high(),
-            as_of=query.validated_data.get("as_of"),
+            as_of=read_as_of(request),
         )
         return Response(fact_payload(fact))
 
