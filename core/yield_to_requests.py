@@ -4,7 +4,8 @@ yields to other teams").
 The web and the workers share the cores. A request notes its team when it starts
 (`note_team_request`): one ZADD to the Redis the service already runs, of the team id
 with the time, into one sorted set with a member per team, so its size is the number of
-teams; a process sends a team's note at most once per fifth of the window. A worker
+teams; a process sends a team's note at most once per fifth of the window, from a
+thread of its own, so that no request waits for that round trip. A worker
 indexing team A's entries asks between embedding batches whether a
 request of another team started within the last MEMORYHUB_FOREGROUND_WINDOW_MS, and
 waits while one has, at most MEMORYHUB_INDEX_YIELD_MAX_MS per batch, so indexing
@@ -21,6 +22,7 @@ and nothing waits.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 
@@ -43,6 +45,12 @@ NOTE_SHARE_OF_WINDOW = 5
 MAX_TEAMS_REMEMBERED = 10_000
 # When this process last noted each team (ms); emptied when it grows past the bound.
 _noted_at: dict[int, int] = {}
+
+# What the requests noted and the sender has not sent yet: team id -> time (ms).
+_pending: dict[int, int] = {}
+_pending_lock = threading.Lock()
+_wake_sender = threading.Event()
+_sender_pid = 0
 
 _lock = threading.Lock()
 _client: redis.Redis | None = None
@@ -81,27 +89,66 @@ def _now_ms() -> int:
 
 def note_team_request(team_id: int) -> None:
     """A request of `team_id` is being served. A process that noted the team less than
-    a fifth of the window ago sends nothing: the note it made still says so, at most that
+    a fifth of the window ago notes nothing: the note it made still says so, at most that
     much earlier, and a team's back-to-back requests cost one ZADD per fifth of the window
-    instead of one each."""
-    if settings.MEMORYHUB_INDEX_YIELD_MAX_MS <= 0:
+    instead of one each. The ZADD is the sender thread's: the request only hands it the
+    note (a round trip to Redis on a request's path was a tenth of an exact read's time,
+    and more in its slowest tail)."""
+    if settings.MEMORYHUB_INDEX_YIELD_MAX_MS <= 0 or not settings.REDIS_URL or time.monotonic() < _down_until:
         return
     now = _now_ms()
     last = _noted_at.get(team_id)
     # A clock set back since reads as not noted: a note too many, never one missing.
     if last is not None and 0 <= now - last < settings.MEMORYHUB_FOREGROUND_WINDOW_MS // NOTE_SHARE_OF_WINDOW:
         return
+    if len(_noted_at) >= MAX_TEAMS_REMEMBERED:
+        _noted_at.clear()
+    _noted_at[team_id] = now
+    with _pending_lock:
+        _pending[team_id] = now
+    _start_sender()
+    _wake_sender.set()
+
+
+def send_pending_notes() -> None:
+    """Send the notes not sent yet, in one ZADD, from the calling thread (the sender's,
+    or a test that reads them next)."""
+    with _pending_lock:
+        if not _pending:
+            return
+        notes = {str(team_id): noted_at for team_id, noted_at in _pending.items()}
+        _pending.clear()
     client = _redis()
     if client is None:
         return
     try:
-        client.zadd(KEY, {str(team_id): now})
+        client.zadd(KEY, notes)
     except (redis.RedisError, OSError) as error:
         _failed(error)
+
+
+def _start_sender() -> None:
+    """One sender thread per process, started by the process's first note (a forked
+    worker starts its own)."""
+    global _sender_pid
+    if _sender_pid == os.getpid():
         return
-    if len(_noted_at) >= MAX_TEAMS_REMEMBERED:
-        _noted_at.clear()
-    _noted_at[team_id] = now
+    with _pending_lock:
+        if _sender_pid != os.getpid():
+            threading.Thread(
+                target=_send_notes_forever, name="memoryhub-foreground-notes", daemon=True
+            ).start()
+            _sender_pid = os.getpid()
+
+
+def _send_notes_forever() -> None:
+    while True:
+        _wake_sender.wait()
+        _wake_sender.clear()
+        try:
+            send_pending_notes()
+        except Exception:  # the thread outlives any one note: a bug is logged, not fatal
+            logger.exception("foreground notes: sending failed")
 
 
 def other_teams_active(team_id: int) -> bool:

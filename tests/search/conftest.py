@@ -51,6 +51,7 @@ def notes(embedded_redis: embedded.EmbeddedRedis, settings: Any) -> Iterator[red
     client.delete(yield_to_requests.KEY)
     yield_to_requests._down_until = 0.0
     yield_to_requests._noted_at.clear()
+    yield_to_requests._pending.clear()
     yield client
     client.delete(yield_to_requests.KEY)
     client.close()
@@ -76,6 +77,7 @@ def keep_noting() -> Iterator[Any]:
         thread.start()
         threads.append(thread)
         assert noted.wait(10), "the first request was not noted"
+        yield_to_requests.send_pending_notes()  # in Redis before the test goes on
 
     yield note
     stop.set()

@@ -9,6 +9,7 @@ A's own requests; with Redis gone, nothing waits."""
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -38,12 +39,40 @@ LONG_TEXT = "\n\n".join(
 def test_an_api_request_notes_its_team(notes: redis.Redis, member: Agent, other_team: Team) -> None:
     before = time.time() * 1000
     assert member.client.get(member.url("memories/")).status_code == 200
-    noted = notes.zscore(yield_to_requests.KEY, str(member.team.id))
+    noted = _sent_score(notes, member.team.id)
     assert noted is not None and noted >= before - 1
     assert notes.zscore(yield_to_requests.KEY, str(other_team.id)) is None
     # One member per team, not one per request.
     member.client.get(member.url("memories/"))
+    yield_to_requests.send_pending_notes()
     assert notes.zcard(yield_to_requests.KEY) == 1
+
+
+def _sent_score(notes: redis.Redis, team_id: int) -> float | None:
+    """The team's note once the process's sender thread has sent it (within a second)."""
+    deadline = time.monotonic() + 1.0
+    while (
+        score := notes.zscore(yield_to_requests.KEY, str(team_id))
+    ) is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return score
+
+
+def test_the_request_only_hands_its_note_to_the_sender_thread(
+    notes: redis.Redis, team: Team, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No round trip to Redis on the request's thread: the ZADD is the sender's."""
+    sending_threads: list[str] = []
+    zadd = redis.Redis.zadd
+
+    def recorded_zadd(self: redis.Redis, *args: Any, **kwargs: Any) -> Any:
+        sending_threads.append(threading.current_thread().name)
+        return zadd(self, *args, **kwargs)
+
+    monkeypatch.setattr(redis.Redis, "zadd", recorded_zadd)
+    yield_to_requests.note_team_request(team.id)
+    assert _sent_score(notes, team.id) is not None
+    assert sending_threads and threading.current_thread().name not in sending_threads
 
 
 def test_a_process_notes_a_team_again_only_after_a_fifth_of_the_window(
@@ -57,14 +86,17 @@ def test_a_process_notes_a_team_again_only_after_a_fifth_of_the_window(
     clock["now"] = first + interval - 1
     yield_to_requests.note_team_request(team.id)  # sends nothing: the first note stands
     yield_to_requests.note_team_request(other_team.id)  # another team is its own
+    yield_to_requests.send_pending_notes()
     assert notes.zscore(yield_to_requests.KEY, str(team.id)) == first
     assert notes.zscore(yield_to_requests.KEY, str(other_team.id)) == first + interval - 1
     clock["now"] = first + interval
     yield_to_requests.note_team_request(team.id)
+    yield_to_requests.send_pending_notes()
     assert notes.zscore(yield_to_requests.KEY, str(team.id)) == first + interval
     # A clock set back is not read as "just noted".
     clock["now"] = first - 10_000
     yield_to_requests.note_team_request(team.id)
+    yield_to_requests.send_pending_notes()
     assert notes.zscore(yield_to_requests.KEY, str(team.id)) == first - 10_000
 
 
@@ -74,6 +106,7 @@ def test_only_other_teams_requests_count_and_only_within_the_window(
     noted_at = yield_to_requests._now_ms()
     monkeypatch.setattr(yield_to_requests, "_now_ms", lambda: noted_at)
     yield_to_requests.note_team_request(team.id)
+    yield_to_requests.send_pending_notes()
     assert not yield_to_requests.other_teams_active(team.id)
     assert yield_to_requests.other_teams_active(other_team.id)
     # The notes' clock moved on rather than waited out: the window's last millisecond...
@@ -199,6 +232,7 @@ def test_without_redis_nothing_is_noted_and_nothing_waits(
     settings.MEMORYHUB_INDEX_YIELD_MAX_MS = BUDGET_MS
     yield_to_requests._down_until = 0.0
     yield_to_requests.note_team_request(other_team.id)
+    yield_to_requests.send_pending_notes()
     # The failure is remembered: the next calls do not try Redis again for a while.
     assert yield_to_requests._down_until > time.monotonic()
     assert yield_to_requests.yield_to_other_teams(team.id) == 0.0
