@@ -105,7 +105,7 @@ class FactViewSet(TeamScopedViewSet):
         return paginator.get_paginated_response([fact_payload(fact) for fact in page])
 
     def retrieve(self, request: Request, team: str, entity: str) -> Response:
-        services.check_entity_and_key(entity, "key")
+        services.check_lookup(entity, "key")
         rows = selectors.entity_facts(
             team_id=self.get_team().id,
             may_see_high=self._may_see_high(),
@@ -126,7 +126,7 @@ class FactViewSet(TeamScopedViewSet):
     )
     @action(detail=True, methods=["get"], url_path=r"(?P<key>[^/]+)")
     def fact(self, request: Request, team: str, entity: str, key: str) -> Response:
-        services.check_entity_and_key(entity, key)
+        services.check_lookup(entity, key)
         fact = selectors.get_fact(
             team_id=self.get_team().id,
             entity=entity,
@@ -196,7 +196,7 @@ class FactViewSet(TeamScopedViewSet):
     )
     @action(detail=True, methods=["get"], url_path=r"(?P<key>[^/]+)/history")
     def history(self, request: Request, team: str, entity: str, key: str) -> Response:
-        services.check_entity_and_key(entity, key)
+        services.check_lookup(entity, key)
         team_id = self.get_team().id
         rows = selectors.fact_versions(
             team_id=team_id, entity=entity, key=key, may_see_high=self._may_see_high()

@@ -54,9 +54,10 @@ def _active(team: Team, entity: str, key: str) -> Fact | None:
     )
 
 
-def check_entity_and_key(entity: str, key: str) -> None:
-    """Both are keys (letters, digits and . _ : @ -), and neither may look like a
-    credential: they are stored and shown as given, never scrubbed."""
+def check_lookup(entity: str, key: str) -> None:
+    """Both are keys (letters, digits and . _ : @ -): what a read names, as the MCP
+    tools' arguments are checked. A name that looks like a credential is refused where a
+    fact is named to be written (check_entity_and_key); a read of one finds nothing."""
     for name, text in (("entity", entity), ("key", key)):
         if not is_key(text):
             raise InvalidInput(
@@ -64,6 +65,13 @@ def check_entity_and_key(entity: str, key: str) -> None:
                 "letter, a digit or @",
                 field=name,
             )
+
+
+def check_entity_and_key(entity: str, key: str) -> None:
+    """Both are keys, and neither may look like a credential: they are stored and shown
+    as given, never scrubbed."""
+    check_lookup(entity, key)
+    for name, text in (("entity", entity), ("key", key)):
         if scrub(text).redactions:
             raise InvalidInput(f"the {name} looks like a credential; name what the fact is about", field=name)
 

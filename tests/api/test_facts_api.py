@@ -143,6 +143,23 @@ def test_malformed_entities_and_keys_in_the_path_are_400(member: Agent, method: 
     assert response.json()["error"] == "invalid"
 
 
+def test_a_name_that_looks_like_a_credential_is_refused_to_writes_and_found_by_no_read(
+    member: Agent,
+) -> None:
+    """Writes name what they store, and a credential is never stored as a name (400); a
+    read only looks one up, as the MCP tool does: none can exist, so 404, with nothing of
+    the name echoed."""
+    path = "facts/project-alpha/AKIAIOSFODNN7EXAMPLE/"
+    refused = member.client.put(member.url(path), {"value": "x"}, format="json")
+    assert refused.status_code == 400 and "credential" in refused.json()["detail"]
+    for read in (path, "facts/AKIAIOSFODNN7EXAMPLE/", path + "history/"):
+        response = member.client.get(member.url(read))
+        assert response.status_code == 404, (read, response.content)
+        assert "AKIA" not in response.content.decode()
+    with operator_view():
+        assert not Fact.objects.exists()
+
+
 @pytest.mark.parametrize(
     ("path", "params"),
     [
