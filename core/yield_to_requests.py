@@ -92,8 +92,7 @@ def note_team_request(team_id: int) -> None:
     a fifth of the window ago notes nothing: the note it made still says so, at most that
     much earlier, and a team's back-to-back requests cost one ZADD per fifth of the window
     instead of one each. The ZADD is the sender thread's: the request only hands it the
-    note (a round trip to Redis on a request's path was a tenth of an exact read's time,
-    and more in its slowest tail)."""
+    note, and waits for no round trip to Redis for it (docs/indexing-and-workers.md)."""
     if settings.MEMORYHUB_INDEX_YIELD_MAX_MS <= 0 or not settings.REDIS_URL or time.monotonic() < _down_until:
         return
     now = _now_ms()
