@@ -8,7 +8,9 @@ this order, the same for both doors:
 
 1. the token's scope for what the call does (403 `forbidden`, teams.permissions);
 2. the token's read or write budget (429 `rate_limited`, teams.throttling);
-3. the call's one transaction bound to the team (row-level security, teams.scope);
+3. the call's one transaction bound to the team (row-level security, teams.scope; on
+   REST the binding travels in the token check's own statement, and a call refused at
+   1 or 2 sends nothing after it: teams.scope.BindingInTokenCheck);
 4. the token's write slot, for a write, taken with no transaction open and let go only
    after the transaction has ended (teams.throttling.write_slot);
 5. the `teams.agent_request` hook (the `X-MemoryHub-Session` heartbeat);
