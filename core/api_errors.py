@@ -199,9 +199,18 @@ def _serialize_extra(view: Any, name: str, value: Any) -> Any:
     return serialize(name, value) if serialize else value
 
 
+API_PATH_PREFIX = "/api/"
+
+
+def is_api_path(path: str) -> bool:
+    """A path of the JSON API: its errors have the one error shape, and no page of
+    people's uses it (core.browser_middleware)."""
+    return path.startswith(API_PATH_PREFIX)
+
+
 def json_404(request: Any, exception: Exception | None = None) -> HttpResponse:
     # People browsing the admin get Django's page; API clients get the error shape.
-    if not request.path.startswith("/api/"):
+    if not is_api_path(request.path):
         return defaults.page_not_found(request, exception or Http404())
     return JsonResponse(error_body("not_found", "not found"), status=404)
 
@@ -249,7 +258,7 @@ def database_unavailable(request: Any, exc: BaseException) -> HttpResponse:
     )
     retry_after: int = settings.DB_UNAVAILABLE_RETRY_AFTER_SECONDS
     response: HttpResponse
-    if request.path.startswith("/api/"):
+    if is_api_path(request.path):
         detail = "the database is temporarily unavailable; retry later"
         body = error_body("database_unavailable", detail, retry_after=retry_after)
         response = JsonResponse(body, status=503)

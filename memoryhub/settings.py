@@ -63,12 +63,14 @@ MIDDLEWARE = [
     "memoryhub.metrics_endpoint.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
+    # Django's, django-htmx's: only people's pages use them; an API request goes past
+    # (core.browser_middleware).
+    "core.browser_middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django_htmx.middleware.HtmxMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "core.browser_middleware.AuthenticationMiddleware",
+    "core.browser_middleware.HtmxMiddleware",
+    "core.browser_middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "teams.middleware.OperatorScopeMiddleware",
     # Last, as django-axes asks: it turns a locked-out sign-in into the lockout page.

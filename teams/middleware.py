@@ -17,9 +17,11 @@ class OperatorScopeMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
+        # The path first: reading the user loads the session, which no other path needs.
+        if not request.path.startswith(ADMIN_PREFIX):
+            return self.get_response(request)
         user = getattr(request, "user", None)
-        is_operator = user is not None and user.is_authenticated and user.is_staff
-        if user is None or not (request.path.startswith(ADMIN_PREFIX) and is_operator):
+        if user is None or not (user.is_authenticated and user.is_staff):
             return self.get_response(request)
         reason = f"admin {request.method} {request.path}"
         with dangerously_bypass_team_scope(reason=reason, actor=user.get_username()):
