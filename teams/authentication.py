@@ -20,6 +20,7 @@ from core.prepared_statements import model_columns, model_instances
 from teams import token_cache
 from teams.models import AgentToken, Team
 from teams.scope import BindingInTokenCheck, token_lookup_scope, viewer_of
+from teams.throttling import EarlyBudgetHit
 
 # Recording every use would turn every read into a write; a minute is precise enough.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -48,6 +49,8 @@ class AgentTokenAuthentication(BaseAuthentication):
     # Set by a door whose call binds its transaction once admitted (teams.viewsets): the
     # statement that checks a cached token binds it too.
     binding: BindingInTokenCheck | None = None
+    # And the budget hit that goes to Redis while the check is in PostgreSQL.
+    early_budget: EarlyBudgetHit | None = None
 
     def authenticate(self, request: Request) -> tuple[AgentPrincipal, AgentToken] | None:
         parts = get_authorization_header(request).split()
@@ -59,16 +62,18 @@ class AgentTokenAuthentication(BaseAuthentication):
             raw = parts[1].decode("ascii")
         except UnicodeDecodeError:
             raise exceptions.AuthenticationFailed("invalid token") from None
-        token = _find_live_token(raw, binding=self.binding)
+        token = _find_live_token(raw, binding=self.binding, early_budget=self.early_budget)
         return AgentPrincipal(token), token
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="memoryhub"'
 
 
-def _find_live_token(raw: str, *, binding: BindingInTokenCheck | None = None) -> AgentToken:
+def _find_live_token(
+    raw: str, *, binding: BindingInTokenCheck | None = None, early_budget: EarlyBudgetHit | None = None
+) -> AgentToken:
     token_hash = AgentToken.hash_token(raw)
-    token = _cached_live_token(token_hash, binding)
+    token = _cached_live_token(token_hash, binding, early_budget)
     if token is not None:
         return token
     with token_lookup_scope(token_hash):
@@ -83,13 +88,17 @@ def _find_live_token(raw: str, *, binding: BindingInTokenCheck | None = None) ->
     return token
 
 
-def _cached_live_token(token_hash: str, binding: BindingInTokenCheck | None) -> AgentToken | None:
+def _cached_live_token(
+    token_hash: str, binding: BindingInTokenCheck | None, early_budget: EarlyBudgetHit | None
+) -> AgentToken | None:
     """The token from this process's cache, checked against its team's row (read in one
     statement, which the request needs anyway): None when it is not cached or the team's
     tokens changed since (teams.token_cache)."""
     entry = token_cache.cached_token(token_hash)
     if entry is None:
         return None
+    if early_budget is not None:
+        early_budget.send(entry.id)
     team = _team_row(entry, binding)
     if team is None or team.token_version != entry.token_version:
         token_cache.forget_token(token_hash)

@@ -7,7 +7,9 @@ be the token's, else 404; MCP: the token's team) before the call is admitted. Th
 this order, the same for both doors:
 
 1. the token's scope for what the call does (403 `forbidden`, teams.permissions);
-2. the token's read or write budget (429 `rate_limited`, teams.throttling);
+2. the token's read or write budget (429 `rate_limited`, teams.throttling; on REST a
+   cached token's hit is sent with its check and its answer read here:
+   teams.throttling.EarlyBudgetHit);
 3. the call's one transaction bound to the team (row-level security, teams.scope; on
    REST the binding travels in the token check's own statement, and a call refused at
    1 or 2 sends nothing after it: teams.scope.BindingInTokenCheck);
@@ -49,7 +51,7 @@ from teams.permissions import HasTokenScope
 from teams.renderers import redact_answer
 from teams.replicas import replica_reads
 from teams.scope import TeamBoundTransaction, viewer_of
-from teams.throttling import AgentReadThrottle, AgentWriteThrottle, request_kind, write_slot
+from teams.throttling import AgentReadThrottle, AgentWriteThrottle, EarlyBudgetHit, request_kind, write_slot
 
 
 class AgentCall:
@@ -64,6 +66,8 @@ class AgentCall:
         # changed the vault (teams.vault_matcher); None: read it again.
         self.vault_version: int | None = None
         self.transaction = TeamBoundTransaction()
+        # The budget's hit sent with the token's check (REST), read by `admit`.
+        self._early_budget: EarlyBudgetHit | None = None
         # What the call holds beyond its transaction (the write slot), let go after it.
         self._held_after_transaction = ExitStack()
         # What the action holds (replica reads), let go when the action returns.
@@ -72,6 +76,7 @@ class AgentCall:
 
     def __enter__(self) -> AgentCall:
         with ExitStack() as stack:
+            stack.callback(self._close_early_budget)
             stack.enter_context(self._held_after_transaction)
             stack.enter_context(self.transaction)
             stack.enter_context(owning_request_transaction(self.transaction.outside))
@@ -88,6 +93,15 @@ class AgentCall:
             self.transaction.unbind()
         return self._stack.__exit__(exc_type, exc, traceback)
 
+    def early_budget_hit(self, kind: str) -> EarlyBudgetHit:
+        """The budget hit the token's check sends ahead (teams.throttling.EarlyBudgetHit)."""
+        self._early_budget = EarlyBudgetHit(kind)
+        return self._early_budget
+
+    def _close_early_budget(self) -> None:
+        if self._early_budget is not None:
+            self._early_budget.close()
+
     def acting(self) -> ExitStack:
         """The block of the action: what `admit` opens for it ends with it."""
         return self._action
@@ -100,7 +114,7 @@ class AgentCall:
         scope = HasTokenScope()
         if not scope.has_permission(request, view):
             raise exceptions.PermissionDenied(scope.message)
-        for budget in (AgentReadThrottle(), AgentWriteThrottle()):
+        for budget in (AgentReadThrottle(self._early_budget), AgentWriteThrottle(self._early_budget)):
             if not budget.allow_request(request, view):
                 # wait() is None only with a budget left, which a refused call has not.
                 raise exceptions.Throttled(budget.wait() or 1.0)

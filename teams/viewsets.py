@@ -88,12 +88,15 @@ class TeamScopedViewSet(ViewSet):
     def perform_authentication(self, request: Request) -> None:
         # The statement that checks a cached token binds the call's transaction too, as
         # admit would (teams.scope.BindingInTokenCheck): a round trip less per request.
-        binding = self._agent_call().transaction.binding_in_token_check(
-            durable=request_kind(request, self) == "write"
-        )
+        call = self._agent_call()
+        kind = request_kind(request, self)
+        binding = call.transaction.binding_in_token_check(durable=kind == "write")
+        # And its budget hit goes to Redis while the check is in PostgreSQL.
+        early_budget = call.early_budget_hit(kind)
         for authenticator in request.authenticators or ():
             if isinstance(authenticator, AgentTokenAuthentication):
                 authenticator.binding = binding
+                authenticator.early_budget = early_budget
         # DRF checks throttles only after authentication and permissions, so a request
         # without a valid token would never meet one: count it against its address here,
         # before it is refused, and guessing tokens runs into 429.

@@ -11,13 +11,16 @@ from typing import Any
 
 import limits.storage.memory
 import pytest
+import redis.connection
+from django.db import connection
 from redis import Redis
 from rest_framework.test import APIClient
 
 import teams.throttling
 from memoryhub.embedded_redis import EmbeddedRedis
+from teams.models import AgentToken, Team
 from teams.throttling import limiter
-from tests.conftest import Agent
+from tests.conftest import Agent, operator_view
 from tests.search.conftest import free_port
 
 
@@ -177,3 +180,91 @@ def test_a_request_spends_its_budget_in_one_redis_round_trip(
     assert_rate_limited(refused, at_most=60)
     (window,) = redis.keys("memoryhub:throttle:*")
     assert redis.llen(window) == 3
+
+
+@pytest.fixture
+def redis_counts(settings: Any, embedded_redis: EmbeddedRedis) -> Redis:
+    """The budgets counted in the suite's own Redis, emptied."""
+    location = embedded_redis.url.replace("redis+socket://", "unix://", 1)
+    settings.CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": location}
+    }
+    redis = Redis.from_url(location)
+    redis.flushall()
+    return redis
+
+
+def test_a_cached_tokens_budget_goes_to_redis_while_its_check_is_in_postgresql(
+    member: Agent, redis_counts: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert member.client.get(member.url("memories/")).status_code == 200  # caches the token
+    events: list[str] = []
+
+    def statement(execute: Any, sql: str, *args: Any) -> Any:
+        if '"teams_team"' in sql:
+            events.append("check")
+        return execute(sql, *args)
+
+    for method in ("send_command", "read_response"):
+        original = getattr(redis.connection.AbstractConnection, method)
+
+        def recorded(
+            self: Any, *args: Any, _original: Any = original, _name: str = method, **kwargs: Any
+        ) -> Any:
+            events.append(_name)
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(redis.connection.AbstractConnection, method, recorded)
+
+    with connection.execute_wrapper(statement):
+        assert member.client.get(member.url("memories/")).status_code == 200
+
+    # The budget's one script call is sent before the check and its answer read after.
+    assert events == ["send_command", "check", "read_response"]
+
+
+def test_a_budget_spent_ahead_is_limits_own_window(member: Agent, redis_counts: Redis, settings: Any) -> None:
+    settings.MEMORYHUB_THROTTLE_READ = "3/min"
+    with operator_view():
+        token_id = str(AgentToken.objects.get(name="writer-bot").pk)
+    item = teams.throttling.rate_item(settings.MEMORYHUB_THROTTLE_READ)
+    budget = limiter()
+
+    statuses = [member.client.get(member.url("memories/")).status_code for _ in range(3)]
+
+    assert statuses == [200, 200, 200]
+    assert budget.get_window_stats(item, "agent_read", token_id).remaining == 0
+    assert not budget.test(item, "agent_read", token_id)
+    assert_rate_limited(member.client.get(member.url("memories/")), at_most=60)
+
+
+def test_a_call_refused_after_its_check_has_spent_its_tokens_budget_and_leaves_redis_in_step(
+    member: Agent, other_team: Team, redis_counts: Redis, settings: Any
+) -> None:
+    settings.MEMORYHUB_THROTTLE_READ = "3/min"
+    assert member.client.get(member.url("memories/")).status_code == 200  # caches the token
+
+    elsewhere = member.client.get(member.url("memories/", team=other_team.slug))
+
+    assert elsewhere.status_code == 404
+    # Each later call reads its own answer: the 404's was read before its connection
+    # went back to the pool.
+    assert member.client.get(member.url("memories/")).status_code == 200
+    assert_rate_limited(member.client.get(member.url("memories/")), at_most=60)
+    (window,) = redis_counts.keys("memoryhub:throttle:*")
+    assert redis_counts.llen(window) == 3
+
+
+def test_a_budget_sent_ahead_before_redis_knows_the_script_is_counted_all_the_same(
+    member: Agent, redis_counts: Redis, settings: Any
+) -> None:
+    settings.MEMORYHUB_THROTTLE_READ = "3/min"
+    assert member.client.get(member.url("memories/")).status_code == 200
+    redis_counts.script_flush()
+
+    assert member.client.get(member.url("memories/")).status_code == 200
+    assert member.client.get(member.url("memories/")).status_code == 200
+
+    (window,) = redis_counts.keys("memoryhub:throttle:*")
+    assert redis_counts.llen(window) == 3
+    assert_rate_limited(member.client.get(member.url("memories/")), at_most=60)
