@@ -10,6 +10,7 @@ read in C (UtcTimestamptzLoader)."""
 from __future__ import annotations
 
 import datetime
+import functools
 from typing import Any
 
 from django.db.backends.postgresql import base, operations
@@ -50,15 +51,23 @@ class UtcTimestamptzLoader(BaseTzLoader):  # type: ignore[misc]
         return super().load(data)
 
 
+@functools.cache
+def _with_utc_timestamp_loader(template: adapt.AdaptersMap) -> adapt.AdaptersMap:
+    """Django's adapters (a map it makes once per time zone) with the C loader, made once
+    too: Django asks for the parameters on every request, pooled or not, and a
+    connection copies the map it is given."""
+    context = adapt.AdaptersMap(template)
+    context.register_loader("timestamptz", UtcTimestamptzLoader)
+    return context
+
+
 class DatabaseWrapper(base.DatabaseWrapper):
     ops_class = DatabaseOperations
 
     def get_connection_params(self) -> dict[str, Any]:
         params: dict[str, Any] = super().get_connection_params()
         if self.timezone is datetime.UTC and "context" in params:
-            context = adapt.AdaptersMap(params["context"])
-            context.register_loader("timestamptz", UtcTimestamptzLoader)
-            params["context"] = context
+            params["context"] = _with_utc_timestamp_loader(params["context"])
         return params
 
     @property

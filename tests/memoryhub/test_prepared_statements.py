@@ -181,3 +181,12 @@ def test_every_connection_reads_timestamps_with_the_utc_loader(member: Agent, sa
         read = Memory.objects.get(key="deploy-day")
     assert read.created_at.tzinfo is datetime.UTC
     assert read.created_at.isoformat().replace("+00:00", "Z") == saved["created_at"]
+
+
+@pytest.mark.django_db
+def test_the_adapters_with_the_utc_loader_are_made_once_and_copied_by_each_connection() -> None:
+    first, again = connection.get_connection_params(), connection.get_connection_params()
+
+    assert first["context"] is again["context"]
+    connection.ensure_connection()
+    assert connection.connection.adapters is not first["context"]
