@@ -65,6 +65,11 @@ class RequestMetricsMiddleware:
         return response
 
 
+# The last sample this process wrote, per alias: most requests find the same numbers,
+# and a gauge's write (a file's, under gunicorn) is then skipped.
+_written_pool_samples: dict[str, tuple[int, int, int, int]] = {}
+
+
 def sample_pool_usage() -> None:
     """This process's share of the pools (psycopg_pool's get_stats), for every alias
     that has a pool open: summed over live processes, they are the server's usage."""
@@ -73,10 +78,16 @@ def sample_pool_usage() -> None:
         if pool is None:
             continue
         stats = pool.get_stats()
-        DB_POOL_CONNECTIONS.labels(alias=alias, state="open").set(stats.get("pool_size", 0))
-        DB_POOL_CONNECTIONS.labels(alias=alias, state="idle").set(stats.get("pool_available", 0))
-        DB_POOL_CONNECTIONS.labels(alias=alias, state="max").set(stats.get("pool_max", 0))
-        DB_POOL_WAITING.labels(alias=alias).set(stats.get("requests_waiting", 0))
+        open_, idle = stats.get("pool_size", 0), stats.get("pool_available", 0)
+        most, waiting = stats.get("pool_max", 0), stats.get("requests_waiting", 0)
+        sample = (open_, idle, most, waiting)
+        if _written_pool_samples.get(alias) == sample:
+            continue
+        DB_POOL_CONNECTIONS.labels(alias=alias, state="open").set(open_)
+        DB_POOL_CONNECTIONS.labels(alias=alias, state="idle").set(idle)
+        DB_POOL_CONNECTIONS.labels(alias=alias, state="max").set(most)
+        DB_POOL_WAITING.labels(alias=alias).set(waiting)
+        _written_pool_samples[alias] = sample
 
 
 def metrics_view(request: HttpRequest) -> HttpResponse:

@@ -22,6 +22,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import close_old_connections, connection
 from django.test import Client
+from prometheus_client import REGISTRY
 from psycopg_pool import ConnectionPool
 
 from core.database_pool import check_lent_connection
@@ -287,3 +288,32 @@ def test_a_database_url_without_the_operators_login_is_refused_at_start() -> Non
     )
     assert result.returncode != 0
     assert "OPERATOR_DATABASE_URL is not" in result.stderr
+
+
+def test_the_pools_gauges_are_written_when_its_numbers_change(
+    pool_of_one: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoryhub import metrics_endpoint
+
+    monkeypatch.setattr(metrics_endpoint, "_written_pool_samples", {})
+    writes: list[dict[str, str]] = []
+    labels = metrics_endpoint.DB_POOL_CONNECTIONS.labels
+
+    def counted(**names: str) -> Any:
+        writes.append(names)
+        return labels(**names)
+
+    monkeypatch.setattr(metrics_endpoint.DB_POOL_CONNECTIONS, "labels", counted)
+    connection.ensure_connection()  # lent: none idle
+    metrics_endpoint.sample_pool_usage()
+    lent = len(writes)
+    metrics_endpoint.sample_pool_usage()
+    unchanged = len(writes) - lent
+    hand_back()  # one idle again
+    metrics_endpoint.sample_pool_usage()
+
+    assert lent == 3  # open, idle, max of the default alias
+    assert unchanged == 0
+    assert writes[-1] == {"alias": "default", "state": "max"} and len(writes) == 6
+    idle = REGISTRY.get_sample_value("memoryhub_db_pool_connections", {"alias": "default", "state": "idle"})
+    assert idle == 1
