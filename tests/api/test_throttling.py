@@ -18,6 +18,7 @@ from rest_framework.test import APIClient
 
 import teams.throttling
 from memoryhub.embedded_redis import EmbeddedRedis
+from teams import services
 from teams.models import AgentToken, Team
 from teams.throttling import limiter
 from tests.conftest import Agent, operator_view
@@ -268,3 +269,26 @@ def test_a_budget_sent_ahead_before_redis_knows_the_script_is_counted_all_the_sa
     (window,) = redis_counts.keys("memoryhub:throttle:*")
     assert redis_counts.llen(window) == 3
     assert_rate_limited(member.client.get(member.url("memories/")), at_most=60)
+
+
+def test_a_revocation_the_check_finds_answers_401_and_leaves_redis_in_step(
+    member: Agent, admin_member: Agent, readonly_member: Agent, redis_counts: Redis, settings: Any
+) -> None:
+    settings.MEMORYHUB_THROTTLE_READ = "2/min"
+    for agent in (member, admin_member):
+        assert agent.client.get(agent.url("memories/")).status_code == 200  # caches the token
+    answers: list[int] = []
+    connections: list[int] = []
+    for agent, name in ((member, "writer-bot"), (admin_member, "admin-bot")):
+        services.revoke_token(team=agent.team, name=name, actor="test")
+        revoked = agent.client.get(agent.url("memories/"))
+        answers.append(revoked.status_code)
+        assert revoked.json()["detail"] == "this token has been revoked"
+        connections.append(redis_counts.info("stats")["total_connections_received"])
+    reader = readonly_member
+    answers += [reader.client.get(reader.url("memories/")).status_code for _ in range(3)]
+
+    assert answers == [401, 401, 200, 200, 429]
+    # Each 401's early answer was read before its connection went back to the pool:
+    # redis-py would otherwise find data waiting on it at its next use and connect anew.
+    assert redis_counts.info("stats")["total_connections_received"] == connections[0] == connections[1]
