@@ -21,7 +21,7 @@ import logging
 import math
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from typing import Any
 
 from django.conf import settings
@@ -131,8 +131,12 @@ class EarlyBudgetHit:
         """Read an answer nobody asked for (the call was refused before its throttle)."""
         sent, self._sent = self._sent, None
         if sent is not None:
-            with suppress(RedisError, OSError):
+            try:
                 self._read(sent)
+            except NoScriptError:
+                pass  # not counted: Redis had not loaded the script yet
+            except (RedisError, OSError) as exc:
+                note_redis_failure("the rate limits' counts", exc)
 
     @staticmethod
     def _read(sent: tuple[str, Any, Any]) -> Any:
