@@ -4,6 +4,8 @@ request answers 429 `rate_limited` in the one error shape, with Retry-After."""
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections.abc import Iterator
 from types import SimpleNamespace
@@ -17,6 +19,7 @@ from redis import Redis
 from rest_framework.test import APIClient
 
 import teams.throttling
+from core.redis_outage import redis_skipped
 from memoryhub.embedded_redis import EmbeddedRedis
 from teams import services
 from teams.models import AgentToken, Team
@@ -292,3 +295,31 @@ def test_a_revocation_the_check_finds_answers_401_and_leaves_redis_in_step(
     # Each 401's early answer was read before its connection went back to the pool:
     # redis-py would otherwise find data waiting on it at its next use and connect anew.
     assert redis_counts.info("stats")["total_connections_received"] == connections[0] == connections[1]
+
+
+def test_a_redis_that_hangs_under_a_refused_calls_early_answer_is_noted_and_not_waited_for_again(
+    member: Agent, other_team: Team, settings: Any, embedded_redis: EmbeddedRedis
+) -> None:
+    location = embedded_redis.url.replace("redis+socket://", "unix://", 1)
+    bound = {"socket_timeout": 0.25, "socket_connect_timeout": 0.25}  # as the settings bound it
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": location,
+            "OPTIONS": bound,
+        }
+    }
+    teams.throttling._limiter_on.cache_clear()  # a limiter of this location without the bound
+    Redis.from_url(location).flushall()
+    assert member.client.get(member.url("memories/")).status_code == 200  # caches the token
+    os.kill(embedded_redis.process.pid, signal.SIGSTOP)
+    try:
+        elsewhere = member.client.get(member.url("memories/", team=other_team.slug))
+        noted = redis_skipped()
+        again = member.client.get(member.url("memories/", team=other_team.slug))
+    finally:
+        os.kill(embedded_redis.process.pid, signal.SIGCONT)
+        teams.throttling._limiter_on.cache_clear()
+
+    assert elsewhere.status_code == again.status_code == 404
+    assert noted
