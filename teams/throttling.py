@@ -74,6 +74,10 @@ def limiter() -> MovingWindowRateLimiter:
     return _limiter_on(cache["BACKEND"], str(cache.get("LOCATION", "")))
 
 
+# What a Redis failure of the throttles is logged as (core.redis_outage).
+COUNTS = "the rate limits' counts"
+
+
 class EarlyBudgetHit:
     """A cached token's budget hit, sent to Redis just before the token's check goes to
     PostgreSQL and read once the check has answered: the two round trips overlap
@@ -99,18 +103,16 @@ class EarlyBudgetHit:
         identity = str(token_id)
         key = storage.prefixed_key(item.key_for(self.throttle.scope, identity))
         script = storage.lua_acquire_moving_window
+        arguments = (time.time(), item.amount, item.get_expiry(), 1)  # as limits' acquire_entry
+        pool: ConnectionPool = storage.get_connection().connection_pool  # type: ignore[attr-defined]
+        connection = None
         try:
-            pool: ConnectionPool = storage.get_connection().connection_pool  # type: ignore[attr-defined]
             connection = pool.get_connection()
-        except (RedisError, OSError) as exc:
-            note_redis_failure("the rate limits' counts", exc)
-            return
-        try:
-            arguments = (time.time(), item.amount, item.get_expiry(), 1)  # as limits' acquire_entry
             connection.send_command("EVALSHA", script.sha, 1, key, *arguments)  # type: ignore[no-untyped-call]
         except (RedisError, OSError) as exc:
-            pool.release(connection)  # redis-py disconnected it
-            note_redis_failure("the rate limits' counts", exc)
+            if connection is not None:
+                pool.release(connection)  # redis-py disconnected it
+            note_redis_failure(COUNTS, exc)
             return
         self._sent = (identity, connection, pool)
 
@@ -136,7 +138,7 @@ class EarlyBudgetHit:
             except NoScriptError:
                 pass  # not counted: Redis had not loaded the script yet
             except (RedisError, OSError) as exc:
-                note_redis_failure("the rate limits' counts", exc)
+                note_redis_failure(COUNTS, exc)
 
     @staticmethod
     def _read(sent: tuple[str, Any, Any]) -> Any:
@@ -186,7 +188,7 @@ class _SettingsRateThrottle(BaseThrottle):
                 return True
             window_ends_at, _ = budget.get_window_stats(item, self.scope, identity)
         except (RedisError, OSError) as exc:
-            note_redis_failure("the rate limits' counts", exc)
+            note_redis_failure(COUNTS, exc)
             return True
         # A place in the window frees strictly after `period`: the first whole second past it.
         self._wait = float(math.floor(max(window_ends_at - time.time(), 0.0)) + 1)
