@@ -410,7 +410,10 @@ LOGGING: dict[str, Any] = {
 
 # Celery: workers when a broker is configured (`make run` points REDIS_URL at its embedded
 # Redis), in-process otherwise: the fallback the web server warns about at start-up.
-CELERY_BROKER_URL = REDIS_URL or "memory://"
+# The in-process broker names a host: Celery takes a producer on it for every task it runs
+# in-process, and kombu logs a WARNING ("No hostname was supplied") for a URL without one.
+IN_PROCESS_BROKER_URL = "memory://localhost/"
+CELERY_BROKER_URL = REDIS_URL or IN_PROCESS_BROKER_URL
 CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
 # Under `make run` the worker and beat may start before the Redis next to them answers.
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True

@@ -48,7 +48,7 @@ MIDDLEWARE = [
 # Tasks run in-process unless a test routes them to the Redis and the worker the suite
 # starts itself (tests/worker.py): a REDIS_URL in the developer's shell is never used.
 REDIS_URL = ""
-CELERY_BROKER_URL = "memory://"
+CELERY_BROKER_URL = IN_PROCESS_BROKER_URL  # noqa: F405
 CELERY_TASK_ALWAYS_EAGER = True
 
 # The API throttles count in this process, never in a Redis of the developer's; the rates
